@@ -1,0 +1,336 @@
+//! One proposed call ([`ToolCall`]), the conversation it belongs to ([`Session`]), and what a
+//! tool body can see of both while it runs ([`Invocation`], [`ToolContext`], [`State`]).
+
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::fmt;
+use std::ops::Deref;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio::time::Instant;
+
+use crate::idempotency::IdempotencyKey;
+
+/// A call the model proposed: the provider's call id, the tool name, and the argument text
+/// exactly as the model wrote it (parsed by the registry, never trusted).
+///
+/// ```
+/// use toolwright_core::ToolCall;
+///
+/// let call = ToolCall::new("call_1", "search_orders", r#"{"query":"late"}"#);
+/// assert_eq!(call.name(), "search_orders");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCall {
+    id: String,
+    name: String,
+    arguments: String,
+}
+
+impl ToolCall {
+    /// A call with the provider's id, the tool name and the raw argument text.
+    pub fn new(id: impl Into<String>, name: impl Into<String>, arguments: impl Into<String>) -> Self {
+        ToolCall { id: id.into(), name: name.into(), arguments: arguments.into() }
+    }
+
+    /// The provider's call id (OpenAI `tool_call_id`, Anthropic `tool_use_id`, ...).
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The tool name the model asked for.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The raw argument text.
+    pub fn arguments(&self) -> &str {
+        &self.arguments
+    }
+
+    pub(crate) fn into_parts(self) -> (String, String, String) {
+        (self.id, self.name, self.arguments)
+    }
+}
+
+/// Per-conversation state: who is asking, with which scopes, and the scope idempotency keys are
+/// derived in. Cheap to clone; clones share the same conversation.
+///
+/// ```
+/// use toolwright_core::Session;
+///
+/// let session = Session::new("conv-7").with_principal("user:alice").with_scopes(["orders:read"]);
+/// assert!(session.has_scope("orders:read"));
+/// ```
+#[derive(Clone)]
+pub struct Session(Arc<SessionInner>);
+
+#[derive(Clone)]
+struct SessionInner {
+    id: String,
+    principal: Option<String>,
+    scopes: Vec<String>,
+    idempotency_scope: String,
+}
+
+impl Session {
+    /// A session for one conversation. Its id is also its idempotency scope.
+    pub fn new(id: impl Into<String>) -> Self {
+        let id = id.into();
+        Session(Arc::new(SessionInner {
+            idempotency_scope: id.clone(),
+            id,
+            principal: None,
+            scopes: Vec::new(),
+        }))
+    }
+
+    /// The session [`Registry::call`](crate::Registry::call) uses: no principal, no scopes.
+    pub fn anonymous() -> Self {
+        Session::new("anonymous")
+    }
+
+    /// Sets who is asking (a user or service id).
+    pub fn with_principal(mut self, principal: impl Into<String>) -> Self {
+        Arc::make_mut(&mut self.0).principal = Some(principal.into());
+        self
+    }
+
+    /// Sets the scopes the principal holds.
+    pub fn with_scopes<I, S>(mut self, scopes: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        Arc::make_mut(&mut self.0).scopes = scopes.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Sets the scope idempotency keys are derived in (defaults to the session id). Share a
+    /// scope across sessions that must recognize each other's retries.
+    pub fn with_idempotency_scope(mut self, scope: impl Into<String>) -> Self {
+        Arc::make_mut(&mut self.0).idempotency_scope = scope.into();
+        self
+    }
+
+    /// The session id.
+    pub fn id(&self) -> &str {
+        &self.0.id
+    }
+
+    /// Who is asking, if known.
+    pub fn principal(&self) -> Option<&str> {
+        self.0.principal.as_deref()
+    }
+
+    /// The scopes the principal holds.
+    pub fn scopes(&self) -> &[String] {
+        &self.0.scopes
+    }
+
+    /// Whether the principal holds `scope`.
+    pub fn has_scope(&self, scope: &str) -> bool {
+        self.0.scopes.iter().any(|s| s == scope)
+    }
+
+    /// The scope idempotency keys are derived in.
+    pub fn idempotency_scope(&self) -> &str {
+        &self.0.idempotency_scope
+    }
+}
+
+impl Default for Session {
+    fn default() -> Self {
+        Session::anonymous()
+    }
+}
+
+impl fmt::Debug for Session {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Session")
+            .field("id", &self.0.id)
+            .field("principal", &self.0.principal)
+            .field("scopes", &self.0.scopes)
+            .finish()
+    }
+}
+
+/// Shared state registered with [`RegistryBuilder::state`](crate::RegistryBuilder::state),
+/// handed to tools that take a `State<T>` parameter.
+///
+/// ```
+/// use toolwright_core::State;
+///
+/// struct Db { url: String }
+/// fn url(db: State<Db>) -> String { db.url.clone() }
+/// ```
+pub struct State<T: ?Sized>(pub Arc<T>);
+
+impl<T: ?Sized> Clone for State<T> {
+    fn clone(&self) -> Self {
+        State(Arc::clone(&self.0))
+    }
+}
+
+impl<T: ?Sized> Deref for State<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+impl<T: ?Sized + fmt::Debug> fmt::Debug for State<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("State").field(&&*self.0).finish()
+    }
+}
+
+pub(crate) type StateMap = HashMap<TypeId, Arc<dyn Any + Send + Sync>>;
+
+/// What the registry hands [`Tool::invoke`](crate::Tool::invoke) for one attempt: the call's
+/// identity, the session, the attempt number, the deadline, the idempotency key and shared state.
+pub struct Invocation<'a> {
+    pub(crate) call_id: &'a str,
+    pub(crate) tool: &'a Arc<str>,
+    pub(crate) session: &'a Session,
+    pub(crate) key: Option<&'a IdempotencyKey>,
+    pub(crate) attempt: u32,
+    pub(crate) deadline: Instant,
+    pub(crate) state: &'a Arc<StateMap>,
+}
+
+impl Invocation<'_> {
+    /// The provider's call id.
+    pub fn call_id(&self) -> &str {
+        self.call_id
+    }
+
+    /// The tool's name.
+    pub fn tool(&self) -> &str {
+        self.tool
+    }
+
+    /// The conversation the call belongs to.
+    pub fn session(&self) -> &Session {
+        self.session
+    }
+
+    /// 1 for the first attempt, 2 for the first retry, ...
+    pub fn attempt(&self) -> u32 {
+        self.attempt
+    }
+
+    /// When the call as a whole (every attempt) must be done.
+    pub fn deadline(&self) -> Instant {
+        self.deadline
+    }
+
+    /// Time left before the deadline.
+    pub fn remaining(&self) -> Duration {
+        self.deadline.saturating_duration_since(Instant::now())
+    }
+
+    /// The call's idempotency key, the same on every attempt.
+    pub fn idempotency_key(&self) -> IdempotencyKey {
+        match self.key {
+            Some(key) => key.clone(),
+            None => IdempotencyKey::derive(self.session.idempotency_scope(), self.tool, self.call_id),
+        }
+    }
+
+    /// Shared state of type `T`, if the registry has it.
+    pub fn state<T: Send + Sync + 'static>(&self) -> Option<State<T>> {
+        let any = self.state.get(&TypeId::of::<T>())?.clone();
+        any.downcast::<T>().ok().map(State)
+    }
+
+    /// An owned snapshot of this invocation, for tool bodies that take a [`ToolContext`].
+    pub fn context(&self) -> ToolContext {
+        ToolContext {
+            call_id: self.call_id.into(),
+            tool: Arc::clone(self.tool),
+            session: self.session.clone(),
+            key: self.idempotency_key(),
+            attempt: self.attempt,
+            deadline: self.deadline,
+            state: Arc::clone(self.state),
+        }
+    }
+}
+
+/// An owned view of the running call, for tool functions that declare a `ToolContext`
+/// parameter (it is injected, never part of the schema).
+///
+/// ```
+/// use toolwright_core::ToolContext;
+///
+/// fn budget_ms(ctx: &ToolContext) -> u128 {
+///     ctx.remaining().as_millis()
+/// }
+/// ```
+#[derive(Clone)]
+pub struct ToolContext {
+    call_id: Arc<str>,
+    tool: Arc<str>,
+    session: Session,
+    key: IdempotencyKey,
+    attempt: u32,
+    deadline: Instant,
+    state: Arc<StateMap>,
+}
+
+impl ToolContext {
+    /// The provider's call id.
+    pub fn call_id(&self) -> &str {
+        &self.call_id
+    }
+
+    /// The tool's name.
+    pub fn tool(&self) -> &str {
+        &self.tool
+    }
+
+    /// The conversation the call belongs to.
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    /// 1 for the first attempt, 2 for the first retry, ...
+    pub fn attempt(&self) -> u32 {
+        self.attempt
+    }
+
+    /// When the call as a whole must be done.
+    pub fn deadline(&self) -> Instant {
+        self.deadline
+    }
+
+    /// Time left before the deadline.
+    pub fn remaining(&self) -> Duration {
+        self.deadline.saturating_duration_since(Instant::now())
+    }
+
+    /// The call's idempotency key, the same on every attempt.
+    pub fn idempotency_key(&self) -> &IdempotencyKey {
+        &self.key
+    }
+
+    /// Shared state of type `T`, if the registry has it.
+    pub fn state<T: Send + Sync + 'static>(&self) -> Option<State<T>> {
+        let any = self.state.get(&TypeId::of::<T>())?.clone();
+        any.downcast::<T>().ok().map(State)
+    }
+}
+
+impl fmt::Debug for ToolContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolContext")
+            .field("call_id", &self.call_id)
+            .field("tool", &self.tool)
+            .field("attempt", &self.attempt)
+            .field("session", &self.session)
+            .finish()
+    }
+}

@@ -1,0 +1,49 @@
+//! The interpretation seam: the tool answered; is it a usable result, and is it an empty one?
+//!
+//! "No exception was thrown" is not "the call succeeded" (seed 000, "Partial and ambiguous
+//! results"). A result that cannot be serialized is `invalid_result`; an empty list or `None` is
+//! [`Status::Empty`], distinct from success with data, so the model can tell "found nothing" from
+//! "the tool broke" and from an answer. A tool returning `()` has succeeded, not come up empty.
+
+use std::any::TypeId;
+
+use serde::Serialize;
+use serde_json::value::RawValue;
+
+use crate::outcome::{ErrorKind, Failure, Status};
+
+/// Serializes a tool's result once, into the text the envelope carries, and classifies it.
+pub(crate) fn result<T: Serialize + 'static>(tool: &str, value: &T) -> Result<(Status, Box<RawValue>), Failure> {
+    let text = serde_json::to_string(value).map_err(|e| {
+        Failure::new(ErrorKind::InvalidResult, format!("`{tool}` returned a result that cannot be represented as JSON: {e}"))
+    })?;
+    let empty = match text.as_str() {
+        "[]" => true,
+        "null" => TypeId::of::<T>() != TypeId::of::<()>(),
+        _ => false,
+    };
+    let raw = RawValue::from_string(text)
+        .map_err(|e| Failure::new(ErrorKind::InvalidResult, format!("`{tool}` returned invalid JSON: {e}")))?;
+    Ok((if empty { Status::Empty } else { Status::Success }, raw))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_collections_and_none_are_empty_but_unit_is_success() {
+        assert_eq!(result("t", &Vec::<u8>::new()).map(|r| r.0).ok(), Some(Status::Empty));
+        assert_eq!(result("t", &None::<u8>).map(|r| r.0).ok(), Some(Status::Empty));
+        assert_eq!(result("t", &()).map(|r| r.0).ok(), Some(Status::Success));
+        assert_eq!(result("t", &vec![1]).map(|r| r.0).ok(), Some(Status::Success));
+    }
+
+    #[test]
+    fn unserializable_results_are_invalid_result() {
+        let mut bad = std::collections::HashMap::new();
+        bad.insert(vec![1u8], 1u8); // JSON object keys must be strings
+        let err = result("t", &bad).err().map(|f| f.kind);
+        assert_eq!(err, Some(ErrorKind::InvalidResult));
+    }
+}

@@ -1,0 +1,57 @@
+//! Runtime of [toolwright](https://docs.rs/toolwright): the registry, the call pipeline
+//! (Validate -> Bound -> Classify -> Recover) and the model-facing outcomes.
+//!
+//! Most users depend on the `toolwright` facade crate and write tools with `#[tool]`; this
+//! crate holds everything that is not a macro. The module layout follows the life of a call:
+//!
+//! | module | seam | owns |
+//! |---|---|---|
+//! | [`call`] | proposal | [`ToolCall`], [`Session`], what a tool body sees ([`Invocation`], [`ToolContext`]) |
+//! | [`validate`] | validation | shape errors with paths, field rules, semantic checks |
+//! | [`execute`] | execution | timeouts, panic containment, cancellation semantics |
+//! | [`interpret`] | interpretation | result shape, empty vs success |
+//! | [`outcome`] | all | [`Outcome`], [`Status`], [`ErrorKind`], [`Seam`], the envelope |
+//! | [`registry`] | all | [`Registry`], the pipeline, auto-collection |
+
+#![warn(missing_docs)]
+
+pub mod call;
+pub mod error;
+pub mod execute;
+pub mod idempotency;
+pub mod interpret;
+pub mod outcome;
+pub mod registry;
+pub mod tool;
+pub mod validate;
+
+pub use call::{Invocation, Session, State, ToolCall, ToolContext};
+pub use error::ToolError;
+pub use idempotency::IdempotencyKey;
+pub use outcome::{ErrorKind, Outcome, Seam, Status, Violation};
+pub use registry::{BuildError, CollectedTool, Registry, RegistryBuilder, DEFAULT_TIMEOUT};
+pub use tool::{FieldMeta, Number, Rule, StateRequirement, Tool, ToolMeta, ToolSpec};
+
+/// A system-prompt paragraph that teaches a model to read toolwright's result envelope
+/// (seed 001: the model recovers best when the error contract is stated up front).
+///
+/// ```
+/// let system_prompt = format!("You are a support agent.\n\n{}", toolwright_core::ERROR_CONTRACT);
+/// assert!(system_prompt.contains("error_type"));
+/// ```
+pub const ERROR_CONTRACT: &str = "\
+Every tool result is a JSON object with a \"status\" field.
+- \"success\": the tool ran; use \"data\". If \"degraded\" is true the data came from a fallback and may be stale: say so.
+- \"empty\": the tool ran and found nothing. That is an answer, not a failure: do not invent data, and do not retry the same call.
+- \"pending\": the action is waiting for a human approval. Tell the user; do not call it again.
+- \"error\": the call failed. \"error_type\" says why, \"message\" says what to change, and \"retryable\" says whether calling again can help.
+  - invalid_json, schema_mismatch, unknown_argument: your arguments were wrong. \"errors\" lists every problem with its \"path\", what was \"expected\" and what you sent (\"got\"); \"expected_schema\" is the schema. Fix all of them and call again once.
+  - unknown_tool: that tool does not exist. Choose one of \"available_tools\"; never guess a name.
+  - semantic_invalid: the values break a business rule. Fix them as the message says, or ask the user.
+  - ungrounded_identifier: an id you used was never returned by a tool. Look it up with a tool first; never invent ids.
+  - unauthorized, approval_denied, permission_denied, auth_expired: not allowed. Do not retry; explain to the user.
+  - not_found: the record does not exist. A different id may work; do not repeat the same one.
+  - conflict, idempotency_mismatch, duplicate_in_flight: the action already happened or is in progress. Do not repeat it; check its state instead.
+  - timeout, unavailable, rate_limited, circuit_open: the tool is temporarily failing and was already retried where safe. You may try later (\"retry_after_ms\" says when), or tell the user it is unavailable. Never pretend it succeeded.
+  - bad_request, tool_panicked, invalid_result: the tool failed in a way you cannot fix. Do not retry; tell the user.
+Never state a fact a failed tool call was supposed to confirm.";

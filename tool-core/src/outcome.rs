@@ -1,0 +1,516 @@
+//! What a call came to, and the envelope the model reads.
+//!
+//! An [`Outcome`] is produced for every [`ToolCall`](crate::ToolCall), whatever happened: a
+//! success, an empty result, a classified error, or a call waiting for approval. Nothing in the
+//! pipeline panics or returns early with a bare error; the model always gets an envelope it can
+//! act on ([`Outcome::to_model_json`]), and the application always gets the typed facts
+//! ([`Outcome::status`], [`Outcome::error_kind`], [`Outcome::seam`], [`Outcome::attempts`]).
+//!
+//! The `error_type` strings of [`ErrorKind`] are a contract with the model and with the code
+//! outside this crate that reads them: they never change.
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+/// The coarse result of a call, the envelope's `status` field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// The tool ran and returned data.
+    Success,
+    /// The tool ran and found nothing (an empty list, `None`, an empty map). Distinct from
+    /// success so the model does not mistake "no matches" for an answer, nor for a fault.
+    Empty,
+    /// The call failed; [`Outcome::error_kind`] says how.
+    Error,
+    /// The call waits on something outside the model's control, such as a human approval.
+    Pending,
+}
+
+impl Status {
+    /// The envelope string: `success`, `empty`, `error` or `pending`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Status::Success => "success",
+            Status::Empty => "empty",
+            Status::Error => "error",
+            Status::Pending => "pending",
+        }
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The handoff of a tool call where a failure happened (seed 000, "Name the four seams").
+///
+/// The proposal seam belongs to the model; every failure toolwright classifies happens in one of
+/// these three.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Seam {
+    /// The proposed call was checked before anything ran.
+    Validation,
+    /// The tool ran against a real dependency under a timeout.
+    Execution,
+    /// The tool's result was classified before it went back to the model.
+    Interpretation,
+}
+
+impl Seam {
+    /// The envelope string: `validation`, `execution` or `interpretation`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Seam::Validation => "validation",
+            Seam::Execution => "execution",
+            Seam::Interpretation => "interpretation",
+        }
+    }
+}
+
+impl fmt::Display for Seam {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+macro_rules! error_kinds {
+    ($( $(#[$doc:meta])* $variant:ident => $name:literal, $seam:ident, model_retryable = $mr:literal, transient = $tr:literal; )*) => {
+        /// Every classified failure, one `error_type` string each.
+        ///
+        /// The strings (see [`ErrorKind::as_str`]) are the model-facing contract of DESIGN.md's
+        /// taxonomy and never change. Each kind belongs to one [`Seam`]; each has a default for
+        /// the envelope's `retryable` ("may the model usefully call again?") and says whether the
+        /// framework itself may retry it ([`ErrorKind::is_transient`]).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[non_exhaustive]
+        pub enum ErrorKind {
+            $( $(#[$doc])* $variant, )*
+        }
+
+        impl ErrorKind {
+            /// Every kind, in taxonomy order.
+            pub const ALL: &'static [ErrorKind] = &[$(ErrorKind::$variant),*];
+
+            /// The `error_type` string the model sees, for example `"schema_mismatch"`.
+            pub const fn as_str(self) -> &'static str {
+                match self { $(ErrorKind::$variant => $name,)* }
+            }
+
+            /// The seam this kind of failure belongs to.
+            pub const fn seam(self) -> Seam {
+                match self { $(ErrorKind::$variant => Seam::$seam,)* }
+            }
+
+            /// The default of the envelope's `retryable`: whether the model may usefully call
+            /// again, possibly with corrected arguments. A [`ToolError`](crate::ToolError) can
+            /// override it per error.
+            pub const fn model_retryable(self) -> bool {
+                match self { $(ErrorKind::$variant => $mr,)* }
+            }
+
+            /// Whether the failure is transient, so that the framework's own attempt loop may
+            /// repeat the call when that is safe (`timeout`, `rate_limited`, `unavailable`).
+            pub const fn is_transient(self) -> bool {
+                match self { $(ErrorKind::$variant => $tr,)* }
+            }
+        }
+
+        impl FromStr for ErrorKind {
+            type Err = UnknownErrorKind;
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                match s {
+                    $($name => Ok(ErrorKind::$variant),)*
+                    _ => Err(UnknownErrorKind(s.to_owned())),
+                }
+            }
+        }
+    };
+}
+
+error_kinds! {
+    /// The argument text is not JSON (or is nested too deeply to parse).
+    InvalidJson => "invalid_json", Validation, model_retryable = true, transient = false;
+    /// The model named a tool that is not registered. Never routed to a similar name.
+    UnknownTool => "unknown_tool", Validation, model_retryable = true, transient = false;
+    /// The arguments contain a field the tool does not define.
+    UnknownArgument => "unknown_argument", Validation, model_retryable = true, transient = false;
+    /// A field is missing, has the wrong type, or breaks a declared rule.
+    SchemaMismatch => "schema_mismatch", Validation, model_retryable = true, transient = false;
+    /// The values are well-formed but break a business rule (start after end).
+    SemanticInvalid => "semantic_invalid", Validation, model_retryable = true, transient = false;
+    /// An identifier argument was never returned by an earlier tool call.
+    UngroundedIdentifier => "ungrounded_identifier", Validation, model_retryable = true, transient = false;
+    /// The caller may not invoke this tool with these arguments.
+    Unauthorized => "unauthorized", Validation, model_retryable = false, transient = false;
+    /// A human declined the action.
+    ApprovalDenied => "approval_denied", Validation, model_retryable = false, transient = false;
+    /// The idempotency key was used before with different arguments.
+    IdempotencyMismatch => "idempotency_mismatch", Execution, model_retryable = false, transient = false;
+    /// The same action is already running under the same idempotency key.
+    DuplicateInFlight => "duplicate_in_flight", Execution, model_retryable = false, transient = false;
+    /// The tool's circuit breaker is open: it fails fast until its cooldown ends.
+    CircuitOpen => "circuit_open", Execution, model_retryable = true, transient = false;
+    /// An attempt ran past the tool's timeout and was cancelled.
+    Timeout => "timeout", Execution, model_retryable = true, transient = true;
+    /// The dependency asked us to slow down (HTTP 429), possibly saying for how long.
+    RateLimited => "rate_limited", Execution, model_retryable = true, transient = true;
+    /// The dependency could not be reached or failed (network, 5xx, connection errors).
+    Unavailable => "unavailable", Execution, model_retryable = true, transient = true;
+    /// The credentials expired (HTTP 401).
+    AuthExpired => "auth_expired", Execution, model_retryable = false, transient = false;
+    /// The dependency refused the action (HTTP 403).
+    PermissionDenied => "permission_denied", Execution, model_retryable = false, transient = false;
+    /// The record does not exist (HTTP 404); a different identifier may work.
+    NotFound => "not_found", Execution, model_retryable = false, transient = false;
+    /// The action conflicts with the current state (HTTP 409).
+    Conflict => "conflict", Execution, model_retryable = false, transient = false;
+    /// The dependency rejected the request (other 4xx).
+    BadRequest => "bad_request", Execution, model_retryable = false, transient = false;
+    /// The tool panicked; the panic was contained and the registry keeps serving.
+    ToolPanicked => "tool_panicked", Execution, model_retryable = false, transient = false;
+    /// The tool answered something that is not a usable result.
+    InvalidResult => "invalid_result", Interpretation, model_retryable = false, transient = false;
+}
+
+impl ErrorKind {
+    /// Whether this failure says something about the health of the tool's dependency, so that
+    /// it counts against the tool's circuit breaker. Validation failures, client errors and
+    /// cancellations never do.
+    pub const fn counts_against_breaker(self) -> bool {
+        matches!(
+            self,
+            ErrorKind::Timeout
+                | ErrorKind::RateLimited
+                | ErrorKind::Unavailable
+                | ErrorKind::ToolPanicked
+                | ErrorKind::InvalidResult
+        )
+    }
+}
+
+impl fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for ErrorKind {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+/// The error of [`ErrorKind::from_str`]: the string is not an `error_type` of the taxonomy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownErrorKind(pub String);
+
+impl fmt::Display for UnknownErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "`{}` is not an error_type of the toolwright taxonomy", self.0)
+    }
+}
+
+impl std::error::Error for UnknownErrorKind {}
+
+/// One problem with one argument: where it is, which rule it broke, what was expected and what
+/// came. Serialized into the envelope's `errors` array.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Violation {
+    /// JSON Pointer to the offending value, `""` for the whole argument object
+    /// (for example `/legs/0/from`).
+    pub path: String,
+    /// The rule that was broken: `type`, `required`, `unknown_argument`, `range`, `length`,
+    /// `pattern`, `one_of`, `custom`, `json`, ...
+    pub rule: &'static str,
+    /// What the tool expects there, in words (`integer`, `at most 20`).
+    pub expected: String,
+    /// What came instead, abbreviated when long; absent for a missing field.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub got: Option<String>,
+    /// One sentence for the model that names the field, the expectation and what came.
+    pub message: String,
+}
+
+/// The failure half of an [`Outcome`].
+#[derive(Debug, Clone)]
+pub struct Failure {
+    pub(crate) kind: ErrorKind,
+    pub(crate) message: String,
+    pub(crate) retryable: bool,
+    pub(crate) violations: Vec<Violation>,
+    pub(crate) available_tools: Option<Arc<[String]>>,
+    pub(crate) expected_schema: Option<Arc<Value>>,
+    pub(crate) retry_after: Option<Duration>,
+}
+
+impl Failure {
+    pub(crate) fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Failure {
+            kind,
+            message: message.into(),
+            retryable: kind.model_retryable(),
+            violations: Vec::new(),
+            available_tools: None,
+            expected_schema: None,
+            retry_after: None,
+        }
+    }
+}
+
+/// What a tool call came to. Produced by [`Registry::call`](crate::Registry::call) for every
+/// call; never a Rust error, never a panic.
+///
+/// ```
+/// use toolwright_core::{Outcome, Status};
+///
+/// fn log(outcome: &Outcome) {
+///     match outcome.status() {
+///         Status::Error => eprintln!("{} failed: {}", outcome.tool(), outcome.to_model_json()),
+///         status => println!("{} -> {status}", outcome.tool()),
+///     }
+/// }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub(crate) call_id: String,
+    pub(crate) tool: Arc<str>,
+    pub(crate) status: Status,
+    pub(crate) failure: Option<Box<Failure>>,
+    pub(crate) attempts: u32,
+    pub(crate) elapsed: Duration,
+    pub(crate) data: Option<Box<RawValue>>,
+    pub(crate) degraded: bool,
+    pub(crate) raw_arguments: Option<String>,
+}
+
+impl Outcome {
+    pub(crate) fn success(call_id: String, tool: Arc<str>, status: Status, data: Box<RawValue>) -> Self {
+        Outcome {
+            call_id,
+            tool,
+            status,
+            failure: None,
+            attempts: 1,
+            elapsed: Duration::ZERO,
+            data: Some(data),
+            degraded: false,
+            raw_arguments: None,
+        }
+    }
+
+    pub(crate) fn failed(call_id: String, tool: Arc<str>, failure: Failure) -> Self {
+        Outcome {
+            call_id,
+            tool,
+            status: Status::Error,
+            failure: Some(Box::new(failure)),
+            attempts: 0,
+            elapsed: Duration::ZERO,
+            data: None,
+            degraded: false,
+            raw_arguments: None,
+        }
+    }
+
+    /// The id of the call this outcome answers (the provider's `tool_call_id`).
+    pub fn call_id(&self) -> &str {
+        &self.call_id
+    }
+
+    /// The tool name as the model proposed it.
+    pub fn tool(&self) -> &str {
+        &self.tool
+    }
+
+    /// Success, empty, error or pending.
+    pub fn status(&self) -> Status {
+        self.status
+    }
+
+    /// `true` for [`Status::Success`] and [`Status::Empty`].
+    pub fn is_ok(&self) -> bool {
+        matches!(self.status, Status::Success | Status::Empty)
+    }
+
+    /// The classified failure, if the call failed.
+    pub fn error_kind(&self) -> Option<ErrorKind> {
+        self.failure.as_ref().map(|f| f.kind)
+    }
+
+    /// The seam where the call failed, if it failed.
+    pub fn seam(&self) -> Option<Seam> {
+        self.failure.as_ref().map(|f| f.kind.seam())
+    }
+
+    /// The model-facing message of a failure.
+    pub fn message(&self) -> Option<&str> {
+        self.failure.as_ref().map(|f| f.message.as_str())
+    }
+
+    /// Every argument problem found, each with its path. Empty unless validation failed.
+    pub fn violations(&self) -> &[Violation] {
+        self.failure.as_ref().map_or(&[], |f| f.violations.as_slice())
+    }
+
+    /// The envelope's `retryable`: may the model usefully call again (possibly with fixed
+    /// arguments)? `false` for successes.
+    pub fn retryable(&self) -> bool {
+        self.failure.as_ref().is_some_and(|f| f.retryable)
+    }
+
+    /// How long the caller should wait before trying again, when the failure said so.
+    pub fn retry_after(&self) -> Option<Duration> {
+        self.failure.as_ref().and_then(|f| f.retry_after)
+    }
+
+    /// How many attempts the framework made: 1 for a call that validation rejected (the
+    /// tool body never ran), 0 for an unknown tool, and for a call that ran, how many times
+    /// the tool body was started.
+    pub fn attempts(&self) -> u32 {
+        self.attempts
+    }
+
+    /// Wall time from the call entering the registry to the outcome.
+    pub fn elapsed(&self) -> Duration {
+        self.elapsed
+    }
+
+    /// The tool's serialized result, for successes and empty results.
+    pub fn data(&self) -> Option<&RawValue> {
+        self.data.as_deref()
+    }
+
+    /// The result deserialized into a type of your choice, for applications that call tools
+    /// themselves. `None` when the call did not succeed or the data has another shape.
+    pub fn data_as<T: serde::de::DeserializeOwned>(&self) -> Option<T> {
+        self.data.as_deref().and_then(|raw| serde_json::from_str(raw.get()).ok())
+    }
+
+    /// `true` when the data came from a fallback rather than the tool itself.
+    pub fn is_degraded(&self) -> bool {
+        self.degraded
+    }
+
+    /// The argument text of a call that failed validation, kept for debugging. It is never
+    /// logged by toolwright and is not part of the model-facing envelope.
+    pub fn raw_arguments(&self) -> Option<&str> {
+        self.raw_arguments.as_deref()
+    }
+
+    fn envelope(&self) -> Envelope<'_> {
+        let failure = self.failure.as_deref();
+        Envelope {
+            status: self.status,
+            degraded: self.degraded.then_some(true),
+            source: self.degraded.then_some("fallback"),
+            error_type: failure.map(|f| f.kind),
+            seam: failure.map(|f| f.kind.seam()),
+            retryable: failure.map(|f| f.retryable),
+            message: match (failure, self.status) {
+                (Some(f), _) => Some(f.message.as_str()),
+                (None, Status::Empty) => Some("No results found."),
+                (None, Status::Pending) => Some("The action is waiting for approval."),
+                _ => None,
+            },
+            errors: failure.map(|f| f.violations.as_slice()).filter(|v| !v.is_empty()),
+            available_tools: failure.and_then(|f| f.available_tools.as_deref()),
+            retry_after_ms: failure
+                .and_then(|f| f.retry_after)
+                .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+            expected_schema: failure.and_then(|f| f.expected_schema.as_deref()),
+            data: self.data.as_deref(),
+            attempts: (self.attempts > 0).then_some(self.attempts),
+        }
+    }
+
+    /// The envelope the model reads, as DESIGN.md shapes it:
+    ///
+    /// ```json
+    /// {"status":"error","error_type":"schema_mismatch","seam":"validation","retryable":true,
+    ///  "message":"`max_results` must be at most 20, got 50","errors":[{"path":"/max_results",...}],
+    ///  "expected_schema":{...}}
+    /// ```
+    pub fn to_model_json(&self) -> Value {
+        serde_json::to_value(self.envelope()).unwrap_or_else(|e| {
+            // Unreachable in practice: every field is plain data. Still never panic.
+            serde_json::json!({"status": "error", "error_type": "invalid_result", "message": e.to_string()})
+        })
+    }
+
+    /// The envelope as compact JSON text, ready for a provider's tool-result message. Cheaper
+    /// than `to_model_json().to_string()`: the tool's data is copied, never re-parsed.
+    pub fn to_model_string(&self) -> String {
+        serde_json::to_string(&self.envelope()).unwrap_or_else(|e| {
+            format!(r#"{{"status":"error","error_type":"invalid_result","message":{:?}}}"#, e.to_string())
+        })
+    }
+}
+
+#[derive(Serialize)]
+struct Envelope<'a> {
+    status: Status,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    degraded: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    source: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error_type: Option<ErrorKind>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    seam: Option<Seam>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    retryable: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    message: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    errors: Option<&'a [Violation]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    available_tools: Option<&'a [String]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    retry_after_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    expected_schema: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    data: Option<&'a RawValue>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    attempts: Option<u32>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_type_strings_round_trip_and_are_unique() {
+        let mut seen = std::collections::HashSet::new();
+        for kind in ErrorKind::ALL {
+            assert!(seen.insert(kind.as_str()), "duplicate {kind}");
+            assert_eq!(kind.as_str().parse::<ErrorKind>(), Ok(*kind));
+        }
+        assert_eq!(seen.len(), 21);
+        assert!("schema_missmatch".parse::<ErrorKind>().is_err());
+    }
+
+    #[test]
+    fn only_transient_kinds_are_retried_by_the_framework() {
+        let transient: Vec<_> = ErrorKind::ALL.iter().filter(|k| k.is_transient()).collect();
+        assert_eq!(transient, [&ErrorKind::Timeout, &ErrorKind::RateLimited, &ErrorKind::Unavailable]);
+    }
+
+    #[test]
+    fn validation_failures_never_count_against_a_breaker() {
+        for kind in ErrorKind::ALL.iter().filter(|k| k.seam() == Seam::Validation) {
+            assert!(!kind.counts_against_breaker(), "{kind}");
+        }
+    }
+}

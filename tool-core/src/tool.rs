@@ -1,0 +1,504 @@
+//! The [`Tool`] trait and the metadata a registry knows a tool by ([`ToolMeta`], [`ToolSpec`]).
+//!
+//! `#[tool]` implements [`Tool`] for you. Implement it by hand for tools that carry state
+//! (a client, a connection pool) or whose arguments you want to define yourself:
+//!
+//! ```
+//! use std::future::Future;
+//! use schemars::JsonSchema;
+//! use serde::Deserialize;
+//! use toolwright_core::{Invocation, Tool, ToolError, ToolMeta};
+//!
+//! #[derive(Deserialize, JsonSchema)]
+//! #[serde(deny_unknown_fields)]
+//! struct EchoArgs {
+//!     /// Text to repeat.
+//!     text: String,
+//! }
+//!
+//! struct Echo;
+//!
+//! impl Tool for Echo {
+//!     type Args = EchoArgs;
+//!     type Output = String;
+//!     const META: ToolMeta = ToolMeta::new("echo", "Repeat the text back.").read_only();
+//!
+//!     fn invoke(&self, args: EchoArgs, _: &Invocation<'_>) -> impl Future<Output = Result<String, ToolError>> + Send {
+//!         async move { Ok(args.text) }
+//!     }
+//! }
+//! ```
+
+use std::any::TypeId;
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::call::Invocation;
+use crate::error::ToolError;
+use crate::validate::Violations;
+
+/// A tool the model can call: typed arguments in, a serializable result or a classified
+/// [`ToolError`] out.
+///
+/// The registry runs every call through the same pipeline: the argument text is parsed straight
+/// into [`Tool::Args`] (shape), [`Tool::check_fields`] reports every field-rule violation,
+/// [`Tool::check_semantics`] applies cross-field rules, and only then does [`Tool::invoke`] run,
+/// bounded by the tool's timeout, with panics contained.
+pub trait Tool: Send + Sync + 'static {
+    /// The arguments, deserialized from the model's JSON. Its JSON Schema is the tool's input
+    /// schema; it should deny unknown fields.
+    type Args: DeserializeOwned + JsonSchema + Send + 'static;
+    /// The result handed back to the model. Its JSON Schema is the tool's output schema.
+    type Output: Serialize + JsonSchema + Send + 'static;
+
+    /// Name, description and policy.
+    const META: ToolMeta;
+
+    /// Pushes every field-rule violation of `args` into `report` (all of them, not the first).
+    fn check_fields(args: &Self::Args, report: &mut Violations) {
+        let _ = (args, report);
+    }
+
+    /// Cross-field business rules, run after the field rules passed. An error here is reported
+    /// as `semantic_invalid` unless it names another validation kind.
+    fn check_semantics(args: &Self::Args) -> Result<(), ToolError> {
+        let _ = args;
+        Ok(())
+    }
+
+    /// Shared state the tool reads with [`Invocation::state`]; the registry refuses to build
+    /// when one is missing, instead of failing calls at run time.
+    fn required_state() -> Vec<StateRequirement> {
+        Vec::new()
+    }
+
+    /// Runs one attempt of the tool. The future is dropped when the attempt times out: see the
+    /// crate docs on cancellation.
+    fn invoke(
+        &self,
+        args: Self::Args,
+        invocation: &Invocation<'_>,
+    ) -> impl Future<Output = Result<Self::Output, ToolError>> + Send;
+}
+
+/// A piece of shared state a tool needs, see [`Tool::required_state`].
+#[derive(Debug, Clone, Copy)]
+pub struct StateRequirement {
+    pub(crate) type_id: TypeId,
+    pub(crate) type_name: &'static str,
+}
+
+impl StateRequirement {
+    /// The requirement for state of type `T`.
+    pub fn of<T: Send + Sync + 'static>() -> Self {
+        StateRequirement { type_id: TypeId::of::<T>(), type_name: std::any::type_name::<T>() }
+    }
+}
+
+/// A number as written in a declaration, so schemas keep `5` an integer and `0.5` a float.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Number {
+    value: f64,
+    integer: bool,
+}
+
+impl Number {
+    /// An integer bound.
+    pub const fn int(value: i64) -> Self {
+        Number { value: value as f64, integer: true }
+    }
+
+    /// A floating-point bound.
+    pub const fn float(value: f64) -> Self {
+        Number { value, integer: false }
+    }
+
+    /// The value as `f64`, the type runtime checks compare in.
+    pub const fn value(self) -> f64 {
+        self.value
+    }
+
+    fn to_json(self) -> Value {
+        if self.integer {
+            Value::from(self.value as i64)
+        } else {
+            serde_json::Number::from_f64(self.value).map_or(Value::Null, Value::Number)
+        }
+    }
+}
+
+impl fmt::Display for Number {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.integer {
+            write!(f, "{}", self.value as i64)
+        } else {
+            write!(f, "{}", self.value)
+        }
+    }
+}
+
+/// One declared argument rule. Each is both a JSON Schema keyword in the input schema and a
+/// runtime check, generated from one `#[arg(...)]` declaration so the two cannot drift apart.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub enum Rule {
+    /// `#[arg(range(min = .., max = ..))]`: `minimum` / `maximum`.
+    Range {
+        /// Inclusive lower bound.
+        min: Option<Number>,
+        /// Inclusive upper bound.
+        max: Option<Number>,
+    },
+    /// `#[arg(length(min = .., max = ..))]`: `minLength`/`maxLength` on strings (in
+    /// characters), `minItems`/`maxItems` on lists, `minProperties`/`maxProperties` on maps.
+    Length {
+        /// Inclusive lower bound.
+        min: Option<u64>,
+        /// Inclusive upper bound.
+        max: Option<u64>,
+    },
+    /// `#[arg(pattern = "..")]`: `pattern`, searched anywhere in the string as JSON Schema does;
+    /// anchor it with `^...$` to match the whole value.
+    Pattern(&'static str),
+    /// `#[arg(one_of = [..])]` with strings: `enum`.
+    OneOf(&'static [&'static str]),
+    /// `#[arg(one_of = [..])]` with numbers: `enum`.
+    OneOfNumbers(&'static [Number]),
+    /// `#[arg(validate = path)]`: a custom check, named for documentation; no schema keyword.
+    Custom(&'static str),
+}
+
+/// Metadata about one argument of a tool.
+#[derive(Debug, Clone, Copy)]
+pub struct FieldMeta {
+    name: &'static str,
+    rules: &'static [Rule],
+    sensitive: bool,
+    grounded: Option<&'static str>,
+}
+
+impl FieldMeta {
+    /// An argument with no rules.
+    pub const fn new(name: &'static str) -> Self {
+        FieldMeta { name, rules: &[], sensitive: false, grounded: None }
+    }
+
+    /// The argument's declared rules.
+    pub const fn rules(mut self, rules: &'static [Rule]) -> Self {
+        self.rules = rules;
+        self
+    }
+
+    /// Marks the argument as sensitive: never logged, redacted in traces.
+    pub const fn sensitive(mut self) -> Self {
+        self.sensitive = true;
+        self
+    }
+
+    /// Marks the argument as an identifier of the given kind that must have been returned by an
+    /// earlier tool call (provenance).
+    pub const fn grounded(mut self, kind: &'static str) -> Self {
+        self.grounded = Some(kind);
+        self
+    }
+
+    /// The argument's name as the model writes it.
+    pub const fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The declared rules.
+    pub const fn declared_rules(&self) -> &'static [Rule] {
+        self.rules
+    }
+
+    /// Whether the argument is sensitive.
+    pub const fn is_sensitive(&self) -> bool {
+        self.sensitive
+    }
+
+    /// The identifier kind the argument must be grounded in, if any.
+    pub const fn grounded_kind(&self) -> Option<&'static str> {
+        self.grounded
+    }
+}
+
+/// Static facts about a tool: what `#[tool(...)]` declares. Built with `const` methods so the
+/// macro (or you) can write it as an associated constant.
+#[derive(Debug, Clone, Copy)]
+pub struct ToolMeta {
+    pub(crate) name: &'static str,
+    pub(crate) description: &'static str,
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) idempotent: bool,
+    pub(crate) read_only: bool,
+    pub(crate) retries: Option<u32>,
+    pub(crate) scopes: &'static [&'static str],
+    pub(crate) requires_approval: bool,
+    pub(crate) takes_idempotency_key: bool,
+    pub(crate) fields: &'static [FieldMeta],
+}
+
+impl ToolMeta {
+    /// A tool with a name and a description, not idempotent, with the registry's default timeout.
+    pub const fn new(name: &'static str, description: &'static str) -> Self {
+        ToolMeta {
+            name,
+            description,
+            timeout: None,
+            idempotent: false,
+            read_only: false,
+            retries: None,
+            scopes: &[],
+            requires_approval: false,
+            takes_idempotency_key: false,
+            fields: &[],
+        }
+    }
+
+    /// Bounds every attempt.
+    pub const fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Declares that calling twice has the same effect as calling once.
+    pub const fn idempotent(mut self, idempotent: bool) -> Self {
+        self.idempotent = idempotent;
+        self
+    }
+
+    /// Declares that the tool changes nothing (implies idempotent).
+    pub const fn read_only(mut self) -> Self {
+        self.read_only = true;
+        self.idempotent = true;
+        self
+    }
+
+    /// How many retries after the first attempt the tool allows.
+    pub const fn retries(mut self, retries: u32) -> Self {
+        self.retries = Some(retries);
+        self
+    }
+
+    /// Scopes a caller needs to invoke the tool.
+    pub const fn scopes(mut self, scopes: &'static [&'static str]) -> Self {
+        self.scopes = scopes;
+        self
+    }
+
+    /// Declares that a human must approve each call.
+    pub const fn requires_approval(mut self) -> Self {
+        self.requires_approval = true;
+        self
+    }
+
+    /// Declares that the tool body receives an [`IdempotencyKey`](crate::IdempotencyKey).
+    pub const fn takes_idempotency_key(mut self) -> Self {
+        self.takes_idempotency_key = true;
+        self
+    }
+
+    /// Per-argument metadata.
+    pub const fn fields(mut self, fields: &'static [FieldMeta]) -> Self {
+        self.fields = fields;
+        self
+    }
+
+    /// The tool's name.
+    pub const fn name(&self) -> &'static str {
+        self.name
+    }
+}
+
+/// Everything a registry, a provider adapter or a UI needs to know about a registered tool.
+///
+/// ```
+/// # use toolwright_core::ToolSpec;
+/// fn describe(spec: &ToolSpec) -> String {
+///     format!("{}: {} (timeout {:?})", spec.name(), spec.description(), spec.timeout())
+/// }
+/// ```
+#[derive(Debug, Clone)]
+pub struct ToolSpec {
+    pub(crate) name: Arc<str>,
+    pub(crate) meta: ToolMeta,
+    pub(crate) input_schema: Arc<Value>,
+    pub(crate) output_schema: Arc<Value>,
+    pub(crate) timeout: Duration,
+}
+
+impl ToolSpec {
+    pub(crate) fn of<T: Tool>(default_timeout: Duration) -> Self {
+        let meta = T::META;
+        let mut input = root_schema::<T::Args>();
+        if let Some(props) = input.get_mut("properties").and_then(Value::as_object_mut) {
+            for field in meta.fields {
+                if let Some(prop) = props.get_mut(field.name).and_then(Value::as_object_mut) {
+                    apply_rules(prop, field.rules);
+                }
+            }
+        }
+        // An argument struct with no fields still has to be an object for every provider.
+        if let Some(obj) = input.as_object_mut() {
+            obj.entry("properties").or_insert_with(|| Value::Object(Map::new()));
+        }
+        ToolSpec {
+            name: Arc::from(meta.name),
+            meta,
+            input_schema: Arc::new(input),
+            output_schema: Arc::new(root_schema::<T::Output>()),
+            timeout: meta.timeout.unwrap_or(default_timeout),
+        }
+    }
+
+    /// The name the model calls the tool by.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// What the tool does, from the function's doc comment.
+    pub fn description(&self) -> &str {
+        self.meta.description
+    }
+
+    /// JSON Schema (draft 2020-12) of the arguments: an object with `additionalProperties: false`.
+    pub fn input_schema(&self) -> &Value {
+        &self.input_schema
+    }
+
+    /// JSON Schema (draft 2020-12) of the result.
+    pub fn output_schema(&self) -> &Value {
+        &self.output_schema
+    }
+
+    /// The per-attempt timeout: the tool's own, else the registry default.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// Whether calling twice has the same effect as calling once.
+    pub fn idempotent(&self) -> bool {
+        self.meta.idempotent
+    }
+
+    /// Whether the tool changes nothing.
+    pub fn read_only(&self) -> bool {
+        self.meta.read_only
+    }
+
+    /// Retries after the first attempt, when the tool declares them.
+    pub fn retries(&self) -> Option<u32> {
+        self.meta.retries
+    }
+
+    /// Scopes a caller needs.
+    pub fn scopes(&self) -> &'static [&'static str] {
+        self.meta.scopes
+    }
+
+    /// Whether a human must approve each call.
+    pub fn requires_approval(&self) -> bool {
+        self.meta.requires_approval
+    }
+
+    /// Whether the tool body receives an idempotency key.
+    pub fn takes_idempotency_key(&self) -> bool {
+        self.meta.takes_idempotency_key
+    }
+
+    /// Per-argument metadata (rules, sensitivity, provenance).
+    pub fn fields(&self) -> &'static [FieldMeta] {
+        self.meta.fields
+    }
+}
+
+fn root_schema<T: JsonSchema + ?Sized>() -> Value {
+    let generator = schemars::generate::SchemaSettings::draft2020_12().into_generator();
+    let mut value = generator.into_root_schema_for::<T>().to_value();
+    if let Some(obj) = value.as_object_mut() {
+        // The draft is fixed by the settings; the title is the Rust type's name, noise to a model.
+        obj.remove("$schema");
+        obj.remove("title");
+    }
+    value
+}
+
+fn types_of(prop: &Map<String, Value>) -> Vec<&str> {
+    match prop.get("type") {
+        Some(Value::String(t)) => vec![t.as_str()],
+        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Writes the schema keywords of `rules` into a property schema.
+fn apply_rules(prop: &mut Map<String, Value>, rules: &[Rule]) {
+    let types: Vec<String> = types_of(prop).into_iter().map(str::to_owned).collect();
+    let has = |t: &str| types.iter().any(|x| x == t);
+    let nullable = has("null");
+    for rule in rules {
+        match *rule {
+            Rule::Range { min, max } => {
+                if let Some(min) = min {
+                    tighten(prop, "minimum", min, |old, new| new > old);
+                }
+                if let Some(max) = max {
+                    tighten(prop, "maximum", max, |old, new| new < old);
+                }
+            }
+            Rule::Length { min, max } => {
+                let (lo, hi) = if has("array") {
+                    ("minItems", "maxItems")
+                } else if has("object") {
+                    ("minProperties", "maxProperties")
+                } else {
+                    ("minLength", "maxLength")
+                };
+                if let Some(min) = min {
+                    prop.insert(lo.into(), Value::from(min));
+                }
+                if let Some(max) = max {
+                    prop.insert(hi.into(), Value::from(max));
+                }
+            }
+            Rule::Pattern(p) => {
+                prop.insert("pattern".into(), Value::from(p));
+            }
+            Rule::OneOf(options) => {
+                let mut values: Vec<Value> = options.iter().map(|s| Value::from(*s)).collect();
+                if nullable {
+                    values.push(Value::Null);
+                }
+                prop.insert("enum".into(), Value::Array(values));
+            }
+            Rule::OneOfNumbers(options) => {
+                let mut values: Vec<Value> = options.iter().map(|n| n.to_json()).collect();
+                if nullable {
+                    values.push(Value::Null);
+                }
+                prop.insert("enum".into(), Value::Array(values));
+            }
+            Rule::Custom(_) => {}
+        }
+    }
+}
+
+/// Sets a numeric bound unless the schema already has a stricter one (schemars writes
+/// `minimum: 0` for unsigned integers; a declared `min = 1` tightens it, `min = -5` does not).
+fn tighten(prop: &mut Map<String, Value>, key: &str, bound: Number, stricter: fn(f64, f64) -> bool) {
+    let keep_old = prop
+        .get(key)
+        .and_then(Value::as_f64)
+        .is_some_and(|old| !stricter(old, bound.value()));
+    if !keep_old {
+        prop.insert(key.into(), bound.to_json());
+    }
+}

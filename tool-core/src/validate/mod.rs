@@ -1,0 +1,147 @@
+//! The validation seam: everything checked before a tool body runs.
+//!
+//! Three stages, kept apart because each fails for a different reason and needs a different
+//! answer (seed 000, "Build the validation layer before execution"):
+//!
+//! 1. **shape** ([`shape`]): the argument text is parsed straight into the typed argument
+//!    struct. On failure, a slow path re-reads the text against the input schema to report every
+//!    problem with its JSON path: `invalid_json`, `unknown_argument` or `schema_mismatch`.
+//! 2. **field rules** ([`rules`]): the `#[arg(...)]` declarations, checked on the typed values;
+//!    every violation is reported, not the first (`schema_mismatch`).
+//! 3. **semantics**: the tool's cross-field rule (`semantic_invalid`).
+
+pub mod rules;
+pub(crate) mod shape;
+
+use std::fmt::Write as _;
+
+use crate::outcome::Violation;
+
+/// Collects every argument problem of one call, so the model can fix them all in one turn.
+#[derive(Debug, Default)]
+pub struct Violations(Vec<Violation>);
+
+impl Violations {
+    /// An empty report.
+    pub fn new() -> Self {
+        Violations(Vec::new())
+    }
+
+    /// Records a problem.
+    pub fn push(&mut self, violation: Violation) {
+        self.0.push(violation);
+    }
+
+    /// Records a problem with a top-level field, building the message from its parts:
+    /// "`field` must be {expected}, got {got}".
+    pub fn field(&mut self, field: &str, rule: &'static str, expected: String, got: String) {
+        let message = format!("`{field}` must be {expected}, got {got}");
+        self.0.push(Violation { path: format!("/{}", escape_pointer(field)), rule, expected, got: Some(got), message });
+    }
+
+    /// Whether nothing was found.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// How many problems were found.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// The problems found.
+    pub fn as_slice(&self) -> &[Violation] {
+        &self.0
+    }
+
+    /// The problems found, by value.
+    pub fn into_vec(self) -> Vec<Violation> {
+        self.0
+    }
+}
+
+/// Escapes one JSON Pointer token (RFC 6901).
+pub(crate) fn escape_pointer(token: &str) -> String {
+    token.replace('~', "~0").replace('/', "~1")
+}
+
+/// Renders a JSON Pointer the way a person reads a field: `/legs/0/from` -> `legs[0].from`.
+pub(crate) fn display_path(pointer: &str) -> String {
+    if pointer.is_empty() {
+        return "arguments".to_owned();
+    }
+    let mut out = String::with_capacity(pointer.len());
+    for token in pointer.split('/').skip(1) {
+        let token = token.replace("~1", "/").replace("~0", "~");
+        if !token.is_empty() && token.bytes().all(|b| b.is_ascii_digit()) && !out.is_empty() {
+            let _ = write!(out, "[{token}]");
+        } else {
+            if !out.is_empty() {
+                out.push('.');
+            }
+            out.push_str(&token);
+        }
+    }
+    out
+}
+
+/// One message for the whole report: the single problem, or all of them in a row.
+pub(crate) fn summarize(violations: &[Violation]) -> String {
+    match violations {
+        [one] => one.message.clone(),
+        many => {
+            let all: Vec<&str> = many.iter().map(|v| v.message.as_str()).collect();
+            format!("{} problems with the arguments: {}", many.len(), all.join("; "))
+        }
+    }
+}
+
+/// Longest value preview echoed back to the model, in characters.
+const PREVIEW_CHARS: usize = 48;
+
+/// A short, safe rendering of a string value for a message: quoted, and cut with its length
+/// when long, so a 1 MB argument is never echoed back to the model.
+pub fn preview_str(s: &str) -> String {
+    let count = s.chars().count();
+    if count <= PREVIEW_CHARS {
+        format!("{s:?}")
+    } else {
+        let head: String = s.chars().take(PREVIEW_CHARS).collect();
+        format!("{head:?}... ({count} characters)")
+    }
+}
+
+/// A short rendering of any JSON value: its type and, for scalars, the value.
+pub(crate) fn preview_json(v: &serde_json::Value) -> String {
+    use serde_json::Value;
+    match v {
+        Value::Null => "null".to_owned(),
+        Value::Bool(b) => format!("boolean {b}"),
+        Value::Number(n) => format!("number {n}"),
+        Value::String(s) => format!("string {}", preview_str(s)),
+        Value::Array(a) => format!("array of {} items", a.len()),
+        Value::Object(o) => format!("object with {} fields", o.len()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pointers_read_as_field_paths() {
+        assert_eq!(display_path(""), "arguments");
+        assert_eq!(display_path("/max_results"), "max_results");
+        assert_eq!(display_path("/legs/0/from"), "legs[0].from");
+        assert_eq!(display_path("/a~1b/c~0d"), "a/b.c~d");
+    }
+
+    #[test]
+    fn long_strings_are_cut_with_their_length() {
+        let s = "x".repeat(1_000_000);
+        let p = preview_str(&s);
+        assert!(p.len() < 100, "{p}");
+        assert!(p.ends_with("(1000000 characters)"));
+        assert_eq!(preview_str("AB"), "\"AB\"");
+    }
+}
