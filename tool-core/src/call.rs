@@ -31,8 +31,16 @@ pub struct ToolCall {
 
 impl ToolCall {
     /// A call with the provider's id, the tool name and the raw argument text.
-    pub fn new(id: impl Into<String>, name: impl Into<String>, arguments: impl Into<String>) -> Self {
-        ToolCall { id: id.into(), name: name.into(), arguments: arguments.into() }
+    pub fn new(
+        id: impl Into<String>,
+        name: impl Into<String>,
+        arguments: impl Into<String>,
+    ) -> Self {
+        ToolCall {
+            id: id.into(),
+            name: name.into(),
+            arguments: arguments.into(),
+        }
     }
 
     /// The provider's call id (OpenAI `tool_call_id`, Anthropic `tool_use_id`, ...).
@@ -236,7 +244,9 @@ impl Invocation<'_> {
     pub fn idempotency_key(&self) -> IdempotencyKey {
         match self.key {
             Some(key) => key.clone(),
-            None => IdempotencyKey::derive(self.session.idempotency_scope(), self.tool, self.call_id),
+            None => {
+                IdempotencyKey::derive(self.session.idempotency_scope(), self.tool, self.call_id)
+            }
         }
     }
 

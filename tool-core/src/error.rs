@@ -55,7 +55,10 @@ impl ToolError {
     }
 
     /// The dependency is throttling (HTTP 429). Transient; `retry_after` is honoured when given.
-    pub fn rate_limited(message: impl Into<Cow<'static, str>>, retry_after: Option<Duration>) -> Self {
+    pub fn rate_limited(
+        message: impl Into<Cow<'static, str>>,
+        retry_after: Option<Duration>,
+    ) -> Self {
         let mut e = Self::new(ErrorKind::RateLimited, message);
         e.retry_after = retry_after;
         e
@@ -236,7 +239,9 @@ impl fmt::Display for ToolError {
 
 impl StdError for ToolError {
     fn source(&self) -> Option<&(dyn StdError + 'static)> {
-        self.source.as_deref().map(|s| s as &(dyn StdError + 'static))
+        self.source
+            .as_deref()
+            .map(|s| s as &(dyn StdError + 'static))
     }
 }
 
@@ -251,9 +256,11 @@ impl From<std::io::Error> for ToolError {
                 ToolError::unavailable(message).never_started()
             }
             Io::TimedOut | Io::WouldBlock => ToolError::timeout(message),
-            Io::ConnectionReset | Io::ConnectionAborted | Io::BrokenPipe | Io::UnexpectedEof | Io::Interrupted => {
-                ToolError::unavailable(message)
-            }
+            Io::ConnectionReset
+            | Io::ConnectionAborted
+            | Io::BrokenPipe
+            | Io::UnexpectedEof
+            | Io::Interrupted => ToolError::unavailable(message),
             Io::NotFound => ToolError::not_found(message),
             Io::PermissionDenied => ToolError::permission_denied(message),
             Io::InvalidInput => ToolError::bad_request(message),

@@ -13,18 +13,35 @@ use serde_json::value::RawValue;
 use crate::outcome::{ErrorKind, Failure, Status};
 
 /// Serializes a tool's result once, into the text the envelope carries, and classifies it.
-pub(crate) fn result<T: Serialize + 'static>(tool: &str, value: &T) -> Result<(Status, Box<RawValue>), Failure> {
+pub(crate) fn result<T: Serialize + 'static>(
+    tool: &str,
+    value: &T,
+) -> Result<(Status, Box<RawValue>), Failure> {
     let text = serde_json::to_string(value).map_err(|e| {
-        Failure::new(ErrorKind::InvalidResult, format!("`{tool}` returned a result that cannot be represented as JSON: {e}"))
+        Failure::new(
+            ErrorKind::InvalidResult,
+            format!("`{tool}` returned a result that cannot be represented as JSON: {e}"),
+        )
     })?;
     let empty = match text.as_str() {
         "[]" => true,
         "null" => TypeId::of::<T>() != TypeId::of::<()>(),
         _ => false,
     };
-    let raw = RawValue::from_string(text)
-        .map_err(|e| Failure::new(ErrorKind::InvalidResult, format!("`{tool}` returned invalid JSON: {e}")))?;
-    Ok((if empty { Status::Empty } else { Status::Success }, raw))
+    let raw = RawValue::from_string(text).map_err(|e| {
+        Failure::new(
+            ErrorKind::InvalidResult,
+            format!("`{tool}` returned invalid JSON: {e}"),
+        )
+    })?;
+    Ok((
+        if empty {
+            Status::Empty
+        } else {
+            Status::Success
+        },
+        raw,
+    ))
 }
 
 #[cfg(test)]
@@ -33,10 +50,19 @@ mod tests {
 
     #[test]
     fn empty_collections_and_none_are_empty_but_unit_is_success() {
-        assert_eq!(result("t", &Vec::<u8>::new()).map(|r| r.0).ok(), Some(Status::Empty));
-        assert_eq!(result("t", &None::<u8>).map(|r| r.0).ok(), Some(Status::Empty));
+        assert_eq!(
+            result("t", &Vec::<u8>::new()).map(|r| r.0).ok(),
+            Some(Status::Empty)
+        );
+        assert_eq!(
+            result("t", &None::<u8>).map(|r| r.0).ok(),
+            Some(Status::Empty)
+        );
         assert_eq!(result("t", &()).map(|r| r.0).ok(), Some(Status::Success));
-        assert_eq!(result("t", &vec![1]).map(|r| r.0).ok(), Some(Status::Success));
+        assert_eq!(
+            result("t", &vec![1]).map(|r| r.0).ok(),
+            Some(Status::Success)
+        );
     }
 
     #[test]

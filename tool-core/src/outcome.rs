@@ -217,7 +217,11 @@ pub struct UnknownErrorKind(pub String);
 
 impl fmt::Display for UnknownErrorKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "`{}` is not an error_type of the toolwright taxonomy", self.0)
+        write!(
+            f,
+            "`{}` is not an error_type of the toolwright taxonomy",
+            self.0
+        )
     }
 }
 
@@ -295,7 +299,12 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    pub(crate) fn success(call_id: String, tool: Arc<str>, status: Status, data: Box<RawValue>) -> Self {
+    pub(crate) fn success(
+        call_id: String,
+        tool: Arc<str>,
+        status: Status,
+        data: Box<RawValue>,
+    ) -> Self {
         Outcome {
             call_id,
             tool,
@@ -360,7 +369,9 @@ impl Outcome {
 
     /// Every argument problem found, each with its path. Empty unless validation failed.
     pub fn violations(&self) -> &[Violation] {
-        self.failure.as_ref().map_or(&[], |f| f.violations.as_slice())
+        self.failure
+            .as_ref()
+            .map_or(&[], |f| f.violations.as_slice())
     }
 
     /// The envelope's `retryable`: may the model usefully call again (possibly with fixed
@@ -394,7 +405,9 @@ impl Outcome {
     /// The result deserialized into a type of your choice, for applications that call tools
     /// themselves. `None` when the call did not succeed or the data has another shape.
     pub fn data_as<T: serde::de::DeserializeOwned>(&self) -> Option<T> {
-        self.data.as_deref().and_then(|raw| serde_json::from_str(raw.get()).ok())
+        self.data
+            .as_deref()
+            .and_then(|raw| serde_json::from_str(raw.get()).ok())
     }
 
     /// `true` when the data came from a fallback rather than the tool itself.
@@ -423,7 +436,9 @@ impl Outcome {
                 (None, Status::Pending) => Some("The action is waiting for approval."),
                 _ => None,
             },
-            errors: failure.map(|f| f.violations.as_slice()).filter(|v| !v.is_empty()),
+            errors: failure
+                .map(|f| f.violations.as_slice())
+                .filter(|v| !v.is_empty()),
             available_tools: failure.and_then(|f| f.available_tools.as_deref()),
             retry_after_ms: failure
                 .and_then(|f| f.retry_after)
@@ -452,7 +467,10 @@ impl Outcome {
     /// than `to_model_json().to_string()`: the tool's data is copied, never re-parsed.
     pub fn to_model_string(&self) -> String {
         serde_json::to_string(&self.envelope()).unwrap_or_else(|e| {
-            format!(r#"{{"status":"error","error_type":"invalid_result","message":{:?}}}"#, e.to_string())
+            format!(
+                r#"{{"status":"error","error_type":"invalid_result","message":{:?}}}"#,
+                e.to_string()
+            )
         })
     }
 }
@@ -504,12 +522,22 @@ mod tests {
     #[test]
     fn only_transient_kinds_are_retried_by_the_framework() {
         let transient: Vec<_> = ErrorKind::ALL.iter().filter(|k| k.is_transient()).collect();
-        assert_eq!(transient, [&ErrorKind::Timeout, &ErrorKind::RateLimited, &ErrorKind::Unavailable]);
+        assert_eq!(
+            transient,
+            [
+                &ErrorKind::Timeout,
+                &ErrorKind::RateLimited,
+                &ErrorKind::Unavailable
+            ]
+        );
     }
 
     #[test]
     fn validation_failures_never_count_against_a_breaker() {
-        for kind in ErrorKind::ALL.iter().filter(|k| k.seam() == Seam::Validation) {
+        for kind in ErrorKind::ALL
+            .iter()
+            .filter(|k| k.seam() == Seam::Validation)
+        {
             assert!(!kind.counts_against_breaker(), "{kind}");
         }
     }

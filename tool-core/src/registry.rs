@@ -42,8 +42,13 @@ type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 trait DynTool: Send + Sync {
     fn spec(&self) -> &ToolSpec;
     fn required_state(&self) -> Vec<StateRequirement>;
-    fn dispatch<'a>(&'a self, call_id: String, arguments: String, session: &'a Session, registry: &'a Inner)
-        -> BoxFuture<'a, Outcome>;
+    fn dispatch<'a>(
+        &'a self,
+        call_id: String,
+        arguments: String,
+        session: &'a Session,
+        registry: &'a Inner,
+    ) -> BoxFuture<'a, Outcome>;
 }
 
 struct Entry<T: Tool> {
@@ -75,7 +80,13 @@ impl<T: Tool> DynTool for Entry<T> {
 impl<T: Tool> Entry<T> {
     /// Validate -> Bound -> Classify for one call. Monomorphized per tool, so the fast path
     /// parses the argument text straight into `T::Args` with no intermediate `Value`.
-    async fn run(&self, call_id: String, arguments: String, session: &Session, registry: &Inner) -> Outcome {
+    async fn run(
+        &self,
+        call_id: String,
+        arguments: String,
+        session: &Session,
+        registry: &Inner,
+    ) -> Outcome {
         let started = Instant::now();
         let spec = &self.spec;
 
@@ -83,7 +94,8 @@ impl<T: Tool> Entry<T> {
         let args = match serde_json::from_str::<T::Args>(&arguments) {
             Ok(args) => args,
             Err(e) => {
-                let failure = shape::failure::<T::Args>(&arguments, &e, &spec.input_schema, &self.shape);
+                let failure =
+                    shape::failure::<T::Args>(&arguments, &e, &spec.input_schema, &self.shape);
                 return self.rejected(call_id, arguments, failure, started);
             }
         };
@@ -91,18 +103,39 @@ impl<T: Tool> Entry<T> {
         T::check_fields(&args, &mut report);
         if !report.is_empty() {
             let violations = report.into_vec();
-            let mut failure = Failure::new(ErrorKind::SchemaMismatch, crate::validate::summarize(&violations));
+            let mut failure = Failure::new(
+                ErrorKind::SchemaMismatch,
+                crate::validate::summarize(&violations),
+            );
             failure.violations = violations;
             failure.expected_schema = Some(Arc::clone(&spec.input_schema));
             return self.rejected(call_id, arguments, failure, started);
         }
         if let Err(e) = T::check_semantics(&args) {
-            let mut failure = e.into_failure();
-            if failure.kind.seam() != Seam::Validation {
-                failure.kind = ErrorKind::SemanticInvalid;
-                failure.retryable = ErrorKind::SemanticInvalid.model_retryable();
-            }
+            return self.rejected(
+                call_id,
+                arguments,
+                validation_failure(e, ErrorKind::SemanticInvalid),
+                started,
+            );
+        }
+        if let Some(missing) = spec.meta.scopes.iter().find(|s| !session.has_scope(s)) {
+            let failure = Failure::new(
+                ErrorKind::Unauthorized,
+                format!(
+                    "this conversation may not call `{}`: it lacks the `{missing}` scope",
+                    spec.name
+                ),
+            );
             return self.rejected(call_id, arguments, failure, started);
+        }
+        if let Err(e) = T::authorize(&args, session) {
+            return self.rejected(
+                call_id,
+                arguments,
+                validation_failure(e, ErrorKind::Unauthorized),
+                started,
+            );
         }
 
         // Execution seam: one bounded attempt, panics contained.
@@ -119,12 +152,19 @@ impl<T: Tool> Entry<T> {
             deadline: started + spec.timeout,
             state: &registry.state,
         };
-        let result = execute::attempt(&spec.name, spec.timeout, self.tool.invoke(args, &invocation)).await;
+        let result = execute::attempt(
+            &spec.name,
+            spec.timeout,
+            self.tool.invoke(args, &invocation),
+        )
+        .await;
 
         // Interpretation seam.
         let mut outcome = match result.map_err(ToolError::into_failure) {
             Ok(output) => match interpret::result(&spec.name, &output) {
-                Ok((status, data)) => Outcome::success(call_id, Arc::clone(&spec.name), status, data),
+                Ok((status, data)) => {
+                    Outcome::success(call_id, Arc::clone(&spec.name), status, data)
+                }
                 Err(failure) => Outcome::failed(call_id, Arc::clone(&spec.name), failure),
             },
             Err(failure) => Outcome::failed(call_id, Arc::clone(&spec.name), failure),
@@ -134,13 +174,30 @@ impl<T: Tool> Entry<T> {
         outcome
     }
 
-    fn rejected(&self, call_id: String, arguments: String, failure: Failure, started: Instant) -> Outcome {
+    fn rejected(
+        &self,
+        call_id: String,
+        arguments: String,
+        failure: Failure,
+        started: Instant,
+    ) -> Outcome {
         let mut outcome = Outcome::failed(call_id, Arc::clone(&self.spec.name), failure);
         outcome.attempts = 1;
         outcome.raw_arguments = Some(arguments);
         outcome.elapsed = started.elapsed();
         outcome
     }
+}
+
+/// A validator's error as a validation-seam failure: its own kind when it names one of the
+/// validation seam, `default` otherwise.
+fn validation_failure(e: ToolError, default: ErrorKind) -> Failure {
+    let mut failure = e.into_failure();
+    if failure.kind.seam() != Seam::Validation {
+        failure.kind = default;
+        failure.retryable = default.model_retryable();
+    }
+    failure
 }
 
 struct Inner {
@@ -211,7 +268,11 @@ impl Registry {
     }
 
     fn unknown_tool(&self, call_id: String, name: String, arguments: String) -> Outcome {
-        let shown = if name.chars().count() <= 64 { format!("'{name}'") } else { preview_str(&name) };
+        let shown = if name.chars().count() <= 64 {
+            format!("'{name}'")
+        } else {
+            preview_str(&name)
+        };
         let mut failure = Failure::new(
             ErrorKind::UnknownTool,
             format!("{shown} is not an available tool; call one of available_tools instead"),
@@ -225,7 +286,9 @@ impl Registry {
 
 impl fmt::Debug for Registry {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Registry").field("tools", &self.inner.names).finish()
+        f.debug_struct("Registry")
+            .field("tools", &self.inner.names)
+            .finish()
     }
 }
 
@@ -247,7 +310,11 @@ pub struct RegistryBuilder {
 
 impl Default for RegistryBuilder {
     fn default() -> Self {
-        RegistryBuilder { pending: Vec::new(), state: StateMap::new(), default_timeout: DEFAULT_TIMEOUT }
+        RegistryBuilder {
+            pending: Vec::new(),
+            state: StateMap::new(),
+            default_timeout: DEFAULT_TIMEOUT,
+        }
     }
 }
 
@@ -255,7 +322,11 @@ impl RegistryBuilder {
     /// Adds a tool. Two tools with one name make [`RegistryBuilder::build`] fail.
     pub fn tool<T: Tool>(mut self, tool: T) -> Self {
         let pending: Pending = Box::new(move |default_timeout| {
-            Box::new(Entry { spec: ToolSpec::of::<T>(default_timeout), tool, shape: ShapeValidator::default() })
+            Box::new(Entry {
+                spec: ToolSpec::of::<T>(default_timeout),
+                tool,
+                shape: ShapeValidator::default(),
+            })
         });
         self.pending.push((T::META.name, pending));
         self
@@ -276,7 +347,8 @@ impl RegistryBuilder {
 
     /// Builds the registry; fails on duplicate names and on missing shared state.
     pub fn build(self) -> Result<Registry, BuildError> {
-        let mut tools: HashMap<Arc<str>, Box<dyn DynTool>> = HashMap::with_capacity(self.pending.len());
+        let mut tools: HashMap<Arc<str>, Box<dyn DynTool>> =
+            HashMap::with_capacity(self.pending.len());
         for (name, make) in self.pending {
             if tools.contains_key(name) {
                 return Err(BuildError::DuplicateTool(name.to_owned()));
@@ -284,7 +356,10 @@ impl RegistryBuilder {
             let tool = make(self.default_timeout);
             for need in tool.required_state() {
                 if !self.state.contains_key(&need.type_id) {
-                    return Err(BuildError::MissingState { tool: name.to_owned(), state: need.type_name });
+                    return Err(BuildError::MissingState {
+                        tool: name.to_owned(),
+                        state: need.type_name,
+                    });
                 }
             }
             tools.insert(Arc::clone(&tool.spec().name), tool);
@@ -292,7 +367,14 @@ impl RegistryBuilder {
         let mut specs: Vec<ToolSpec> = tools.values().map(|t| t.spec().clone()).collect();
         specs.sort_by(|a, b| a.name.cmp(&b.name));
         let names: Arc<[String]> = specs.iter().map(|s| s.name.to_string()).collect();
-        Ok(Registry { inner: Arc::new(Inner { tools, specs, names, state: Arc::new(self.state) }) })
+        Ok(Registry {
+            inner: Arc::new(Inner {
+                tools,
+                specs,
+                names,
+                state: Arc::new(self.state),
+            }),
+        })
     }
 }
 
@@ -314,7 +396,9 @@ pub enum BuildError {
 impl fmt::Display for BuildError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            BuildError::DuplicateTool(name) => write!(f, "two tools are named `{name}`; tool names must be unique"),
+            BuildError::DuplicateTool(name) => {
+                write!(f, "two tools are named `{name}`; tool names must be unique")
+            }
             BuildError::MissingState { tool, state } => {
                 write!(f, "tool `{tool}` takes `State<{state}>`, but the registry has no `{state}`: add `.state(value)` to the builder")
             }

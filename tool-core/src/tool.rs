@@ -40,7 +40,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::call::Invocation;
+use crate::call::{Invocation, Session};
 use crate::error::ToolError;
 use crate::validate::Violations;
 
@@ -73,6 +73,15 @@ pub trait Tool: Send + Sync + 'static {
         Ok(())
     }
 
+    /// Authorization: may this session invoke the tool with these arguments? Runs after the
+    /// semantic check and after the session's scopes were checked against
+    /// [`ToolMeta::scopes`]. An error here is reported as `unauthorized` unless it names another
+    /// validation kind.
+    fn authorize(args: &Self::Args, session: &Session) -> Result<(), ToolError> {
+        let _ = (args, session);
+        Ok(())
+    }
+
     /// Shared state the tool reads with [`Invocation::state`]; the registry refuses to build
     /// when one is missing, instead of failing calls at run time.
     fn required_state() -> Vec<StateRequirement> {
@@ -98,7 +107,10 @@ pub struct StateRequirement {
 impl StateRequirement {
     /// The requirement for state of type `T`.
     pub fn of<T: Send + Sync + 'static>() -> Self {
-        StateRequirement { type_id: TypeId::of::<T>(), type_name: std::any::type_name::<T>() }
+        StateRequirement {
+            type_id: TypeId::of::<T>(),
+            type_name: std::any::type_name::<T>(),
+        }
     }
 }
 
@@ -112,12 +124,18 @@ pub struct Number {
 impl Number {
     /// An integer bound.
     pub const fn int(value: i64) -> Self {
-        Number { value: value as f64, integer: true }
+        Number {
+            value: value as f64,
+            integer: true,
+        }
     }
 
     /// A floating-point bound.
     pub const fn float(value: f64) -> Self {
-        Number { value, integer: false }
+        Number {
+            value,
+            integer: false,
+        }
     }
 
     /// The value as `f64`, the type runtime checks compare in.
@@ -187,7 +205,12 @@ pub struct FieldMeta {
 impl FieldMeta {
     /// An argument with no rules.
     pub const fn new(name: &'static str) -> Self {
-        FieldMeta { name, rules: &[], sensitive: false, grounded: None }
+        FieldMeta {
+            name,
+            rules: &[],
+            sensitive: false,
+            grounded: None,
+        }
     }
 
     /// The argument's declared rules.
@@ -346,9 +369,12 @@ impl ToolSpec {
                 }
             }
         }
-        // An argument struct with no fields still has to be an object for every provider.
         if let Some(obj) = input.as_object_mut() {
-            obj.entry("properties").or_insert_with(|| Value::Object(Map::new()));
+            // The tool's description is the description; the argument struct's doc is noise.
+            obj.remove("description");
+            // An argument struct with no fields still has to be an object for every provider.
+            obj.entry("properties")
+                .or_insert_with(|| Value::Object(Map::new()));
         }
         ToolSpec {
             name: Arc::from(meta.name),
@@ -493,7 +519,12 @@ fn apply_rules(prop: &mut Map<String, Value>, rules: &[Rule]) {
 
 /// Sets a numeric bound unless the schema already has a stricter one (schemars writes
 /// `minimum: 0` for unsigned integers; a declared `min = 1` tightens it, `min = -5` does not).
-fn tighten(prop: &mut Map<String, Value>, key: &str, bound: Number, stricter: fn(f64, f64) -> bool) {
+fn tighten(
+    prop: &mut Map<String, Value>,
+    key: &str,
+    bound: Number,
+    stricter: fn(f64, f64) -> bool,
+) {
     let keep_old = prop
         .get(key)
         .and_then(Value::as_f64)

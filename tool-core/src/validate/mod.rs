@@ -36,7 +36,13 @@ impl Violations {
     /// "`field` must be {expected}, got {got}".
     pub fn field(&mut self, field: &str, rule: &'static str, expected: String, got: String) {
         let message = format!("`{field}` must be {expected}, got {got}");
-        self.0.push(Violation { path: format!("/{}", escape_pointer(field)), rule, expected, got: Some(got), message });
+        self.0.push(Violation {
+            path: format!("/{}", escape_pointer(field)),
+            rule,
+            expected,
+            got: Some(got),
+            message,
+        });
     }
 
     /// Whether nothing was found.
@@ -91,7 +97,11 @@ pub(crate) fn summarize(violations: &[Violation]) -> String {
         [one] => one.message.clone(),
         many => {
             let all: Vec<&str> = many.iter().map(|v| v.message.as_str()).collect();
-            format!("{} problems with the arguments: {}", many.len(), all.join("; "))
+            format!(
+                "{} problems with the arguments: {}",
+                many.len(),
+                all.join("; ")
+            )
         }
     }
 }
@@ -119,8 +129,16 @@ pub(crate) fn preview_json(v: &serde_json::Value) -> String {
         Value::Bool(b) => format!("boolean {b}"),
         Value::Number(n) => format!("number {n}"),
         Value::String(s) => format!("string {}", preview_str(s)),
-        Value::Array(a) => format!("array of {} items", a.len()),
-        Value::Object(o) => format!("object with {} fields", o.len()),
+        Value::Array(a) => format!(
+            "an array of {} item{}",
+            a.len(),
+            if a.len() == 1 { "" } else { "s" }
+        ),
+        Value::Object(o) => format!(
+            "an object with {} field{}",
+            o.len(),
+            if o.len() == 1 { "" } else { "s" }
+        ),
     }
 }
 

@@ -159,8 +159,16 @@ pub fn range<T: Numeric + ?Sized>(
 }
 
 /// Checks an inclusive length range (characters for strings, items for lists).
-pub fn length<T: Measured + ?Sized>(value: &T, field: &str, min: Option<u64>, max: Option<u64>, report: &mut Violations) {
-    let Some((len, unit)) = value.measure() else { return };
+pub fn length<T: Measured + ?Sized>(
+    value: &T,
+    field: &str,
+    min: Option<u64>,
+    max: Option<u64>,
+    report: &mut Violations,
+) {
+    let Some((len, unit)) = value.measure() else {
+        return;
+    };
     let len64 = len as u64;
     let expected = if min.is_some_and(|m| len64 < m) {
         match min {
@@ -185,7 +193,10 @@ pub struct LazyPattern {
 impl LazyPattern {
     /// A pattern, not yet compiled.
     pub const fn new(source: &'static str) -> Self {
-        LazyPattern { source, compiled: OnceLock::new() }
+        LazyPattern {
+            source,
+            compiled: OnceLock::new(),
+        }
     }
 
     /// The pattern as declared.
@@ -194,49 +205,92 @@ impl LazyPattern {
     }
 
     fn regex(&self) -> Option<&Regex> {
-        self.compiled.get_or_init(|| Regex::new(self.source).ok()).as_ref()
+        self.compiled
+            .get_or_init(|| Regex::new(self.source).ok())
+            .as_ref()
     }
 }
 
 /// Checks a `pattern`. Like JSON Schema's keyword it searches anywhere in the string; anchor the
 /// pattern (`^...$`) to match the whole value.
-pub fn pattern<T: Textual + ?Sized>(value: &T, field: &str, pattern: &LazyPattern, report: &mut Violations) {
+pub fn pattern<T: Textual + ?Sized>(
+    value: &T,
+    field: &str,
+    pattern: &LazyPattern,
+    report: &mut Violations,
+) {
     let Some(text) = value.text() else { return };
     // The macro rejects patterns that do not compile, so `None` only happens for hand-written
     // tools; an uncompilable pattern cannot reject anything.
     let Some(re) = pattern.regex() else { return };
     if !re.is_match(text) {
-        report.field(field, "pattern", format!("a string matching `{}`", pattern.source), preview_str(text));
+        report.field(
+            field,
+            "pattern",
+            format!("a string matching `{}`", pattern.source),
+            preview_str(text),
+        );
     }
 }
 
 fn list<T: Display>(options: &[T], quote: bool) -> String {
     let items: Vec<String> = options
         .iter()
-        .map(|o| if quote { format!("{:?}", o.to_string()) } else { o.to_string() })
+        .map(|o| {
+            if quote {
+                format!("{:?}", o.to_string())
+            } else {
+                o.to_string()
+            }
+        })
         .collect();
     items.join(", ")
 }
 
 /// Checks a string `one_of`.
-pub fn one_of<T: Textual + ?Sized>(value: &T, field: &str, options: &[&str], report: &mut Violations) {
+pub fn one_of<T: Textual + ?Sized>(
+    value: &T,
+    field: &str,
+    options: &[&str],
+    report: &mut Violations,
+) {
     let Some(text) = value.text() else { return };
     if !options.contains(&text) {
-        report.field(field, "one_of", format!("one of {}", list(options, true)), preview_str(text));
+        report.field(
+            field,
+            "one_of",
+            format!("one of {}", list(options, true)),
+            preview_str(text),
+        );
     }
 }
 
 /// Checks a numeric `one_of`.
-pub fn one_of_numbers<T: Numeric + ?Sized>(value: &T, field: &str, options: &[Number], report: &mut Violations) {
+pub fn one_of_numbers<T: Numeric + ?Sized>(
+    value: &T,
+    field: &str,
+    options: &[Number],
+    report: &mut Violations,
+) {
     let Some(v) = value.numeric() else { return };
     if !options.iter().any(|o| o.value() == v) {
-        report.field(field, "one_of", format!("one of {}", list(options, false)), number_text(v));
+        report.field(
+            field,
+            "one_of",
+            format!("one of {}", list(options, false)),
+            number_text(v),
+        );
     }
 }
 
 /// Runs a custom per-field check, `fn(&T) -> Result<(), E>` where `E: Display`; the error's text
 /// becomes the message.
-pub fn custom<T: ?Sized, E: Display>(value: &T, field: &str, check: impl FnOnce(&T) -> Result<(), E>, report: &mut Violations) {
+pub fn custom<T: ?Sized, E: Display>(
+    value: &T,
+    field: &str,
+    check: impl FnOnce(&T) -> Result<(), E>,
+    report: &mut Violations,
+) {
     if let Err(e) = check(value) {
         let message = e.to_string();
         report.push(crate::outcome::Violation {
@@ -262,17 +316,29 @@ mod tests {
     #[test]
     fn range_reports_the_broken_bound_and_the_value() {
         let (lo, hi) = (Some(Number::float(0.01)), Some(Number::float(500.0)));
-        assert_eq!(run(|r| range(&0.0f64, "amount", lo, hi, r)), ["`amount` must be at least 0.01, got 0"]);
-        assert_eq!(run(|r| range(&900.5f64, "amount", lo, hi, r)), ["`amount` must be at most 500, got 900.5"]);
+        assert_eq!(
+            run(|r| range(&0.0f64, "amount", lo, hi, r)),
+            ["`amount` must be at least 0.01, got 0"]
+        );
+        assert_eq!(
+            run(|r| range(&900.5f64, "amount", lo, hi, r)),
+            ["`amount` must be at most 500, got 900.5"]
+        );
         assert!(run(|r| range(&5.0f64, "amount", lo, hi, r)).is_empty());
         assert!(run(|r| range(&None::<f64>, "amount", lo, hi, r)).is_empty());
-        assert_eq!(run(|r| range(&f64::NAN, "amount", lo, hi, r)), ["`amount` must be between 0.01 and 500, got NaN"]);
+        assert_eq!(
+            run(|r| range(&f64::NAN, "amount", lo, hi, r)),
+            ["`amount` must be between 0.01 and 500, got NaN"]
+        );
     }
 
     #[test]
     fn length_counts_characters_not_bytes() {
         assert!(run(|r| length("ééé", "name", None, Some(3), r)).is_empty());
-        assert_eq!(run(|r| length("", "query", Some(1), None, r)), ["`query` must be non-empty, got 0 characters"]);
+        assert_eq!(
+            run(|r| length("", "query", Some(1), None, r)),
+            ["`query` must be non-empty, got 0 characters"]
+        );
         assert_eq!(
             run(|r| length(&vec![1, 2, 3], "ids", None, Some(2), r)),
             ["`ids` must be at most 2 items long, got 3 items"]

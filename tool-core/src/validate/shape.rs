@@ -24,7 +24,9 @@ pub(crate) struct ShapeValidator(OnceLock<Option<Validator>>);
 
 impl ShapeValidator {
     fn get(&self, schema: &Value) -> Option<&Validator> {
-        self.0.get_or_init(|| jsonschema::draft202012::new(schema).ok()).as_ref()
+        self.0
+            .get_or_init(|| jsonschema::draft202012::new(schema).ok())
+            .as_ref()
     }
 }
 
@@ -52,11 +54,20 @@ pub(crate) fn failure<T: DeserializeOwned>(
             rule: "type",
             expected: "object".into(),
             got: Some(preview_json(&value)),
-            message: format!("the arguments must be a JSON object, got {}", preview_json(&value)),
+            message: format!(
+                "the arguments must be a JSON object, got {}",
+                preview_json(&value)
+            ),
         });
     } else if let Some(validator) = validator.get(schema) {
         for e in validator.iter_errors(&value) {
-            convert(e.instance_path().as_str(), e.kind(), e.instance(), schema, &mut violations);
+            convert(
+                e.instance_path().as_str(),
+                e.kind(),
+                e.instance(),
+                schema,
+                &mut violations,
+            );
         }
     }
     if violations.is_empty() {
@@ -75,7 +86,8 @@ pub(crate) fn failure<T: DeserializeOwned>(
 
 fn invalid_json(text: &str, error: &serde_json::Error, schema: &Arc<Value>) -> Failure {
     let message = if text.trim().is_empty() {
-        "the arguments are empty; send a JSON object (`{}` when the tool takes no arguments)".to_owned()
+        "the arguments are empty; send a JSON object (`{}` when the tool takes no arguments)"
+            .to_owned()
     } else if error.to_string().starts_with("recursion limit exceeded") {
         format!(
             "the arguments are nested too deeply to parse (more than 128 levels, at line {} column {}); send a flat JSON object",
@@ -134,22 +146,50 @@ fn defined_arguments(schema: &Value, parent: &str) -> Vec<String> {
     names
 }
 
-fn convert(path: &str, kind: &ValidationErrorKind, instance: &Value, schema: &Value, out: &mut Vec<Violation>) {
+fn convert(
+    path: &str,
+    kind: &ValidationErrorKind,
+    instance: &Value,
+    schema: &Value,
+    out: &mut Vec<Violation>,
+) {
     let field = display_path(path);
     let got = preview_json(instance);
-    let mut push = |path: String, rule: &'static str, expected: String, got: Option<String>, message: String| {
-        out.push(Violation { path, rule, expected, got, message });
+    let mut push = |path: String,
+                    rule: &'static str,
+                    expected: String,
+                    got: Option<String>,
+                    message: String| {
+        out.push(Violation {
+            path,
+            rule,
+            expected,
+            got,
+            message,
+        });
     };
     match kind {
         ValidationErrorKind::Type { kind } => {
             let expected = type_name(kind);
-            push(path.into(), "type", expected.clone(), Some(got.clone()), format!("`{field}`: expected {expected}, got {got}"));
+            push(
+                path.into(),
+                "type",
+                expected.clone(),
+                Some(got.clone()),
+                format!("`{field}`: expected {expected}, got {got}"),
+            );
         }
         ValidationErrorKind::Required { property } => {
             let name = property.as_str().unwrap_or_default();
             let p = child(path, name);
             let shown = display_path(&p);
-            push(p, "required", "a value".into(), None, format!("`{shown}` is required but missing"));
+            push(
+                p,
+                "required",
+                "a value".into(),
+                None,
+                format!("`{shown}` is required but missing"),
+            );
         }
         ValidationErrorKind::AdditionalProperties { unexpected }
         | ValidationErrorKind::UnevaluatedProperties { unexpected } => {
@@ -173,34 +213,87 @@ fn convert(path: &str, kind: &ValidationErrorKind, instance: &Value, schema: &Va
             }
         }
         ValidationErrorKind::Minimum { limit } => {
-            push(path.into(), "range", format!("at least {limit}"), Some(got.clone()), format!("`{field}` must be at least {limit}, got {instance}"));
+            push(
+                path.into(),
+                "range",
+                format!("at least {limit}"),
+                Some(got.clone()),
+                format!("`{field}` must be at least {limit}, got {instance}"),
+            );
         }
         ValidationErrorKind::Maximum { limit } => {
-            push(path.into(), "range", format!("at most {limit}"), Some(got.clone()), format!("`{field}` must be at most {limit}, got {instance}"));
+            push(
+                path.into(),
+                "range",
+                format!("at most {limit}"),
+                Some(got.clone()),
+                format!("`{field}` must be at most {limit}, got {instance}"),
+            );
         }
         ValidationErrorKind::ExclusiveMinimum { limit } => {
-            push(path.into(), "range", format!("more than {limit}"), Some(got.clone()), format!("`{field}` must be more than {limit}, got {instance}"));
+            push(
+                path.into(),
+                "range",
+                format!("more than {limit}"),
+                Some(got.clone()),
+                format!("`{field}` must be more than {limit}, got {instance}"),
+            );
         }
         ValidationErrorKind::ExclusiveMaximum { limit } => {
-            push(path.into(), "range", format!("less than {limit}"), Some(got.clone()), format!("`{field}` must be less than {limit}, got {instance}"));
+            push(
+                path.into(),
+                "range",
+                format!("less than {limit}"),
+                Some(got.clone()),
+                format!("`{field}` must be less than {limit}, got {instance}"),
+            );
         }
         ValidationErrorKind::MinLength { limit } | ValidationErrorKind::MaxLength { limit } => {
             let count = instance.as_str().map_or(0, |s| s.chars().count());
-            let bound = if matches!(kind, ValidationErrorKind::MinLength { .. }) { "at least" } else { "at most" };
+            let bound = if matches!(kind, ValidationErrorKind::MinLength { .. }) {
+                "at least"
+            } else {
+                "at most"
+            };
             let expected = format!("{bound} {limit} characters long");
-            push(path.into(), "length", expected.clone(), Some(format!("{count} characters")), format!("`{field}` must be {expected}, got {count} characters"));
+            push(
+                path.into(),
+                "length",
+                expected.clone(),
+                Some(format!("{count} characters")),
+                format!("`{field}` must be {expected}, got {count} characters"),
+            );
         }
         ValidationErrorKind::MinItems { limit } | ValidationErrorKind::MaxItems { limit } => {
             let count = instance.as_array().map_or(0, Vec::len);
-            let bound = if matches!(kind, ValidationErrorKind::MinItems { .. }) { "at least" } else { "at most" };
+            let bound = if matches!(kind, ValidationErrorKind::MinItems { .. }) {
+                "at least"
+            } else {
+                "at most"
+            };
             let expected = format!("{bound} {limit} items long");
-            push(path.into(), "length", expected.clone(), Some(format!("{count} items")), format!("`{field}` must be {expected}, got {count} items"));
+            push(
+                path.into(),
+                "length",
+                expected.clone(),
+                Some(format!("{count} items")),
+                format!("`{field}` must be {expected}, got {count} items"),
+            );
         }
         ValidationErrorKind::Pattern { pattern } => {
             let expected = format!("a string matching `{pattern}`");
-            push(path.into(), "pattern", expected.clone(), Some(got.clone()), format!("`{field}` must be {expected}, got {got}"));
+            push(
+                path.into(),
+                "pattern",
+                expected.clone(),
+                Some(got.clone()),
+                format!("`{field}` must be {expected}, got {got}"),
+            );
         }
-        ValidationErrorKind::Enum { options } | ValidationErrorKind::Constant { expected_value: options } => {
+        ValidationErrorKind::Enum { options }
+        | ValidationErrorKind::Constant {
+            expected_value: options,
+        } => {
             let expected = match options.as_array() {
                 Some(items) => {
                     let shown: Vec<String> = items.iter().map(Value::to_string).collect();
@@ -208,12 +301,24 @@ fn convert(path: &str, kind: &ValidationErrorKind, instance: &Value, schema: &Va
                 }
                 None => options.to_string(),
             };
-            push(path.into(), "one_of", expected.clone(), Some(got.clone()), format!("`{field}` must be {expected}, got {got}"));
+            push(
+                path.into(),
+                "one_of",
+                expected.clone(),
+                Some(got.clone()),
+                format!("`{field}` must be {expected}, got {got}"),
+            );
         }
         other => {
             let keyword = other.keyword();
             let expected = format!("to satisfy `{keyword}`");
-            push(path.into(), "schema", expected, Some(got.clone()), format!("`{field}` does not satisfy the schema's `{keyword}` rule, got {got}"));
+            push(
+                path.into(),
+                "schema",
+                expected,
+                Some(got.clone()),
+                format!("`{field}` does not satisfy the schema's `{keyword}` rule, got {got}"),
+            );
         }
     }
 }
@@ -229,7 +334,9 @@ fn from_serde<T: DeserializeOwned>(text: &str, error: &serde_json::Error) -> Vio
                 match segment {
                     Segment::Seq { index } => pointer.push_str(&format!("/{index}")),
                     Segment::Map { key } => pointer.push_str(&format!("/{}", escape_pointer(key))),
-                    Segment::Enum { variant } => pointer.push_str(&format!("/{}", escape_pointer(variant))),
+                    Segment::Enum { variant } => {
+                        pointer.push_str(&format!("/{}", escape_pointer(variant)))
+                    }
                     Segment::Unknown => {}
                 }
             }
@@ -238,7 +345,13 @@ fn from_serde<T: DeserializeOwned>(text: &str, error: &serde_json::Error) -> Vio
         Ok(_) => (String::new(), strip_position(&error.to_string())),
     };
     let field = display_path(&path);
-    Violation { message: format!("`{field}`: {detail}"), path, rule: "type", expected: detail.clone(), got: None }
+    Violation {
+        message: format!("`{field}`: {detail}"),
+        path,
+        rule: "type",
+        expected: detail.clone(),
+        got: None,
+    }
 }
 
 /// serde_json appends " at line 1 column 17"; the path already says where.

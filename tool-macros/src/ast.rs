@@ -1,0 +1,197 @@
+//! The macro's own model of a tool function: what the attribute and the signature say, with
+//! `#[arg]` and parameter doc comments taken off the function so it compiles as written.
+
+use proc_macro2::Span;
+use syn::ext::IdentExt;
+use syn::spanned::Spanned;
+use syn::{Attribute, FnArg, GenericArgument, Ident, ItemFn, Pat, PathArguments, ReturnType, Type};
+
+use crate::attr::{self, ArgAttrs, ToolAttrs};
+use crate::ctxt::Ctxt;
+
+pub struct ToolFn {
+    /// The function, with parameter attributes the compiler would reject removed.
+    pub item: ItemFn,
+    pub attrs: ToolAttrs,
+    /// The tool name and the span to blame for it.
+    pub name: String,
+    pub name_span: Span,
+    pub description: Option<String>,
+    pub params: Vec<Param>,
+    pub output: Output,
+}
+
+pub enum Output {
+    /// `-> Result<T, E>`: the model sees `T`.
+    Result { ok: Box<Type>, span: Span },
+    /// Anything else: reported by validation.
+    Unsupported(Span),
+}
+
+pub struct Param {
+    pub ident: Ident,
+    pub ty: Type,
+    pub kind: ParamKind,
+    pub docs: Vec<Attribute>,
+    pub arg: ArgAttrs,
+}
+
+pub enum ParamKind {
+    /// Part of the argument struct and the schema.
+    Arg,
+    /// Injected: `IdempotencyKey`.
+    Key,
+    /// Injected: `ToolContext`.
+    Context,
+    /// Injected: `State<T>`, with `T`.
+    State(Box<Type>),
+    /// A receiver or pattern the macro cannot use; reported by validation.
+    Invalid,
+}
+
+fn docs(attrs: &[Attribute]) -> Vec<Attribute> {
+    attrs
+        .iter()
+        .filter(|a| a.path().is_ident("doc"))
+        .cloned()
+        .collect()
+}
+
+/// The text of `///` comments, with rustdoc's leading space removed and the ends trimmed.
+pub fn doc_text(attrs: &[Attribute]) -> Option<String> {
+    let mut lines = Vec::new();
+    for attr in attrs {
+        if let syn::Meta::NameValue(nv) = &attr.meta {
+            if nv.path.is_ident("doc") {
+                if let syn::Expr::Lit(syn::ExprLit {
+                    lit: syn::Lit::Str(s),
+                    ..
+                }) = &nv.value
+                {
+                    let line = s.value();
+                    lines.push(line.strip_prefix(' ').map(str::to_owned).unwrap_or(line));
+                }
+            }
+        }
+    }
+    let text = lines.join("\n").trim().to_owned();
+    (!text.is_empty()).then_some(text)
+}
+
+fn last_segment(ty: &Type) -> Option<&syn::PathSegment> {
+    match ty {
+        Type::Path(p) if p.qself.is_none() => p.path.segments.last(),
+        _ => None,
+    }
+}
+
+fn first_type_arg(segment: &syn::PathSegment) -> Option<&Type> {
+    match &segment.arguments {
+        PathArguments::AngleBracketed(args) => args.args.iter().find_map(|a| match a {
+            GenericArgument::Type(t) => Some(t),
+            _ => None,
+        }),
+        _ => None,
+    }
+}
+
+fn classify(ty: &Type) -> ParamKind {
+    let Some(segment) = last_segment(ty) else {
+        return ParamKind::Arg;
+    };
+    match segment.ident.to_string().as_str() {
+        "IdempotencyKey" => ParamKind::Key,
+        "ToolContext" => ParamKind::Context,
+        "State" => match first_type_arg(segment) {
+            Some(inner) => ParamKind::State(Box::new(inner.clone())),
+            None => ParamKind::Arg,
+        },
+        _ => ParamKind::Arg,
+    }
+}
+
+impl ToolFn {
+    pub fn from_item(cx: &Ctxt, attrs: ToolAttrs, mut item: ItemFn) -> ToolFn {
+        let description = doc_text(&item.attrs);
+        let (name, name_span) = match &attrs.name {
+            Some(lit) => (lit.value(), lit.span()),
+            None => (item.sig.ident.unraw().to_string(), item.sig.ident.span()),
+        };
+
+        let mut params = Vec::new();
+        for input in item.sig.inputs.iter_mut() {
+            match input {
+                FnArg::Receiver(receiver) => params.push(Param {
+                    ident: Ident::new("self_", receiver.span()),
+                    ty: Type::Verbatim(quote::quote!(Self)),
+                    kind: ParamKind::Invalid,
+                    docs: Vec::new(),
+                    arg: ArgAttrs {
+                        span: Some(receiver.span()),
+                        ..ArgAttrs::default()
+                    },
+                }),
+                FnArg::Typed(pat_type) => {
+                    let mut arg = ArgAttrs::default();
+                    for a in pat_type.attrs.iter().filter(|a| a.path().is_ident("arg")) {
+                        attr::parse_arg_attr(cx, a, &mut arg);
+                    }
+                    let param_docs = docs(&pat_type.attrs);
+                    pat_type
+                        .attrs
+                        .retain(|a| !a.path().is_ident("arg") && !a.path().is_ident("doc"));
+                    let (ident, kind) = match &*pat_type.pat {
+                        Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => {
+                            (p.ident.clone(), classify(&pat_type.ty))
+                        }
+                        other => (Ident::new("invalid_", other.span()), ParamKind::Invalid),
+                    };
+                    if matches!(kind, ParamKind::Invalid) {
+                        arg.span = Some(pat_type.pat.span());
+                    }
+                    params.push(Param {
+                        ident,
+                        ty: (*pat_type.ty).clone(),
+                        kind,
+                        docs: param_docs,
+                        arg,
+                    });
+                }
+            }
+        }
+
+        let output = match &item.sig.output {
+            ReturnType::Type(_, ty) => match last_segment(ty) {
+                Some(seg) if seg.ident == "Result" => match first_type_arg(seg) {
+                    Some(ok) => Output::Result {
+                        ok: Box::new(ok.clone()),
+                        span: ok.span(),
+                    },
+                    None => Output::Unsupported(ty.span()),
+                },
+                _ => Output::Unsupported(ty.span()),
+            },
+            ReturnType::Default => Output::Unsupported(item.sig.paren_token.span.close()),
+        };
+
+        ToolFn {
+            item,
+            attrs,
+            name,
+            name_span,
+            description,
+            params,
+            output,
+        }
+    }
+
+    pub fn args(&self) -> impl Iterator<Item = &Param> {
+        self.params
+            .iter()
+            .filter(|p| matches!(p.kind, ParamKind::Arg))
+    }
+
+    pub fn takes_key(&self) -> bool {
+        self.params.iter().any(|p| matches!(p.kind, ParamKind::Key))
+    }
+}

@@ -1,0 +1,443 @@
+//! Parsing of `#[tool(...)]` and `#[arg(...)]` into plain data. Unknown keys and malformed
+//! values are recorded in the [`Ctxt`] and parsing goes on, so one compile shows every mistake.
+
+use proc_macro2::{Span, TokenStream};
+use syn::meta::ParseNestedMeta;
+use syn::spanned::Spanned;
+use syn::{Expr, ExprLit, ExprUnary, Lit, LitBool, LitInt, LitStr, Path, Token, UnOp};
+
+use crate::ctxt::Ctxt;
+
+pub const TOOL_KEYS: &[&str] = &[
+    "name",
+    "timeout_ms",
+    "idempotent",
+    "read_only",
+    "retries",
+    "scopes",
+    "validate",
+    "authorize",
+];
+
+/// Keys DESIGN.md reserves for later work: accepted by name, refused with an honest message
+/// instead of being silently ignored.
+const TOOL_KEYS_NOT_YET: &[&str] = &["requires_approval", "fallback"];
+
+pub const ARG_KEYS: &[&str] = &[
+    "range",
+    "length",
+    "pattern",
+    "one_of",
+    "default",
+    "validate",
+    "sensitive",
+];
+const ARG_KEYS_NOT_YET: &[&str] = &["grounded"];
+
+#[derive(Default)]
+pub struct ToolAttrs {
+    pub name: Option<LitStr>,
+    pub timeout_ms: Option<(u64, LitInt)>,
+    pub idempotent: Option<LitBool>,
+    pub read_only: Option<Span>,
+    pub retries: Option<(u32, LitInt)>,
+    pub scopes: Vec<LitStr>,
+    pub validate: Option<Path>,
+    pub authorize: Option<Path>,
+}
+
+/// A number literal as written: `1`, `0.5`, `-3`.
+#[derive(Clone)]
+pub struct NumLit {
+    pub value: f64,
+    pub integer: bool,
+    pub span: Span,
+}
+
+/// A length bound and where it was written.
+pub type LengthBound = (u64, Span);
+
+pub enum OneOf {
+    Strings(Vec<LitStr>),
+    Numbers(Vec<NumLit>),
+}
+
+#[derive(Default)]
+pub struct ArgAttrs {
+    pub range: Option<(Span, Option<NumLit>, Option<NumLit>)>,
+    pub length: Option<(Span, Option<LengthBound>, Option<LengthBound>)>,
+    pub pattern: Option<LitStr>,
+    pub one_of: Option<(Span, OneOf)>,
+    pub default: Option<Expr>,
+    pub validate: Vec<Path>,
+    pub sensitive: Option<Span>,
+    /// Where the first `#[arg]` was written, for errors about the attribute as a whole.
+    pub span: Option<Span>,
+}
+
+fn key_of(meta: &ParseNestedMeta) -> String {
+    meta.path
+        .get_ident()
+        .map(ToString::to_string)
+        .unwrap_or_else(|| {
+            let segments: Vec<String> = meta
+                .path
+                .segments
+                .iter()
+                .map(|s| s.ident.to_string())
+                .collect();
+            segments.join("::")
+        })
+}
+
+/// Consumes whatever value follows a key we could not use, so parsing can go on.
+fn skip_value(meta: &ParseNestedMeta) -> syn::Result<()> {
+    if meta.input.peek(Token![=]) {
+        let value = meta.value()?;
+        let _: Expr = value.parse()?;
+    } else if meta.input.peek(syn::token::Paren) {
+        let _: proc_macro2::Group = meta.input.parse()?;
+    }
+    Ok(())
+}
+
+/// Levenshtein distance, for "did you mean" hints.
+fn distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let cost = usize::from(ca != *cb);
+            cur.push((prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1));
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+fn unknown_key_message(what: &str, key: &str, valid: &[&str]) -> String {
+    let closest = valid
+        .iter()
+        .map(|v| (distance(key, v), *v))
+        .filter(|(d, v)| *d <= 3 || v.starts_with(key) || key.starts_with(v))
+        .min_by_key(|(d, _)| *d);
+    let list: Vec<String> = valid.iter().map(|k| format!("`{k}`")).collect();
+    match closest {
+        Some((_, v)) => format!(
+            "unknown {what} key `{key}`; did you mean `{v}`? Valid keys: {}",
+            list.join(", ")
+        ),
+        None => format!(
+            "unknown {what} key `{key}`; valid keys: {}",
+            list.join(", ")
+        ),
+    }
+}
+
+fn duplicate(cx: &Ctxt, meta: &ParseNestedMeta, key: &str, what: &str) {
+    cx.error_spanned_by(
+        &meta.path,
+        format!("duplicate `{key}` in `{what}`; keep one"),
+    );
+}
+
+fn parse_u64(cx: &Ctxt, lit: &LitInt) -> Option<u64> {
+    match lit.base10_parse::<u64>() {
+        Ok(v) => Some(v),
+        Err(_) => {
+            cx.error_spanned_by(lit, "expected a non-negative integer");
+            None
+        }
+    }
+}
+
+pub fn parse_tool_attrs(cx: &Ctxt, tokens: TokenStream) -> ToolAttrs {
+    let mut attrs = ToolAttrs::default();
+    let parser = syn::meta::parser(|meta| {
+        let key = key_of(&meta);
+        match key.as_str() {
+            "name" => {
+                let lit: LitStr = meta.value()?.parse()?;
+                if attrs.name.replace(lit).is_some() {
+                    duplicate(cx, &meta, &key, "#[tool]");
+                }
+            }
+            "timeout_ms" => {
+                let lit: LitInt = meta.value()?.parse()?;
+                if let Some(v) = parse_u64(cx, &lit) {
+                    if attrs.timeout_ms.replace((v, lit)).is_some() {
+                        duplicate(cx, &meta, &key, "#[tool]");
+                    }
+                }
+            }
+            "idempotent" => {
+                let lit: LitBool = meta.value()?.parse()?;
+                if attrs.idempotent.replace(lit).is_some() {
+                    duplicate(cx, &meta, &key, "#[tool]");
+                }
+            }
+            "read_only" => {
+                if meta.input.peek(Token![=]) {
+                    cx.error_spanned_by(
+                        &meta.path,
+                        "`read_only` is a flag: write `read_only`, not `read_only = ...`",
+                    );
+                    skip_value(&meta)?;
+                } else if attrs.read_only.replace(meta.path.span()).is_some() {
+                    duplicate(cx, &meta, &key, "#[tool]");
+                }
+            }
+            "retries" => {
+                let lit: LitInt = meta.value()?.parse()?;
+                match lit.base10_parse::<u32>() {
+                    Ok(v) => {
+                        if attrs.retries.replace((v, lit)).is_some() {
+                            duplicate(cx, &meta, &key, "#[tool]");
+                        }
+                    }
+                    Err(_) => {
+                        cx.error_spanned_by(&lit, "`retries` must be a small non-negative integer")
+                    }
+                }
+            }
+            "scopes" => {
+                let array: syn::ExprArray = meta.value()?.parse()?;
+                for elem in array.elems {
+                    match elem {
+                        Expr::Lit(ExprLit {
+                            lit: Lit::Str(s), ..
+                        }) => attrs.scopes.push(s),
+                        other => cx.error_spanned_by(
+                            other,
+                            "scopes are string literals: `scopes = [\"orders:write\"]`",
+                        ),
+                    }
+                }
+            }
+            "validate" => {
+                let path: Path = meta.value()?.parse()?;
+                if attrs.validate.replace(path).is_some() {
+                    duplicate(cx, &meta, &key, "#[tool]");
+                }
+            }
+            "authorize" => {
+                let path: Path = meta.value()?.parse()?;
+                if attrs.authorize.replace(path).is_some() {
+                    duplicate(cx, &meta, &key, "#[tool]");
+                }
+            }
+            other if TOOL_KEYS_NOT_YET.contains(&other) => {
+                cx.error_spanned_by(
+                    &meta.path,
+                    format!("`{other}` is not available in this version of toolwright; remove it (calls would otherwise run without it)"),
+                );
+                skip_value(&meta)?;
+            }
+            other => {
+                cx.error_spanned_by(&meta.path, unknown_key_message("#[tool]", other, TOOL_KEYS));
+                skip_value(&meta)?;
+            }
+        }
+        Ok(())
+    });
+    if let Err(e) = syn::parse::Parser::parse2(parser, tokens) {
+        cx.syn_error(e);
+    }
+    attrs
+}
+
+fn number(cx: &Ctxt, expr: &Expr) -> Option<NumLit> {
+    match expr {
+        Expr::Lit(ExprLit {
+            lit: Lit::Int(i), ..
+        }) => match i.base10_parse::<i64>() {
+            Ok(v) => Some(NumLit {
+                value: v as f64,
+                integer: true,
+                span: i.span(),
+            }),
+            Err(_) => {
+                cx.error_spanned_by(i, "this integer does not fit in an i64");
+                None
+            }
+        },
+        Expr::Lit(ExprLit {
+            lit: Lit::Float(f), ..
+        }) => match f.base10_parse::<f64>() {
+            Ok(v) => Some(NumLit {
+                value: v,
+                integer: false,
+                span: f.span(),
+            }),
+            Err(_) => {
+                cx.error_spanned_by(f, "expected a float literal");
+                None
+            }
+        },
+        Expr::Unary(ExprUnary {
+            op: UnOp::Neg(_),
+            expr: inner,
+            ..
+        }) => number(cx, inner).map(|n| NumLit {
+            value: -n.value,
+            span: expr.span(),
+            ..n
+        }),
+        other => {
+            cx.error_spanned_by(other, "expected a number literal such as `1` or `0.5`");
+            None
+        }
+    }
+}
+
+fn bounds<T>(
+    cx: &Ctxt,
+    meta: &ParseNestedMeta,
+    rule: &str,
+    mut read: impl FnMut(&Ctxt, &Expr) -> Option<T>,
+) -> syn::Result<(Option<T>, Option<T>)> {
+    let (mut min, mut max) = (None, None);
+    meta.parse_nested_meta(|inner| {
+        let key = key_of(&inner);
+        let expr: Expr = match key.as_str() {
+            "min" | "max" => inner.value()?.parse()?,
+            other => {
+                cx.error_spanned_by(
+                    &inner.path,
+                    format!("unknown `{rule}` bound `{other}`; write `{rule}(min = .., max = ..)` (either may be omitted)"),
+                );
+                skip_value(&inner)?;
+                return Ok(());
+            }
+        };
+        let slot = if key == "min" { &mut min } else { &mut max };
+        if slot.replace(read(cx, &expr)).is_some() {
+            cx.error_spanned_by(&inner.path, format!("duplicate `{key}` in `{rule}(...)`"));
+        }
+        Ok(())
+    })?;
+    Ok((min.flatten(), max.flatten()))
+}
+
+fn length_bound(cx: &Ctxt, expr: &Expr) -> Option<(u64, Span)> {
+    match expr {
+        Expr::Lit(ExprLit {
+            lit: Lit::Int(i), ..
+        }) => parse_u64(cx, i).map(|v| (v, i.span())),
+        other => {
+            cx.error_spanned_by(other, "a length bound is a non-negative integer literal");
+            None
+        }
+    }
+}
+
+pub fn parse_arg_attr(cx: &Ctxt, attr: &syn::Attribute, attrs: &mut ArgAttrs) {
+    attrs.span.get_or_insert(attr.span());
+    let result = attr.parse_nested_meta(|meta| {
+        let key = key_of(&meta);
+        let span = meta.path.span();
+        match key.as_str() {
+            "range" => {
+                if !meta.input.peek(syn::token::Paren) {
+                    cx.error_spanned_by(&meta.path, "write `range(min = 1, max = 9)`; either bound may be omitted");
+                    return skip_value(&meta);
+                }
+                let (min, max) = bounds(cx, &meta, "range", number)?;
+                if attrs.range.replace((span, min, max)).is_some() {
+                    duplicate(cx, &meta, &key, "#[arg]");
+                }
+            }
+            "length" => {
+                if !meta.input.peek(syn::token::Paren) {
+                    cx.error_spanned_by(&meta.path, "write `length(min = 1, max = 300)`; either bound may be omitted");
+                    return skip_value(&meta);
+                }
+                let (min, max) = bounds(cx, &meta, "length", length_bound)?;
+                if attrs.length.replace((span, min, max)).is_some() {
+                    duplicate(cx, &meta, &key, "#[arg]");
+                }
+            }
+            "pattern" => {
+                let lit: LitStr = meta.value()?.parse()?;
+                if attrs.pattern.replace(lit).is_some() {
+                    duplicate(cx, &meta, &key, "#[arg]");
+                }
+            }
+            "one_of" => {
+                let array: syn::ExprArray = meta.value()?.parse()?;
+                let mut strings = Vec::new();
+                let mut numbers = Vec::new();
+                for elem in &array.elems {
+                    match elem {
+                        Expr::Lit(ExprLit { lit: Lit::Str(s), .. }) => strings.push(s.clone()),
+                        other => {
+                            if let Some(n) = number(cx, other) {
+                                numbers.push(n);
+                            }
+                        }
+                    }
+                }
+                let one_of = match (strings.is_empty(), numbers.is_empty()) {
+                    (true, true) => {
+                        cx.error_spanned_by(&array, "`one_of` needs at least one value: `one_of = [\"a\", \"b\"]`");
+                        None
+                    }
+                    (false, false) => {
+                        cx.error_spanned_by(&array, "`one_of` values must be all strings or all numbers");
+                        None
+                    }
+                    (false, true) => Some(OneOf::Strings(strings)),
+                    (true, false) => Some(OneOf::Numbers(numbers)),
+                };
+                if let Some(one_of) = one_of {
+                    if attrs.one_of.replace((span, one_of)).is_some() {
+                        duplicate(cx, &meta, &key, "#[arg]");
+                    }
+                }
+            }
+            "default" => {
+                let expr: Expr = meta.value()?.parse()?;
+                if attrs.default.replace(expr).is_some() {
+                    duplicate(cx, &meta, &key, "#[arg]");
+                }
+            }
+            "validate" => {
+                let path: Path = meta.value()?.parse()?;
+                attrs.validate.push(path);
+            }
+            "sensitive" => {
+                if attrs.sensitive.replace(span).is_some() {
+                    duplicate(cx, &meta, &key, "#[arg]");
+                }
+            }
+            other if ARG_KEYS_NOT_YET.contains(&other) => {
+                cx.error_spanned_by(
+                    &meta.path,
+                    format!("`{other}` is not available in this version of toolwright; remove it (calls would otherwise run without it)"),
+                );
+                skip_value(&meta)?;
+            }
+            other => {
+                cx.error_spanned_by(&meta.path, unknown_key_message("#[arg]", other, ARG_KEYS));
+                skip_value(&meta)?;
+            }
+        }
+        Ok(())
+    });
+    if let Err(e) = result {
+        cx.syn_error(e);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::distance;
+
+    #[test]
+    fn distance_counts_edits() {
+        assert_eq!(distance("timeout", "timeout_ms"), 3);
+        assert_eq!(distance("idempotnet", "idempotent"), 2);
+        assert_eq!(distance("", "abc"), 3);
+    }
+}

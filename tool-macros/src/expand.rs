@@ -1,0 +1,303 @@
+//! Code generation only: the validated model in, the function plus its argument struct, tool
+//! struct, `Tool` impl and collection entry out. Generated code names `::toolwright::__private`
+//! only, so users depend on `toolwright` alone.
+
+use proc_macro2::{Literal, Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use syn::ext::IdentExt;
+
+use crate::ast::{Output, Param, ParamKind, ToolFn};
+use crate::attr::{NumLit, OneOf};
+
+fn pascal_case(snake: &str) -> String {
+    let mut out = String::with_capacity(snake.len());
+    let mut upper = true;
+    for c in snake.chars() {
+        if c == '_' {
+            upper = true;
+        } else if upper {
+            out.extend(c.to_uppercase());
+            upper = false;
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn number(n: &NumLit) -> TokenStream {
+    let span = n.span;
+    if n.integer {
+        let v = n.value as i64;
+        let lit = Literal::i64_unsuffixed(v.unsigned_abs() as i64);
+        let sign = (v < 0).then(|| quote!(-));
+        quote_spanned!(span=> ::toolwright::__private::Number::int(#sign #lit))
+    } else {
+        let lit = Literal::f64_suffixed(n.value.abs());
+        let sign = (n.value < 0.0).then(|| quote!(-));
+        quote_spanned!(span=> ::toolwright::__private::Number::float(#sign #lit))
+    }
+}
+
+fn opt<T>(value: &Option<T>, f: impl Fn(&T) -> TokenStream) -> TokenStream {
+    match value {
+        Some(v) => {
+            let inner = f(v);
+            quote!(::core::option::Option::Some(#inner))
+        }
+        None => quote!(::core::option::Option::None),
+    }
+}
+
+/// The rules of one argument as `Rule` constants (schema half) and checks (runtime half), both
+/// from the same parsed declaration.
+fn rules(param: &Param, field_name: &str) -> (Vec<TokenStream>, Vec<TokenStream>) {
+    let ident = &param.ident;
+    let arg = &param.arg;
+    let mut consts = Vec::new();
+    let mut checks = Vec::new();
+    let p = quote!(::toolwright::__private);
+
+    if let Some((span, min, max)) = &arg.range {
+        let (min, max) = (opt(min, number), opt(max, number));
+        consts.push(quote!(#p::Rule::Range { min: #min, max: #max }));
+        checks.push(quote_spanned!(*span=> #p::rules::range(&__args.#ident, #field_name, #min, #max, __report);));
+    }
+    if let Some((span, min, max)) = &arg.length {
+        let (min, max) = (opt(min, |(v, _)| quote!(#v)), opt(max, |(v, _)| quote!(#v)));
+        consts.push(quote!(#p::Rule::Length { min: #min, max: #max }));
+        checks.push(quote_spanned!(*span=> #p::rules::length(&__args.#ident, #field_name, #min, #max, __report);));
+    }
+    if let Some(lit) = &arg.pattern {
+        let span = lit.span();
+        consts.push(quote!(#p::Rule::Pattern(#lit)));
+        checks.push(quote_spanned!(span=> {
+            static __PATTERN: #p::rules::LazyPattern = #p::rules::LazyPattern::new(#lit);
+            #p::rules::pattern(&__args.#ident, #field_name, &__PATTERN, __report);
+        }));
+    }
+    match &arg.one_of {
+        Some((span, OneOf::Strings(values))) => {
+            consts.push(quote!(#p::Rule::OneOf(&[#(#values),*])));
+            checks.push(quote_spanned!(*span=> #p::rules::one_of(&__args.#ident, #field_name, &[#(#values),*], __report);));
+        }
+        Some((span, OneOf::Numbers(values))) => {
+            let values: Vec<TokenStream> = values.iter().map(number).collect();
+            consts.push(quote!(#p::Rule::OneOfNumbers(&[#(#values),*])));
+            checks.push(
+                quote_spanned!(*span=> #p::rules::one_of_numbers(&__args.#ident, #field_name, &[#(#values),*], __report);),
+            );
+        }
+        None => {}
+    }
+    for path in &arg.validate {
+        let name = quote!(#path).to_string().replace(' ', "");
+        consts.push(quote!(#p::Rule::Custom(#name)));
+        checks.push(
+            quote_spanned!(path.segments.last().map_or_else(Span::call_site, |s| s.ident.span())=>
+                #p::rules::custom(&__args.#ident, #field_name, |__value| #path(__value), __report);
+            ),
+        );
+    }
+    (consts, checks)
+}
+
+pub fn expand(tool: &ToolFn) -> TokenStream {
+    let p = quote!(::toolwright::__private);
+    let item = &tool.item;
+    let vis = &item.vis;
+    let fn_ident = &item.sig.ident;
+    let pascal = pascal_case(&fn_ident.unraw().to_string());
+    let tool_ident = format_ident!("{}", pascal, span = fn_ident.span());
+    let args_ident = format_ident!("{}Args", pascal, span = fn_ident.span());
+    let name = &tool.name;
+    let description = tool.description.clone().unwrap_or_default();
+    let Output::Result { ok, span: ok_span } = &tool.output else {
+        return quote!(#item);
+    };
+
+    let mut fields = Vec::new();
+    let mut defaults = Vec::new();
+    let mut field_metas = Vec::new();
+    let mut checks = Vec::new();
+    let mut arg_idents = Vec::new();
+    for param in tool.args() {
+        let ident = &param.ident;
+        let ty = &param.ty;
+        let docs = &param.docs;
+        let field_name = ident.unraw().to_string();
+        arg_idents.push(ident);
+
+        let default_attr = param.arg.default.as_ref().map(|expr| {
+            let fn_name = format_ident!("__toolwright_default_{}", field_name);
+            let path = format!("{args_ident}::{fn_name}");
+            let value = match expr {
+                syn::Expr::Lit(syn::ExprLit {
+                    lit: syn::Lit::Str(_),
+                    ..
+                }) => quote!(::core::convert::Into::into(#expr)),
+                _ => quote!(#expr),
+            };
+            defaults.push(quote! {
+                #[doc(hidden)]
+                fn #fn_name() -> #ty { #value }
+            });
+            quote!(#[serde(default = #path)])
+        });
+        fields.push(quote! {
+            #(#docs)*
+            #default_attr
+            #vis #ident: #ty,
+        });
+
+        let (consts, field_checks) = rules(param, &field_name);
+        checks.extend(field_checks);
+        let sensitive = param.arg.sensitive.map(|_| quote!(.sensitive()));
+        field_metas.push(quote!(#p::FieldMeta::new(#field_name).rules(&[#(#consts),*]) #sensitive));
+    }
+
+    let mut meta = quote!(#p::ToolMeta::new(#name, #description));
+    if let Some((ms, _)) = &tool.attrs.timeout_ms {
+        meta.extend(quote!(.timeout(::core::time::Duration::from_millis(#ms))));
+    }
+    if let Some(b) = &tool.attrs.idempotent {
+        meta.extend(quote!(.idempotent(#b)));
+    }
+    if tool.attrs.read_only.is_some() {
+        meta.extend(quote!(.read_only()));
+    }
+    if let Some((n, _)) = &tool.attrs.retries {
+        meta.extend(quote!(.retries(#n)));
+    }
+    if !tool.attrs.scopes.is_empty() {
+        let scopes = &tool.attrs.scopes;
+        meta.extend(quote!(.scopes(&[#(#scopes),*])));
+    }
+    if tool.takes_key() {
+        meta.extend(quote!(.takes_idempotency_key()));
+    }
+    meta.extend(quote!(.fields(&[#(#field_metas),*])));
+
+    let semantics = tool.attrs.validate.as_ref().map(|path| {
+        quote! {
+            fn check_semantics(__args: &Self::Args) -> ::core::result::Result<(), #p::ToolError> {
+                #p::semantic(#path(__args))
+            }
+        }
+    });
+    let authorize = tool.attrs.authorize.as_ref().map(|path| {
+        quote! {
+            fn authorize(__args: &Self::Args, __session: &#p::Session) -> ::core::result::Result<(), #p::ToolError> {
+                #p::authorized(#path(__args, __session))
+            }
+        }
+    });
+
+    // Injected parameters, in declaration order alongside the model's arguments.
+    let mut prepare = Vec::new();
+    let mut resolve = Vec::new();
+    let mut states = Vec::new();
+    let mut call_args = Vec::new();
+    for (i, param) in tool.params.iter().enumerate() {
+        let ident = &param.ident;
+        match &param.kind {
+            ParamKind::Arg => call_args.push(quote!(#ident)),
+            ParamKind::Key => {
+                let local = format_ident!("__key_{}", i);
+                prepare.push(quote!(let #local = __invocation.idempotency_key();));
+                call_args.push(quote!(#local));
+            }
+            ParamKind::Context => {
+                let local = format_ident!("__context_{}", i);
+                prepare.push(quote!(let #local = __invocation.context();));
+                call_args.push(quote!(#local));
+            }
+            ParamKind::State(inner) => {
+                let local = format_ident!("__state_{}", i);
+                let type_name = quote!(#inner).to_string().replace(' ', "");
+                prepare.push(quote!(let #local = __invocation.state::<#inner>();));
+                resolve.push(quote! {
+                    let ::core::option::Option::Some(#local) = #local else {
+                        return ::core::result::Result::Err(#p::missing_state(#type_name));
+                    };
+                });
+                states.push(quote!(#p::StateRequirement::of::<#inner>()));
+                call_args.push(quote!(#local));
+            }
+            ParamKind::Invalid => {}
+        }
+    }
+    let required_state = (!states.is_empty()).then(|| {
+        quote! {
+            fn required_state() -> ::std::vec::Vec<#p::StateRequirement> {
+                ::std::vec![#(#states),*]
+            }
+        }
+    });
+
+    let output_check = quote_spanned!(*ok_span=> const _: () = #p::assert_output::<#ok>(););
+    let args_doc = format!(
+        "Arguments of the `{name}` tool, as the model sends them (generated by `#[tool]`)."
+    );
+    let tool_doc = format!("The `{name}` tool (generated by `#[tool]` from [`{fn_ident}`]): register it with `Registry::builder().tool({tool_ident})`.");
+    let schemars_crate = "::toolwright::__private::schemars";
+    let serde_crate = "::toolwright::__private::serde";
+
+    quote! {
+        #item
+
+        #[doc = #args_doc]
+        #[derive(#p::serde::Deserialize, #p::schemars::JsonSchema)]
+        #[serde(crate = #serde_crate, deny_unknown_fields)]
+        #[schemars(crate = #schemars_crate)]
+        #vis struct #args_ident {
+            #(#fields)*
+        }
+
+        impl #args_ident {
+            #(#defaults)*
+        }
+
+        #[doc = #tool_doc]
+        #[derive(Debug, Clone, Copy, Default)]
+        #vis struct #tool_ident;
+
+        #output_check
+
+        impl #p::Tool for #tool_ident {
+            type Args = #args_ident;
+            type Output = #ok;
+
+            const META: #p::ToolMeta = #meta;
+
+            #[allow(unused_variables)]
+            fn check_fields(__args: &Self::Args, __report: &mut #p::Violations) {
+                #(#checks)*
+            }
+
+            #semantics
+            #authorize
+            #required_state
+
+            fn invoke(
+                &self,
+                __args: Self::Args,
+                __invocation: &#p::Invocation<'_>,
+            ) -> impl ::core::future::Future<Output = ::core::result::Result<Self::Output, #p::ToolError>> + ::core::marker::Send {
+                let #args_ident { #(#arg_idents),* } = __args;
+                #(#prepare)*
+                async move {
+                    #(#resolve)*
+                    #p::into_result(#fn_ident(#(#call_args),*).await)
+                }
+            }
+        }
+
+        const _: () = {
+            fn __register(builder: #p::RegistryBuilder) -> #p::RegistryBuilder {
+                builder.tool(#tool_ident)
+            }
+            #p::inventory::submit! { #p::CollectedTool::new(__register) }
+        };
+    }
+}
