@@ -206,6 +206,7 @@ pub struct Invocation<'a> {
     pub(crate) key: Option<&'a IdempotencyKey>,
     pub(crate) attempt: u32,
     pub(crate) deadline: Instant,
+    pub(crate) attempt_deadline: Instant,
     pub(crate) state: &'a Arc<StateMap>,
 }
 
@@ -235,9 +236,15 @@ impl Invocation<'_> {
         self.deadline
     }
 
-    /// Time left before the deadline.
+    /// Time left before the call's deadline.
     pub fn remaining(&self) -> Duration {
         self.deadline.saturating_duration_since(Instant::now())
+    }
+
+    /// When this attempt is cancelled: its timeout or the call's deadline, whichever comes
+    /// first. A good timeout for a downstream request.
+    pub fn attempt_deadline(&self) -> Instant {
+        self.attempt_deadline
     }
 
     /// The call's idempotency key, the same on every attempt.
@@ -265,6 +272,7 @@ impl Invocation<'_> {
             key: self.idempotency_key(),
             attempt: self.attempt,
             deadline: self.deadline,
+            attempt_deadline: self.attempt_deadline,
             state: Arc::clone(self.state),
         }
     }
@@ -288,6 +296,7 @@ pub struct ToolContext {
     key: IdempotencyKey,
     attempt: u32,
     deadline: Instant,
+    attempt_deadline: Instant,
     state: Arc<StateMap>,
 }
 
@@ -317,9 +326,15 @@ impl ToolContext {
         self.deadline
     }
 
-    /// Time left before the deadline.
+    /// Time left before the call's deadline.
     pub fn remaining(&self) -> Duration {
         self.deadline.saturating_duration_since(Instant::now())
+    }
+
+    /// When this attempt is cancelled: its timeout or the call's deadline, whichever comes
+    /// first.
+    pub fn attempt_deadline(&self) -> Instant {
+        self.attempt_deadline
     }
 
     /// The call's idempotency key, the same on every attempt.

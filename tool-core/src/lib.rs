@@ -8,7 +8,7 @@
 //! |---|---|---|
 //! | [`call`] | proposal | [`ToolCall`], [`Session`], what a tool body sees ([`Invocation`], [`ToolContext`]) |
 //! | [`validate`] | validation | shape errors with paths, field rules, semantic checks |
-//! | [`execute`] | execution | timeouts, panic containment, cancellation semantics |
+//! | [`execute`] | execution | timeouts, one deadline per call, retries with jittered backoff and a budget, circuit breakers, panic containment, cancellation semantics, classification helpers |
 //! | [`interpret`] | interpretation | result shape, empty vs success |
 //! | [`outcome`] | all | [`Outcome`], [`Status`], [`ErrorKind`], [`Seam`], the envelope |
 //! | [`registry`] | all | [`Registry`], the pipeline, auto-collection |
@@ -27,6 +27,7 @@ pub mod validate;
 
 pub use call::{Invocation, Session, State, ToolCall, ToolContext};
 pub use error::ToolError;
+pub use execute::{AttemptRecord, RetryStop};
 pub use idempotency::IdempotencyKey;
 pub use outcome::{ErrorKind, Outcome, Seam, Status, Violation};
 pub use registry::{BuildError, CollectedTool, Registry, RegistryBuilder, DEFAULT_TIMEOUT};

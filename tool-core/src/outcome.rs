@@ -18,6 +18,8 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
+use crate::execute::{AttemptRecord, RetryStop};
+
 /// The coarse result of a call, the envelope's `status` field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -296,6 +298,8 @@ pub struct Outcome {
     pub(crate) data: Option<Box<RawValue>>,
     pub(crate) degraded: bool,
     pub(crate) raw_arguments: Option<String>,
+    pub(crate) history: Vec<AttemptRecord>,
+    pub(crate) retry_stop: Option<RetryStop>,
 }
 
 impl Outcome {
@@ -315,6 +319,8 @@ impl Outcome {
             data: Some(data),
             degraded: false,
             raw_arguments: None,
+            history: Vec::new(),
+            retry_stop: None,
         }
     }
 
@@ -329,6 +335,8 @@ impl Outcome {
             data: None,
             degraded: false,
             raw_arguments: None,
+            history: Vec::new(),
+            retry_stop: None,
         }
     }
 
@@ -386,10 +394,32 @@ impl Outcome {
     }
 
     /// How many attempts the framework made: 1 for a call that validation rejected (the
-    /// tool body never ran), 0 for an unknown tool, and for a call that ran, how many times
-    /// the tool body was started.
+    /// tool body never ran), 0 for an unknown tool and for a call an open circuit breaker
+    /// refused, and for a call that ran, how many times the tool body was started.
     pub fn attempts(&self) -> u32 {
         self.attempts
+    }
+
+    /// Every attempt of the tool body, in order: its number, the wait before it, how long it
+    /// ran and how it ended. Empty when the body never ran. This is the story of the call: "the
+    /// first attempt timed out after 8 s, the second, 310 ms later, succeeded".
+    ///
+    /// ```
+    /// # fn show(outcome: &toolwright_core::Outcome) {
+    /// for a in outcome.attempt_history() {
+    ///     println!("#{} after {:?}: {:?} in {:?}", a.number(), a.waited(), a.error(), a.elapsed());
+    /// }
+    /// # }
+    /// ```
+    pub fn attempt_history(&self) -> &[AttemptRecord] {
+        &self.history
+    }
+
+    /// Why the framework stopped retrying a transient failure (the tool is not idempotent, the
+    /// attempts, the deadline or the retry budget ran out, the breaker opened). `None` for
+    /// successes, for failures that are never retried, and for calls that never ran.
+    pub fn retry_stop(&self) -> Option<RetryStop> {
+        self.retry_stop
     }
 
     /// Wall time from the call entering the registry to the outcome.

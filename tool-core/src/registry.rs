@@ -25,7 +25,12 @@ use tokio::time::Instant;
 
 use crate::call::{Invocation, Session, StateMap, ToolCall};
 use crate::error::ToolError;
-use crate::execute;
+use crate::execute::clock::ClockHandle;
+use crate::execute::random::RandomHandle;
+use crate::execute::{
+    BreakerHandle, BreakerPolicy, Clock, Env, Executed, Guard, RandomSource, RetryBudget,
+    RetryPolicy, Settings,
+};
 use crate::idempotency::IdempotencyKey;
 use crate::interpret;
 use crate::outcome::{ErrorKind, Failure, Outcome, Seam};
@@ -41,6 +46,7 @@ type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// A registered tool with its types erased, so one map can hold every tool.
 trait DynTool: Send + Sync {
     fn spec(&self) -> &ToolSpec;
+    fn guard(&self) -> &Guard;
     fn required_state(&self) -> Vec<StateRequirement>;
     fn dispatch<'a>(
         &'a self,
@@ -55,11 +61,16 @@ struct Entry<T: Tool> {
     tool: T,
     spec: ToolSpec,
     shape: ShapeValidator,
+    guard: Guard,
 }
 
 impl<T: Tool> DynTool for Entry<T> {
     fn spec(&self) -> &ToolSpec {
         &self.spec
+    }
+
+    fn guard(&self) -> &Guard {
+        &self.guard
     }
 
     fn required_state(&self) -> Vec<StateRequirement> {
@@ -138,29 +149,54 @@ impl<T: Tool> Entry<T> {
             );
         }
 
-        // Execution seam: one bounded attempt, panics contained.
+        // Execution seam: breaker permit, then attempts bounded by the timeout and one deadline,
+        // transient failures retried within the attempt cap and the retry budget.
         let key = spec
             .meta
             .takes_idempotency_key
             .then(|| IdempotencyKey::derive(session.idempotency_scope(), &spec.name, &call_id));
-        let invocation = Invocation {
-            call_id: &call_id,
-            tool: &spec.name,
-            session,
-            key: key.as_ref(),
-            attempt: 1,
-            deadline: started + spec.timeout,
-            state: &registry.state,
-        };
-        let result = execute::attempt(
-            &spec.name,
-            spec.timeout,
-            self.tool.invoke(args, &invocation),
-        )
-        .await;
+        let mut first = Some(args);
+        let (id, text, key, state) = (
+            call_id.as_str(),
+            arguments.as_str(),
+            key.as_ref(),
+            &registry.state,
+        );
+        let Executed {
+            result,
+            history,
+            stop,
+        } = self
+            .guard
+            .run(&registry.env, started, |attempt| {
+                // `Args` is not `Clone`: a retry parses the validated text again (deterministic).
+                let args = first
+                    .take()
+                    .map_or_else(|| serde_json::from_str::<T::Args>(text), Ok);
+                async move {
+                    let args = args.map_err(|e| {
+                        ToolError::new(
+                            ErrorKind::InvalidJson,
+                            format!("the arguments could not be read again for a retry: {e}"),
+                        )
+                    })?;
+                    let invocation = Invocation {
+                        call_id: id,
+                        tool: &spec.name,
+                        session,
+                        key,
+                        attempt: attempt.number,
+                        deadline: attempt.deadline,
+                        attempt_deadline: attempt.attempt_deadline,
+                        state,
+                    };
+                    self.tool.invoke(args, &invocation).await
+                }
+            })
+            .await;
 
         // Interpretation seam.
-        let mut outcome = match result.map_err(ToolError::into_failure) {
+        let mut outcome = match result {
             Ok(output) => match interpret::result(&spec.name, &output) {
                 Ok((status, data)) => {
                     Outcome::success(call_id, Arc::clone(&spec.name), status, data)
@@ -169,7 +205,9 @@ impl<T: Tool> Entry<T> {
             },
             Err(failure) => Outcome::failed(call_id, Arc::clone(&spec.name), failure),
         };
-        outcome.attempts = 1;
+        outcome.attempts = u32::try_from(history.len()).unwrap_or(u32::MAX);
+        outcome.history = history;
+        outcome.retry_stop = stop;
         outcome.elapsed = started.elapsed();
         outcome
     }
@@ -205,6 +243,7 @@ struct Inner {
     specs: Vec<ToolSpec>,
     names: Arc<[String]>,
     state: Arc<StateMap>,
+    env: Env,
 }
 
 /// The tools a model may call, and the pipeline each call runs through. Cheap to clone.
@@ -252,6 +291,15 @@ impl Registry {
         &self.inner.names
     }
 
+    /// One tool's circuit breaker: its state and stats, and the manual
+    /// [`force_open`](BreakerHandle::force_open) and [`reset`](BreakerHandle::reset).
+    pub fn breaker(&self, name: &str) -> Option<BreakerHandle> {
+        self.inner.tools.get(name).map(|t| BreakerHandle {
+            breaker: Arc::clone(t.guard().breaker()),
+            clock: self.inner.env.clock.clone(),
+        })
+    }
+
     /// Runs a call in an anonymous session. Never fails and never panics: every problem is a
     /// classified [`Outcome`].
     pub async fn call(&self, call: ToolCall) -> Outcome {
@@ -292,7 +340,7 @@ impl fmt::Debug for Registry {
     }
 }
 
-type Pending = Box<dyn FnOnce(Duration) -> Box<dyn DynTool> + Send>;
+type Pending = Box<dyn FnOnce(&Settings, BreakerPolicy, Instant) -> Box<dyn DynTool> + Send>;
 
 /// Builds a [`Registry`]: tools, shared state, defaults.
 ///
@@ -305,7 +353,9 @@ type Pending = Box<dyn FnOnce(Duration) -> Box<dyn DynTool> + Send>;
 pub struct RegistryBuilder {
     pending: Vec<(&'static str, Pending)>,
     state: StateMap,
-    default_timeout: Duration,
+    settings: Settings,
+    breakers: HashMap<String, BreakerPolicy>,
+    env: Env,
 }
 
 impl Default for RegistryBuilder {
@@ -313,7 +363,15 @@ impl Default for RegistryBuilder {
         RegistryBuilder {
             pending: Vec::new(),
             state: StateMap::new(),
-            default_timeout: DEFAULT_TIMEOUT,
+            settings: Settings {
+                default_timeout: DEFAULT_TIMEOUT,
+                call_deadline: None,
+                retry: RetryPolicy::new(),
+                budget: RetryBudget::default(),
+                breaker: BreakerPolicy::new(),
+            },
+            breakers: HashMap::new(),
+            env: Env::default(),
         }
     }
 }
@@ -321,11 +379,22 @@ impl Default for RegistryBuilder {
 impl RegistryBuilder {
     /// Adds a tool. Two tools with one name make [`RegistryBuilder::build`] fail.
     pub fn tool<T: Tool>(mut self, tool: T) -> Self {
-        let pending: Pending = Box::new(move |default_timeout| {
+        let pending: Pending = Box::new(move |settings, breaker, origin| {
+            let spec = ToolSpec::of::<T>(settings.default_timeout);
+            let guard = Guard::new(
+                Arc::clone(&spec.name),
+                spec.timeout,
+                spec.meta.retries,
+                spec.meta.idempotent || spec.meta.takes_idempotency_key,
+                settings,
+                breaker,
+                origin,
+            );
             Box::new(Entry {
-                spec: ToolSpec::of::<T>(default_timeout),
+                spec,
                 tool,
                 shape: ShapeValidator::default(),
+                guard,
             })
         });
         self.pending.push((T::META.name, pending));
@@ -341,7 +410,55 @@ impl RegistryBuilder {
 
     /// The per-attempt timeout of tools that declare no `timeout_ms` (default 30 s).
     pub fn default_timeout(mut self, timeout: Duration) -> Self {
-        self.default_timeout = timeout;
+        self.settings.default_timeout = timeout;
+        self
+    }
+
+    /// One deadline for every call, covering all its attempts and the waits between them.
+    /// Default: per tool, long enough for every attempt to reach its timeout and every wait its
+    /// ceiling ([`RetryPolicy::deadline_for`]).
+    pub fn call_deadline(mut self, deadline: Duration) -> Self {
+        self.settings.call_deadline = Some(deadline);
+        self
+    }
+
+    /// Attempts and backoff for every tool (default: 3 attempts, full jitter from 250 ms capped
+    /// at 20 s). A tool's `#[tool(retries = N)]` overrides the attempt count.
+    pub fn retry_policy(mut self, policy: RetryPolicy) -> Self {
+        self.settings.retry = policy;
+        self
+    }
+
+    /// The retry budget each tool gets (default: 20% of first attempts plus 1 retry per second,
+    /// over 10 s).
+    pub fn retry_budget(mut self, budget: RetryBudget) -> Self {
+        self.settings.budget = budget;
+        self
+    }
+
+    /// The circuit breaker policy of every tool without its own ([`RegistryBuilder::breaker_for`]).
+    pub fn breaker(mut self, policy: BreakerPolicy) -> Self {
+        self.settings.breaker = policy;
+        self
+    }
+
+    /// A circuit breaker policy for one tool.
+    pub fn breaker_for(mut self, tool: impl Into<String>, policy: BreakerPolicy) -> Self {
+        self.breakers.insert(tool.into(), policy);
+        self
+    }
+
+    /// The clock timeouts, backoff, deadlines, breakers and budgets read (default: tokio's, which
+    /// `#[tokio::test(start_paused = true)]` pauses).
+    pub fn clock(mut self, clock: impl Clock) -> Self {
+        self.env.clock = ClockHandle::new(clock);
+        self
+    }
+
+    /// The random source backoff jitter draws from (default: fastrand's thread-local generator;
+    /// [`SeededRandom`](crate::execute::SeededRandom) for reproducible tests).
+    pub fn random(mut self, random: impl RandomSource) -> Self {
+        self.env.random = RandomHandle::new(random);
         self
     }
 
@@ -349,11 +466,17 @@ impl RegistryBuilder {
     pub fn build(self) -> Result<Registry, BuildError> {
         let mut tools: HashMap<Arc<str>, Box<dyn DynTool>> =
             HashMap::with_capacity(self.pending.len());
+        let origin = self.env.clock.now();
         for (name, make) in self.pending {
             if tools.contains_key(name) {
                 return Err(BuildError::DuplicateTool(name.to_owned()));
             }
-            let tool = make(self.default_timeout);
+            let breaker = self
+                .breakers
+                .get(name)
+                .copied()
+                .unwrap_or(self.settings.breaker);
+            let tool = make(&self.settings, breaker, origin);
             for need in tool.required_state() {
                 if !self.state.contains_key(&need.type_id) {
                     return Err(BuildError::MissingState {
@@ -373,6 +496,7 @@ impl RegistryBuilder {
                 specs,
                 names,
                 state: Arc::new(self.state),
+                env: self.env,
             }),
         })
     }

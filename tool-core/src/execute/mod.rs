@@ -1,33 +1,416 @@
-//! The execution seam: one attempt of a tool body, bounded by a timeout, with panics contained.
+//! The execution seam: every attempt bounded by a timeout, transient failures retried with
+//! jittered backoff inside one deadline and a retry budget, a circuit breaker per tool, panics
+//! contained.
 //!
-//! # Cancellation
+//! ```text
+//! call ──> breaker permit ──> attempt (timeout, catch_unwind) ──> verdict to the breaker
+//!   │         │ open: circuit_open + retry_after_ms        │ error
+//!   │         v                                            v
+//!   │      fail fast                     transient? safe to repeat? attempts left?
+//!   │                                    wait (full jitter or Retry-After) fits the deadline?
+//!   │                                    budget allows a retry? ── yes ──> next attempt
+//!   └── one deadline covers every attempt and every wait ── no ──> the last error, saying why
+//! ```
 //!
-//! When an attempt runs past its timeout its future is **dropped** at its next `.await`: code
-//! after that point never runs, and `Drop` implementations run as usual. A tool body therefore
-//! must not leave shared state half-updated across an `.await`, and an action that reached a
-//! dependency before the drop may still complete there: that is why non-idempotent tools take an
-//! [`IdempotencyKey`](crate::IdempotencyKey) and send it downstream.
+//! Each concept has its module: [`retry`] (attempt cap, capped full-jitter backoff, which
+//! failures are retried), [`budget`] (retries as a share of calls), [`breaker`] (closed, open,
+//! half-open), [`classify`] (HTTP statuses, `Retry-After`, `reqwest` and `io` errors), and the
+//! two parameters that make all of it testable on paused time: [`clock`] and [`random`].
+//!
+//! # Configuration
+//!
+//! | what | where | default |
+//! |---|---|---|
+//! | per-attempt timeout | `#[tool(timeout_ms = N)]`, else [`RegistryBuilder::default_timeout`](crate::RegistryBuilder::default_timeout) | 30 s |
+//! | attempts | `#[tool(retries = N)]` (N + 1 attempts), else [`RetryPolicy::max_attempts`] | 3 |
+//! | backoff | [`RetryPolicy::base`], [`RetryPolicy::cap`] | 250 ms, 20 s, full jitter |
+//! | call deadline | [`RegistryBuilder::call_deadline`](crate::RegistryBuilder::call_deadline) | every attempt's timeout plus every wait's ceiling |
+//! | retry budget | [`RegistryBuilder::retry_budget`](crate::RegistryBuilder::retry_budget) | 20% of first attempts + 1/s over 10 s |
+//! | breaker | [`RegistryBuilder::breaker`](crate::RegistryBuilder::breaker), [`breaker_for`](crate::RegistryBuilder::breaker_for) | 50% of ≥ 10 calls in 30 s; 30 s cooldown, ×2 per failed probe up to 5 min; 1 probe |
+//! | time, jitter | [`RegistryBuilder::clock`](crate::RegistryBuilder::clock), [`random`](crate::RegistryBuilder::random) | tokio's clock, fastrand |
+//!
+//! What happened is on the [`Outcome`](crate::Outcome): [`attempts`](crate::Outcome::attempts),
+//! one [`AttemptRecord`] per attempt in [`attempt_history`](crate::Outcome::attempt_history) (its
+//! error kind or success, its duration, the wait before it), and
+//! [`retry_stop`](crate::Outcome::retry_stop) when retrying a transient failure was cut short.
+//!
+//! # Cancellation: what a tool author must know
+//!
+//! A tool body is a future, and the framework stops it by **dropping** it, at its next `.await`:
+//!
+//! - when the attempt runs past its timeout (or past the call's deadline, if that comes first);
+//! - when the caller of [`Registry::call`](crate::Registry::call) drops that future (the user
+//!   left, the agent turn was abandoned).
+//!
+//! Code after that `.await` never runs; destructors run as usual. So:
+//!
+//! 1. Do not leave shared state half-updated across an `.await`: update it in one step after the
+//!    last `.await`, or behind a guard whose `Drop` restores it.
+//! 2. An action that reached the dependency before the drop may still complete there. The
+//!    framework therefore repeats a timed-out non-idempotent tool only when it takes an
+//!    [`IdempotencyKey`](crate::IdempotencyKey) (the same on every attempt: send it downstream,
+//!    for example as an `Idempotency-Key` header) or when its error says the request never left
+//!    ([`ToolError::never_started`](crate::ToolError::never_started)).
+//! 3. Spawned work is not cancelled with the body: a `tokio::spawn`ed task keeps running. Keep
+//!    the work inside the body, or abort it from a drop guard.
+//! 4. Budget time with [`Invocation::remaining`](crate::Invocation::remaining) (the call's
+//!    deadline) and [`Invocation::attempt_deadline`](crate::Invocation::attempt_deadline) (when
+//!    this attempt is dropped), for example as the timeout of a downstream request; read
+//!    [`Invocation::attempt`](crate::Invocation::attempt) to know whether this is a retry.
+//!
+//! A cancelled call counts neither as a success nor as a failure for the breaker, and a cancelled
+//! half-open probe gives its permit back.
+
+pub mod breaker;
+pub mod budget;
+pub mod classify;
+pub mod clock;
+pub mod random;
+pub mod retry;
+mod window;
 
 use std::any::Any;
+use std::fmt::Write as _;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::FutureExt as _;
+use tokio::time::Instant;
+
+pub use breaker::{BreakerHandle, BreakerPolicy, BreakerState, BreakerStats};
+pub use budget::RetryBudget;
+pub use clock::{Clock, Sleep, TokioClock};
+pub use random::{RandomSource, SeededRandom, ThreadRandom};
+pub use retry::{RetryPolicy, RetryStop};
 
 use crate::error::ToolError;
-use crate::outcome::ErrorKind;
+use crate::outcome::{ErrorKind, Failure};
+use breaker::{Breaker, Rejection, Verdict};
+use budget::Budget;
+use clock::{ceil_millis, ClockHandle};
+use random::RandomHandle;
 
-/// Runs one attempt of `body` for at most `timeout`, turning a panic into `tool_panicked` and an
-/// expired timer into `timeout`.
-pub(crate) async fn attempt<T>(
-    tool: &str,
+/// One attempt of a call: its number, the wait before it, how long it ran, and how it ended.
+/// The attempts of a call, in order, are [`Outcome::attempt_history`](crate::Outcome::attempt_history).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AttemptRecord {
+    pub(crate) number: u32,
+    pub(crate) waited: Duration,
+    pub(crate) elapsed: Duration,
+    pub(crate) error: Option<ErrorKind>,
+}
+
+impl AttemptRecord {
+    /// 1 for the first attempt, 2 for the first retry, ...
+    pub fn number(&self) -> u32 {
+        self.number
+    }
+
+    /// The backoff (or `Retry-After`) wait before this attempt; zero for the first.
+    pub fn waited(&self) -> Duration {
+        self.waited
+    }
+
+    /// How long the attempt ran.
+    pub fn elapsed(&self) -> Duration {
+        self.elapsed
+    }
+
+    /// How the attempt failed, `None` if the tool body returned a result.
+    pub fn error(&self) -> Option<ErrorKind> {
+        self.error
+    }
+}
+
+/// The clock and random source a registry runs with.
+#[derive(Clone, Default)]
+pub(crate) struct Env {
+    pub(crate) clock: ClockHandle,
+    pub(crate) random: RandomHandle,
+}
+
+/// The registry-wide settings a [`Guard`] is resolved from.
+#[derive(Clone)]
+pub(crate) struct Settings {
+    pub(crate) default_timeout: Duration,
+    pub(crate) call_deadline: Option<Duration>,
+    pub(crate) retry: RetryPolicy,
+    pub(crate) budget: RetryBudget,
+    pub(crate) breaker: BreakerPolicy,
+}
+
+/// What one attempt sees of the call: its number and the two instants that bound it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct AttemptInfo {
+    pub(crate) number: u32,
+    /// When the whole call must be done.
+    pub(crate) deadline: Instant,
+    /// When this attempt is dropped: its timeout or the deadline, whichever comes first.
+    pub(crate) attempt_deadline: Instant,
+}
+
+/// What the attempt loop came to.
+pub(crate) struct Executed<T> {
+    pub(crate) result: Result<T, Failure>,
+    pub(crate) history: Vec<AttemptRecord>,
+    pub(crate) stop: Option<RetryStop>,
+}
+
+/// The execution seam of one tool, resolved when the registry is built.
+pub(crate) struct Guard {
+    tool: Arc<str>,
     timeout: Duration,
+    deadline: Duration,
+    attempts: u32,
+    /// Idempotent, or takes an idempotency key: a transient failure may be repeated.
+    retry_safe: bool,
+    policy: RetryPolicy,
+    breaker: Arc<Breaker>,
+    budget: Budget,
+}
+
+impl Guard {
+    pub(crate) fn new(
+        tool: Arc<str>,
+        timeout: Duration,
+        retries: Option<u32>,
+        retry_safe: bool,
+        settings: &Settings,
+        breaker: BreakerPolicy,
+        origin: Instant,
+    ) -> Self {
+        let attempts = retries.map_or(settings.retry.attempts(), |r| r.saturating_add(1));
+        let deadline = settings
+            .call_deadline
+            .unwrap_or_else(|| settings.retry.deadline_for(timeout, attempts));
+        Guard {
+            breaker: Arc::new(Breaker::new(Arc::clone(&tool), breaker, timeout, origin)),
+            budget: Budget::new(settings.budget, origin),
+            tool,
+            timeout,
+            deadline,
+            attempts,
+            retry_safe,
+            policy: settings.retry,
+        }
+    }
+
+    pub(crate) fn breaker(&self) -> &Arc<Breaker> {
+        &self.breaker
+    }
+
+    /// Runs the attempts of one call that entered the registry at `started`. `body` makes the
+    /// future of one attempt.
+    pub(crate) async fn run<T, F, Fut>(
+        &self,
+        env: &Env,
+        started: Instant,
+        mut body: F,
+    ) -> Executed<T>
+    where
+        F: FnMut(AttemptInfo) -> Fut,
+        Fut: Future<Output = Result<T, ToolError>>,
+    {
+        // The deadline counts from the call's arrival; an injected clock has its own time line,
+        // on which the call arrives now.
+        let started = match &env.clock {
+            ClockHandle::Tokio => started,
+            ClockHandle::Custom(clock) => clock.now(),
+        };
+        let deadline = started + self.deadline;
+        let mut history = Vec::new();
+        let mut waited = Duration::ZERO;
+        let mut number = 1;
+        loop {
+            let begin = env.clock.now();
+            let permit = match self.breaker.admit(begin) {
+                Ok(permit) => permit,
+                Err(rejection) => {
+                    let last = history.last().and_then(|r: &AttemptRecord| r.error);
+                    return Executed {
+                        result: Err(self.rejected(rejection, last)),
+                        stop: (number > 1).then_some(RetryStop::CircuitOpen),
+                        history,
+                    };
+                }
+            };
+            if number == 1 && self.attempts > 1 {
+                self.budget.deposit(begin);
+            }
+            let (cut, limit) = if begin + self.timeout <= deadline {
+                (begin + self.timeout, Limit::Timeout(self.timeout))
+            } else {
+                (deadline, Limit::Deadline(self.deadline))
+            };
+            let info = AttemptInfo {
+                number,
+                deadline,
+                attempt_deadline: cut,
+            };
+            let result = attempt(&env.clock, &self.tool, cut, limit, body(info)).await;
+            let end = env.clock.now();
+            let verdict = match &result {
+                Ok(_) => Verdict::Success,
+                Err(e) if e.kind().counts_against_breaker() => Verdict::Failure,
+                Err(_) => Verdict::Neutral,
+            };
+            permit.record(verdict, end);
+            history.push(AttemptRecord {
+                number,
+                waited,
+                elapsed: end.saturating_duration_since(begin),
+                error: result.as_ref().err().map(ToolError::kind),
+            });
+            let error = match result {
+                Ok(value) => {
+                    return Executed {
+                        result: Ok(value),
+                        history,
+                        stop: None,
+                    }
+                }
+                Err(error) => error,
+            };
+
+            let stop = if !error.kind().is_transient() {
+                None
+            } else if !self.retry_safe && !error.is_never_started() {
+                Some(RetryStop::NotIdempotent)
+            } else if number >= self.attempts {
+                Some(RetryStop::Attempts)
+            } else {
+                let wait = error
+                    .retry_after()
+                    .unwrap_or_else(|| self.policy.delay(number - 1, &env.random));
+                if end + wait >= deadline {
+                    Some(RetryStop::Deadline)
+                } else if !self.budget.withdraw(end) {
+                    Some(RetryStop::Budget)
+                } else {
+                    tracing::debug!(
+                        target: "toolwright::execute",
+                        tool = %self.tool,
+                        attempt = number,
+                        error_type = error.kind().as_str(),
+                        elapsed_ms = ceil_millis(end.saturating_duration_since(begin)),
+                        wait_ms = ceil_millis(wait),
+                        "attempt failed; retrying"
+                    );
+                    env.clock.sleep_until(end + wait).await;
+                    waited = wait;
+                    number += 1;
+                    continue;
+                }
+            };
+            let failure = self.stopped(error, stop, &history);
+            return Executed {
+                result: Err(failure),
+                history,
+                stop,
+            };
+        }
+    }
+
+    /// The last error as the call's failure, its message saying why it was not retried.
+    fn stopped(
+        &self,
+        error: ToolError,
+        stop: Option<RetryStop>,
+        history: &[AttemptRecord],
+    ) -> Failure {
+        let mut failure = error.into_failure();
+        let Some(stop) = stop else {
+            return failure;
+        };
+        tracing::debug!(
+            target: "toolwright::execute",
+            tool = %self.tool,
+            attempts = history.len(),
+            error_type = failure.kind.as_str(),
+            stop = stop.as_str(),
+            "retries stopped"
+        );
+        let message = &mut failure.message;
+        let tool = &self.tool;
+        let _ = match stop {
+            RetryStop::NotIdempotent => {
+                // Calling again could repeat the side effect: the model must check first.
+                failure.retryable = false;
+                write!(
+                    message,
+                    ". It was not retried: `{tool}` is not idempotent and the action may already have taken effect; check its result before calling it again"
+                )
+            }
+            RetryStop::Attempts => {
+                let _ = write!(message, " (failed {} attempts:", history.len());
+                for (i, record) in history.iter().enumerate() {
+                    let kind = record.error.map_or("ok", ErrorKind::as_str);
+                    let _ = write!(message, "{}{kind}", if i == 0 { " " } else { ", " });
+                }
+                write!(message, ")")
+            }
+            RetryStop::Deadline => write!(
+                message,
+                " (not retried: the next attempt could not start before the call's {} ms deadline)",
+                self.deadline.as_millis()
+            ),
+            RetryStop::Budget => write!(
+                message,
+                " (not retried: the retry budget of `{tool}` is spent, too many of its calls are already being retried)"
+            ),
+            RetryStop::CircuitOpen => Ok(()),
+        };
+        failure
+    }
+
+    fn rejected(&self, rejection: Rejection, last: Option<ErrorKind>) -> Failure {
+        let tool = &self.tool;
+        let wait = rejection.retry_after.map(ceil_millis);
+        let message = match (rejection.state, last, wait) {
+            (BreakerState::ForcedOpen, _, _) => format!(
+                "`{tool}` was taken out of service by an operator; do not call it until it is back"
+            ),
+            (BreakerState::HalfOpen, _, Some(ms)) => format!(
+                "`{tool}` is being tested after an outage (a probe call is running); try again in {ms} ms"
+            ),
+            (_, Some(kind), Some(ms)) => format!(
+                "`{tool}` is unavailable: its circuit breaker opened after this call's last attempt failed ({kind}); try again in {ms} ms"
+            ),
+            (_, _, Some(ms)) => format!(
+                "`{tool}` is temporarily unavailable: its circuit breaker is open after repeated failures; try again in {ms} ms"
+            ),
+            (_, _, None) => format!("`{tool}` is temporarily unavailable: its circuit breaker is open"),
+        };
+        let mut failure = Failure::new(ErrorKind::CircuitOpen, message);
+        failure.retry_after = rejection.retry_after;
+        if rejection.state == BreakerState::ForcedOpen {
+            failure.retryable = false;
+        }
+        failure
+    }
+}
+
+/// Which bound cut an attempt short, for the message.
+#[derive(Clone, Copy)]
+enum Limit {
+    Timeout(Duration),
+    Deadline(Duration),
+}
+
+/// Runs one attempt of `body` until `cut`, turning a panic into `tool_panicked` and an expired
+/// bound into `timeout`.
+async fn attempt<T>(
+    clock: &ClockHandle,
+    tool: &str,
+    cut: Instant,
+    limit: Limit,
     body: impl Future<Output = Result<T, ToolError>>,
 ) -> Result<T, ToolError> {
-    match tokio::time::timeout(timeout, AssertUnwindSafe(body).catch_unwind()).await {
-        Ok(Ok(result)) => result,
-        Ok(Err(panic)) => {
+    match clock.run_until(cut, AssertUnwindSafe(body).catch_unwind()).await {
+        Some(Ok(result)) => result,
+        Some(Err(panic)) => {
             let detail = panic_message(panic.as_ref());
             tracing::error!(tool, panic = %detail, "tool panicked; the panic was contained");
             Err(ToolError::new(
@@ -35,10 +418,16 @@ pub(crate) async fn attempt<T>(
                 format!("`{tool}` failed with an internal error; the arguments did not cause it and retrying will not help"),
             ))
         }
-        Err(_) => Err(ToolError::timeout(format!(
-            "`{tool}` did not answer within {} ms; it may work if tried later",
-            timeout.as_millis()
-        ))),
+        None => Err(ToolError::timeout(match limit {
+            Limit::Timeout(timeout) => format!(
+                "`{tool}` did not answer within {} ms; it may work if tried later",
+                timeout.as_millis()
+            ),
+            Limit::Deadline(deadline) => format!(
+                "`{tool}` did not answer before the call's {} ms deadline ran out; it may work if tried later",
+                deadline.as_millis()
+            ),
+        })),
     }
 }
 

@@ -1,0 +1,206 @@
+//! The retry budget: per tool, retries may not exceed a share of first attempts over a rolling
+//! window, so a dead dependency cannot multiply its own load.
+//!
+//! # Why a budget and not only an attempt cap
+//!
+//! An attempt cap bounds one call; it does nothing for the fleet. With 3 attempts per call, a
+//! dependency that fails every request receives three times its normal traffic exactly when it
+//! can least take it, and every layer that retries multiplies that again (a retry storm). Google's
+//! SRE book ("Handling Overload", client-side retry budgets) caps retries at about 10% of
+//! requests per client; Finagle's `RetryBudget` and tower's `TpsBudget` (which cites it) allow
+//! 20% of requests plus a small floor of retries per second, Envoy's retry budget also defaults
+//! to 20%. toolwright follows them: every first attempt **deposits**, every retry **withdraws**,
+//! and a retry is allowed only while
+//!
+//! ```text
+//! retries in window + 1 <= ratio * first attempts in window + min_per_second * window seconds
+//! ```
+//!
+//! When the budget is spent the call fails with its last error, and the message says that the
+//! budget stopped it ([`RetryStop::Budget`](crate::execute::RetryStop::Budget)).
+//!
+//! The floor lets a tool that is called rarely still retry a transient blip; it is 1 retry per
+//! second rather than Finagle's 10 because tool calls are far rarer than RPCs, and a floor of
+//! 100 retries per 10 s window would never bind for a tool called a few times a minute.
+//!
+//! ```
+//! use std::time::Duration;
+//! use toolwright_core::{execute::RetryBudget, Registry};
+//!
+//! let registry = Registry::builder()
+//!     .retry_budget(RetryBudget::new(0.1).min_per_second(0).window(Duration::from_secs(30)))
+//!     .build()
+//!     .unwrap();
+//! # let _ = registry;
+//! ```
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::clock::nanos_since;
+use super::window::Window;
+
+/// How many retries a tool may spend: a ratio of first attempts over a rolling window, plus a
+/// floor. Set registry-wide with
+/// [`RegistryBuilder::retry_budget`](crate::RegistryBuilder::retry_budget).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RetryBudget {
+    ratio: f64,
+    min_per_second: u32,
+    window: Duration,
+    unlimited: bool,
+}
+
+impl RetryBudget {
+    /// A budget that allows `ratio` retries per first attempt (0.2 = one retry per five calls),
+    /// with the default floor (1 retry per second) and window (10 s).
+    pub const fn new(ratio: f64) -> Self {
+        RetryBudget {
+            ratio: if ratio.is_finite() && ratio > 0.0 {
+                ratio
+            } else {
+                0.0
+            },
+            min_per_second: 1,
+            window: Duration::from_secs(10),
+            unlimited: false,
+        }
+    }
+
+    /// No budget: only the attempt cap and the deadline bound retries.
+    pub const fn unlimited() -> Self {
+        let mut budget = RetryBudget::new(0.0);
+        budget.unlimited = true;
+        budget
+    }
+
+    /// Retries allowed per second regardless of traffic (default 1), so rarely called tools can
+    /// still retry.
+    pub const fn min_per_second(mut self, retries: u32) -> Self {
+        self.min_per_second = retries;
+        self
+    }
+
+    /// How long a deposit counts (default 10 s, tower's and Finagle's default; at least 1 s).
+    pub const fn window(mut self, window: Duration) -> Self {
+        self.window = if window.as_secs() == 0 {
+            Duration::from_secs(1)
+        } else {
+            window
+        };
+        self
+    }
+
+    /// The share of first attempts that may be retried.
+    pub const fn ratio(&self) -> f64 {
+        self.ratio
+    }
+
+    /// Whether this budget never refuses a retry.
+    pub const fn is_unlimited(&self) -> bool {
+        self.unlimited
+    }
+}
+
+impl Default for RetryBudget {
+    /// 20% of first attempts plus 1 retry per second, over 10 s.
+    fn default() -> Self {
+        RetryBudget::new(0.2)
+    }
+}
+
+/// One tool's budget at run time.
+pub(crate) struct Budget {
+    policy: RetryBudget,
+    /// (first attempts, retries) per bucket.
+    window: Window,
+    reserve: u64,
+    origin: Instant,
+}
+
+impl Budget {
+    pub(crate) fn new(policy: RetryBudget, origin: Instant) -> Self {
+        let reserve = u64::from(policy.min_per_second).saturating_mul(policy.window.as_secs());
+        Budget {
+            policy,
+            window: Window::new(policy.window, 10),
+            reserve,
+            origin,
+        }
+    }
+
+    /// A first attempt: it earns `ratio` retries for the rest of the window.
+    #[inline]
+    pub(crate) fn deposit(&self, now: Instant) {
+        if !self.policy.unlimited {
+            self.window.record(nanos_since(self.origin, now), 1, 0);
+        }
+    }
+
+    /// Takes one retry from the budget; `false` when it is spent. Concurrent withdrawals may
+    /// overdraw by the number of racing callers, as in tower; the bound holds in the long run.
+    pub(crate) fn withdraw(&self, now: Instant) -> bool {
+        if self.policy.unlimited {
+            return true;
+        }
+        let now = nanos_since(self.origin, now);
+        let (first_attempts, retries) = self.window.totals(now);
+        let earned = (first_attempts as f64 * self.policy.ratio).floor() as u64;
+        if retries < self.reserve.saturating_add(earned) {
+            self.window.record(now, 0, 1);
+            true
+        } else {
+            false
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retries_are_held_to_the_ratio_of_first_attempts() {
+        let origin = Instant::now();
+        let budget = Budget::new(RetryBudget::new(0.2).min_per_second(0), origin);
+        assert!(!budget.withdraw(origin), "nothing deposited, no floor");
+        for _ in 0..100 {
+            budget.deposit(origin);
+        }
+        let granted = (0..100).filter(|_| budget.withdraw(origin)).count();
+        assert_eq!(granted, 20);
+    }
+
+    #[test]
+    fn the_floor_allows_retries_without_traffic() {
+        let origin = Instant::now();
+        let budget = Budget::new(
+            RetryBudget::new(0.2)
+                .min_per_second(1)
+                .window(Duration::from_secs(10)),
+            origin,
+        );
+        let granted = (0..50).filter(|_| budget.withdraw(origin)).count();
+        assert_eq!(granted, 10);
+    }
+
+    #[test]
+    fn deposits_expire_with_the_window() {
+        let origin = Instant::now();
+        let policy = RetryBudget::new(1.0).min_per_second(0);
+        let fresh = Budget::new(policy, origin);
+        fresh.deposit(origin);
+        assert!(fresh.withdraw(origin + Duration::from_secs(9)));
+        let stale = Budget::new(policy, origin);
+        stale.deposit(origin);
+        assert!(!stale.withdraw(origin + Duration::from_secs(11)));
+    }
+
+    #[test]
+    fn an_unlimited_budget_never_refuses() {
+        let origin = Instant::now();
+        let budget = Budget::new(RetryBudget::unlimited(), origin);
+        assert!((0..1000).all(|_| budget.withdraw(origin)));
+    }
+}

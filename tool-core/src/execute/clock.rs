@@ -1,0 +1,133 @@
+//! Time as a parameter: the [`Clock`] every timeout, backoff sleep, breaker cooldown and budget
+//! window reads.
+//!
+//! The default is tokio's own clock ([`TokioClock`]), so a test that starts the runtime with
+//! `#[tokio::test(start_paused = true)]` runs every timing rule of the execution seam on paused
+//! time: a 30 s cooldown or a 20 s backoff takes no wall time and the result is deterministic.
+//! Inject another clock with [`RegistryBuilder::clock`](crate::RegistryBuilder::clock) when time
+//! must be driven by hand (for example from a multi-threaded test, where tokio's clock cannot be
+//! paused).
+//!
+//! ```
+//! use std::time::Duration;
+//! use toolwright_core::execute::{Clock, TokioClock};
+//!
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
+//! # async fn main() {
+//! let clock = TokioClock;
+//! let start = clock.now();
+//! clock.sleep_until(start + Duration::from_secs(30)).await; // paused: no wall time, exact
+//! assert_eq!(clock.now() - start, Duration::from_secs(30));
+//! # }
+//! ```
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+/// A future that completes at an instant of a [`Clock`].
+pub type Sleep = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
+
+/// A source of time for the execution seam: reading it and waiting on it.
+///
+/// Instants are tokio's [`Instant`], which any clock can produce (`Instant::from_std`).
+pub trait Clock: Send + Sync + 'static {
+    /// The current instant.
+    fn now(&self) -> Instant;
+
+    /// A future that completes once [`Clock::now`] has reached `deadline`.
+    fn sleep_until(&self, deadline: Instant) -> Sleep;
+}
+
+/// tokio's clock: [`tokio::time::Instant::now`] and [`tokio::time::sleep_until`]. Paused and
+/// advanced by tokio's test utilities. The default.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TokioClock;
+
+impl Clock for TokioClock {
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+
+    fn sleep_until(&self, deadline: Instant) -> Sleep {
+        Box::pin(tokio::time::sleep_until(deadline))
+    }
+}
+
+/// The clock a registry runs on. tokio's clock is a variant rather than a trait object so the
+/// success path reads it, and arms its timeout, without a virtual call or an allocation.
+#[derive(Clone, Default)]
+pub(crate) enum ClockHandle {
+    #[default]
+    Tokio,
+    Custom(Arc<dyn Clock>),
+}
+
+impl ClockHandle {
+    pub(crate) fn new<C: Clock>(clock: C) -> Self {
+        ClockHandle::Custom(Arc::new(clock))
+    }
+
+    #[inline]
+    pub(crate) fn now(&self) -> Instant {
+        match self {
+            ClockHandle::Tokio => Instant::now(),
+            ClockHandle::Custom(clock) => clock.now(),
+        }
+    }
+
+    pub(crate) async fn sleep_until(&self, deadline: Instant) {
+        match self {
+            ClockHandle::Tokio => tokio::time::sleep_until(deadline).await,
+            ClockHandle::Custom(clock) => clock.sleep_until(deadline).await,
+        }
+    }
+
+    /// Runs `body` until `deadline`: `None` when the deadline came first (`body` is dropped).
+    pub(crate) async fn run_until<F: Future>(
+        &self,
+        deadline: Instant,
+        body: F,
+    ) -> Option<F::Output> {
+        match self {
+            // tokio's timeout polls the body first and registers its timer only when the body is
+            // pending, so a tool that answers at once never touches the timer wheel.
+            ClockHandle::Tokio => tokio::time::timeout_at(deadline, body).await.ok(),
+            ClockHandle::Custom(clock) => {
+                let sleep = clock.sleep_until(deadline);
+                let body = std::pin::pin!(body);
+                match futures_util::future::select(body, sleep).await {
+                    futures_util::future::Either::Left((output, _)) => Some(output),
+                    futures_util::future::Either::Right(((), _)) => None,
+                }
+            }
+        }
+    }
+}
+
+impl fmt::Debug for ClockHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ClockHandle::Tokio => f.write_str("TokioClock"),
+            ClockHandle::Custom(_) => f.write_str("CustomClock"),
+        }
+    }
+}
+
+/// Nanoseconds from `origin` to `now`, the time base of the rolling windows (saturating: a
+/// window lives far shorter than 584 years).
+#[inline]
+pub(crate) fn nanos_since(origin: Instant, now: Instant) -> u64 {
+    u64::try_from(now.saturating_duration_since(origin).as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// `Duration` in milliseconds for messages and envelopes, rounded up so "retry after 0 ms" is
+/// never said of a wait that is not over.
+pub(crate) fn ceil_millis(d: Duration) -> u64 {
+    let ms = d.as_millis() + u128::from(d.subsec_nanos() % 1_000_000 != 0);
+    u64::try_from(ms).unwrap_or(u64::MAX)
+}

@@ -1,0 +1,172 @@
+//! A lock-free, time-bucketed rolling window of two counters, shared by the breaker (calls,
+//! failures) and the retry budget (first attempts, retries).
+//!
+//! The window is `buckets` slots of `width` each. A slot is one `AtomicU64` holding the bucket's
+//! epoch (which `width`-long interval it counts) and both counters, so a record is a single
+//! compare-and-swap and a reader never sees a counter of one interval paired with the epoch of
+//! another. A slot found holding an old epoch is restarted by whoever writes to it next; readers
+//! skip slots older than the window. This is the bucketed design of resilience4j's time-based
+//! sliding window and of tower's `TpsBudget`, without their locks.
+//!
+//! Layout: epoch in the top 24 bits, counter `a` in the middle 20, counter `b` in the low 20. The
+//! epoch is compared modulo 2^24, which can only mislead after a tool sat idle for exactly a
+//! multiple of 2^24 buckets (194 days with 1 s buckets). A counter that would pass 2^20 - 1 in
+//! one bucket stops counting for that bucket, both counters together, so their ratio stays true.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+const FIELD_BITS: u32 = 20;
+const FIELD_MAX: u64 = (1 << FIELD_BITS) - 1;
+const EPOCH_BITS: u32 = 24;
+const EPOCH_MASK: u64 = (1 << EPOCH_BITS) - 1;
+
+#[inline]
+fn pack(epoch: u64, a: u64, b: u64) -> u64 {
+    ((epoch & EPOCH_MASK) << (2 * FIELD_BITS)) | (a << FIELD_BITS) | b
+}
+
+#[inline]
+fn unpack(word: u64) -> (u64, u64, u64) {
+    (
+        word >> (2 * FIELD_BITS),
+        (word >> FIELD_BITS) & FIELD_MAX,
+        word & FIELD_MAX,
+    )
+}
+
+pub(crate) struct Window {
+    slots: Box<[AtomicU64]>,
+    width_nanos: u64,
+}
+
+impl Window {
+    /// A window of `span` split into `buckets` slots (at least one, each at least 1 ms).
+    pub(crate) fn new(span: Duration, buckets: u32) -> Self {
+        let buckets = buckets.max(1);
+        let span_nanos = u64::try_from(span.as_nanos()).unwrap_or(u64::MAX);
+        let width_nanos = (span_nanos / u64::from(buckets)).max(1_000_000);
+        Window {
+            slots: (0..buckets).map(|_| AtomicU64::new(0)).collect(),
+            width_nanos,
+        }
+    }
+
+    #[inline]
+    fn epoch(&self, now_nanos: u64) -> u64 {
+        now_nanos / self.width_nanos
+    }
+
+    /// Adds `a` and `b` to the bucket of `now_nanos`.
+    #[inline]
+    pub(crate) fn record(&self, now_nanos: u64, a: u64, b: u64) {
+        let epoch = self.epoch(now_nanos);
+        let tag = epoch & EPOCH_MASK;
+        let len = self.slots.len() as u64;
+        let slot = &self.slots[(epoch % len) as usize];
+        let mut current = slot.load(Ordering::Relaxed);
+        loop {
+            let (old_tag, old_a, old_b) = unpack(current);
+            let next = if old_tag == tag {
+                if old_a + a > FIELD_MAX || old_b + b > FIELD_MAX {
+                    return;
+                }
+                current + (a << FIELD_BITS) + b
+            } else if (old_a | old_b) != 0
+                && old_tag.wrapping_sub(tag) & EPOCH_MASK < EPOCH_MASK / 2
+            {
+                // The slot already counts a later interval: this record read the clock before
+                // another thread moved the slot on. Dropping it is the honest choice.
+                return;
+            } else {
+                pack(tag, a.min(FIELD_MAX), b.min(FIELD_MAX))
+            };
+            match slot.compare_exchange_weak(current, next, Ordering::AcqRel, Ordering::Relaxed) {
+                Ok(_) => return,
+                Err(seen) => current = seen,
+            }
+        }
+    }
+
+    /// The sums of `a` and `b` over the buckets inside the window at `now_nanos`.
+    pub(crate) fn totals(&self, now_nanos: u64) -> (u64, u64) {
+        let tag = self.epoch(now_nanos) & EPOCH_MASK;
+        let len = self.slots.len() as u64;
+        let (mut a, mut b) = (0, 0);
+        for slot in self.slots.iter() {
+            let (slot_tag, slot_a, slot_b) = unpack(slot.load(Ordering::Acquire));
+            if tag.wrapping_sub(slot_tag) & EPOCH_MASK < len {
+                a += slot_a;
+                b += slot_b;
+            }
+        }
+        (a, b)
+    }
+
+    /// Forgets everything counted so far.
+    pub(crate) fn clear(&self) {
+        for slot in self.slots.iter() {
+            slot.store(0, Ordering::Release);
+        }
+    }
+
+    /// How long the window spans.
+    pub(crate) fn span(&self) -> Duration {
+        Duration::from_nanos(self.width_nanos.saturating_mul(self.slots.len() as u64))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SEC: u64 = 1_000_000_000;
+
+    #[test]
+    fn counts_within_the_window_and_forgets_older_buckets() {
+        let w = Window::new(Duration::from_secs(10), 10);
+        w.record(0, 1, 0);
+        w.record(SEC / 2, 1, 1);
+        w.record(5 * SEC, 3, 2);
+        assert_eq!(w.totals(5 * SEC), (5, 3));
+        // At 10.5 s the bucket [0, 1) has left the window; [5, 6) has not.
+        assert_eq!(w.totals(10 * SEC + SEC / 2), (3, 2));
+        assert_eq!(w.totals(16 * SEC), (0, 0));
+    }
+
+    #[test]
+    fn a_reused_slot_restarts_from_zero() {
+        let w = Window::new(Duration::from_secs(2), 2);
+        w.record(0, 7, 7);
+        w.record(2 * SEC, 1, 0); // same slot, next lap
+        assert_eq!(w.totals(2 * SEC), (1, 0));
+    }
+
+    #[test]
+    fn a_full_bucket_stops_counting_both_fields() {
+        let w = Window::new(Duration::from_secs(1), 1);
+        w.record(0, FIELD_MAX - 1, 0);
+        w.record(0, 1, 1);
+        w.record(0, 1, 1);
+        assert_eq!(w.totals(0), (FIELD_MAX, 1));
+    }
+
+    #[test]
+    fn concurrent_records_are_not_lost() {
+        let w = std::sync::Arc::new(Window::new(Duration::from_secs(10), 10));
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                let w = std::sync::Arc::clone(&w);
+                std::thread::spawn(move || {
+                    for _ in 0..10_000 {
+                        w.record(SEC, 1, 1);
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(w.totals(SEC), (40_000, 40_000));
+    }
+}
