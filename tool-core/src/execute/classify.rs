@@ -98,6 +98,7 @@ mod reqwest_support {
 
     use super::status_error;
     use crate::error::ToolError;
+    use crate::outcome::ErrorKind;
 
     /// Classifies a response by its status (see the [module table](super)): passes a 2xx
     /// through, turns anything else into a [`ToolError`] with `Retry-After` honoured. The
@@ -126,9 +127,9 @@ mod reqwest_support {
     }
 
     /// The error's sources joined into one line, the URL left out.
-    fn describe(err: &reqwest::Error) -> String {
+    fn describe(err: &(dyn StdError + 'static)) -> String {
         let mut message = String::new();
-        let mut next: Option<&(dyn StdError + 'static)> = Some(err);
+        let mut next = Some(err);
         while let Some(e) = next {
             let text = e.to_string();
             if !text.is_empty() && !message.contains(&text) {
@@ -151,6 +152,10 @@ mod reqwest_support {
             next = e.source();
         }
         None
+    }
+
+    fn io_kind(io: &std::io::Error) -> ErrorKind {
+        ToolError::from(std::io::Error::from(io.kind())).kind()
     }
 
     impl From<reqwest::Error> for ToolError {
@@ -176,13 +181,17 @@ mod reqwest_support {
                 ToolError::invalid_result(message)
             } else if err.is_builder() || err.is_redirect() {
                 ToolError::bad_request(message)
+            } else if err.is_decode() || err.is_body() {
+                // reqwest files a body that stopped arriving under "decode"; say what it is.
+                let cause = err.source().map_or(message, describe);
+                let kind = find::<std::io::Error>(&err).map_or(ErrorKind::Unavailable, io_kind);
+                ToolError::new(kind, format!("the transfer was cut short: {cause}"))
             } else if let Some(io) = find::<std::io::Error>(&err) {
                 // The connection was up, so the request may have been sent: whatever the io
                 // kind says, it is not proof the action never started.
-                let kind = ToolError::from(std::io::Error::from(io.kind())).kind();
-                ToolError::new(kind, message)
+                ToolError::new(io_kind(io), message)
             } else {
-                // The body was cut short, the connection closed mid-message, an upgrade failed.
+                // The connection closed mid-message, an upgrade failed.
                 ToolError::unavailable(message)
             };
             e.with_source(err)

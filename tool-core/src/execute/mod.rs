@@ -408,7 +408,10 @@ async fn attempt<T>(
     limit: Limit,
     body: impl Future<Output = Result<T, ToolError>>,
 ) -> Result<T, ToolError> {
-    match clock.run_until(cut, AssertUnwindSafe(body).catch_unwind()).await {
+    match clock
+        .run_until(cut, AssertUnwindSafe(body).catch_unwind())
+        .await
+    {
         Some(Ok(result)) => result,
         Some(Err(panic)) => {
             let detail = panic_message(panic.as_ref());
@@ -419,12 +422,11 @@ async fn attempt<T>(
             ))
         }
         None => Err(ToolError::timeout(match limit {
-            Limit::Timeout(timeout) => format!(
-                "`{tool}` did not answer within {} ms; it may work if tried later",
-                timeout.as_millis()
-            ),
+            Limit::Timeout(timeout) => {
+                format!("`{tool}` did not answer within {} ms", timeout.as_millis())
+            }
             Limit::Deadline(deadline) => format!(
-                "`{tool}` did not answer before the call's {} ms deadline ran out; it may work if tried later",
+                "`{tool}` did not answer before the call's {} ms deadline ran out",
                 deadline.as_millis()
             ),
         })),
