@@ -391,3 +391,19 @@ async fn a_panicking_tool_is_contained_and_counts_as_a_breaker_failure() {
     let other = registry.call(call("send_message", 4)).await;
     assert_eq!(other.status(), Status::Success);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_successful_attempt_is_timed_to_its_answer() {
+    let script = Arc::new(Script::new(
+        [Step::Slow(Duration::from_millis(300))],
+        Step::Answer,
+    ));
+    let registry = builder(&script).build().unwrap();
+    let slow = registry.call(call("lookup", 1)).await;
+    assert_eq!(slow.status(), Status::Success);
+    assert_eq!(slow.attempt_history()[0].elapsed(), Duration::from_millis(300));
+    assert_eq!(slow.elapsed(), Duration::from_millis(300));
+    let quick = registry.call(call("lookup", 2)).await;
+    assert_eq!(quick.attempt_history()[0].elapsed(), Duration::ZERO);
+    assert_eq!(quick.attempt_history()[0].error(), None);
+}

@@ -18,7 +18,7 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use crate::execute::{AttemptRecord, RetryStop};
+use crate::execute::{AttemptRecord, History, RetryStop};
 
 /// The coarse result of a call, the envelope's `status` field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -298,7 +298,7 @@ pub struct Outcome {
     pub(crate) data: Option<Box<RawValue>>,
     pub(crate) degraded: bool,
     pub(crate) raw_arguments: Option<String>,
-    pub(crate) history: Vec<AttemptRecord>,
+    pub(crate) history: History,
     pub(crate) retry_stop: Option<RetryStop>,
 }
 
@@ -319,7 +319,7 @@ impl Outcome {
             data: Some(data),
             degraded: false,
             raw_arguments: None,
-            history: Vec::new(),
+            history: History::Empty,
             retry_stop: None,
         }
     }
@@ -335,7 +335,7 @@ impl Outcome {
             data: None,
             degraded: false,
             raw_arguments: None,
-            history: Vec::new(),
+            history: History::Empty,
             retry_stop: None,
         }
     }
@@ -412,7 +412,7 @@ impl Outcome {
     /// # }
     /// ```
     pub fn attempt_history(&self) -> &[AttemptRecord] {
-        &self.history
+        self.history.as_slice()
     }
 
     /// Why the framework stopped retrying a transient failure (the tool is not idempotent, the

@@ -166,6 +166,7 @@ impl<T: Tool> Entry<T> {
             result,
             history,
             stop,
+            open_since,
         } = self
             .guard
             .run(&registry.env, started, |attempt| {
@@ -205,10 +206,15 @@ impl<T: Tool> Entry<T> {
             },
             Err(failure) => Outcome::failed(call_id, Arc::clone(&spec.name), failure),
         };
-        outcome.attempts = u32::try_from(history.len()).unwrap_or(u32::MAX);
+        let finished = Instant::now();
+        let mut history = history;
+        if let Some(begin) = open_since {
+            history.close(finished.saturating_duration_since(begin));
+        }
+        outcome.attempts = u32::try_from(history.as_slice().len()).unwrap_or(u32::MAX);
         outcome.history = history;
         outcome.retry_stop = stop;
-        outcome.elapsed = started.elapsed();
+        outcome.elapsed = finished.saturating_duration_since(started);
         outcome
     }
 
@@ -369,6 +375,7 @@ impl Default for RegistryBuilder {
                 retry: RetryPolicy::new(),
                 budget: RetryBudget::default(),
                 breaker: BreakerPolicy::new(),
+                unguarded: false,
             },
             breakers: HashMap::new(),
             env: Env::default(),
@@ -452,6 +459,14 @@ impl RegistryBuilder {
     /// `#[tokio::test(start_paused = true)]` pauses).
     pub fn clock(mut self, clock: impl Clock) -> Self {
         self.env.clock = ClockHandle::new(clock);
+        self
+    }
+
+    /// Not for production: runs tool bodies with no timeout, breaker, retry, budget or panic
+    /// containment, so a benchmark can measure what that machinery costs on the success path.
+    #[doc(hidden)]
+    pub fn unguarded_for_benchmarks(mut self) -> Self {
+        self.settings.unguarded = true;
         self
     }
 

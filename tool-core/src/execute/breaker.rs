@@ -401,11 +401,13 @@ impl Breaker {
         }
     }
 
-    fn record(&self, permit: &Permit<'_>, verdict: Verdict, now: Instant) {
+    /// `at`: nanoseconds since the breaker's origin.
+    #[inline]
+    fn record(&self, permit: &Permit<'_>, verdict: Verdict, at: u64) {
         if permit.probe {
             match verdict {
                 Verdict::Success => self.probe_succeeded(permit.generation),
-                Verdict::Failure => self.trip(permit.generation, BreakerState::HalfOpen, now),
+                Verdict::Failure => self.trip(permit.generation, BreakerState::HalfOpen, at),
                 Verdict::Neutral => self.return_permit(permit.generation),
             }
             return;
@@ -413,7 +415,6 @@ impl Breaker {
         if !self.policy.enabled {
             return;
         }
-        let at = nanos_since(self.origin, now);
         match verdict {
             Verdict::Success => self.window.record(at, 1, 0),
             Verdict::Failure => {
@@ -422,7 +423,7 @@ impl Breaker {
                 if calls >= u64::from(self.policy.min_calls)
                     && failures as f64 >= self.policy.failure_rate * calls as f64
                 {
-                    self.trip(permit.generation, BreakerState::Closed, now);
+                    self.trip(permit.generation, BreakerState::Closed, at);
                 }
             }
             Verdict::Neutral => {}
@@ -486,7 +487,7 @@ impl Breaker {
     }
 
     /// Closed or half-open -> open, if the breaker is still where the failing call found it.
-    fn trip(&self, generation: u64, from: BreakerState, now: Instant) {
+    fn trip(&self, generation: u64, from: BreakerState, at: u64) {
         let _guard = self.lock();
         let mut word = self.load();
         if word.state() != from || word.generation() != generation {
@@ -497,8 +498,7 @@ impl Breaker {
             _ => 0,
         };
         let cooldown = self.policy.cooldown_after(reopens);
-        let until = nanos_since(self.origin, now)
-            .saturating_add(u64::try_from(cooldown.as_nanos()).unwrap_or(u64::MAX));
+        let until = at.saturating_add(u64::try_from(cooldown.as_nanos()).unwrap_or(u64::MAX));
         // Published before the word: a reader that sees this `Open` sees this deadline.
         self.open_until.store(until, Ordering::Release);
         loop {
@@ -514,7 +514,7 @@ impl Breaker {
         self.reopens.store(reopens, Ordering::Relaxed);
         let cooldown_ms = cooldown.as_millis() as u64;
         if from == BreakerState::Closed {
-            let (calls, failures) = self.window.totals(nanos_since(self.origin, now));
+            let (calls, failures) = self.window.totals(at);
             tracing::warn!(
                 target: "toolwright::breaker",
                 tool = %self.tool,
@@ -618,11 +618,11 @@ pub(crate) struct Permit<'a> {
 }
 
 impl Permit<'_> {
-    /// Reports the attempt's verdict.
+    /// Reports the attempt's verdict; `at` is nanoseconds since the breaker's origin.
     #[inline]
-    pub(crate) fn record(mut self, verdict: Verdict, now: Instant) {
+    pub(crate) fn record(mut self, verdict: Verdict, at: u64) {
         self.done = true;
-        self.breaker.record(&self, verdict, now);
+        self.breaker.record(&self, verdict, at);
     }
 }
 

@@ -36,9 +36,6 @@
 
 use std::time::Duration;
 
-use tokio::time::Instant;
-
-use super::clock::nanos_since;
 use super::window::Window;
 
 /// How many retries a tool may spend: a ratio of first attempts over a rolling window, plus a
@@ -110,45 +107,42 @@ impl Default for RetryBudget {
     }
 }
 
-/// One tool's budget at run time.
+/// One tool's budget at run time. Times are nanoseconds since the registry's origin.
 pub(crate) struct Budget {
     policy: RetryBudget,
     /// (first attempts, retries) per bucket.
     window: Window,
     reserve: u64,
-    origin: Instant,
 }
 
 impl Budget {
-    pub(crate) fn new(policy: RetryBudget, origin: Instant) -> Self {
+    pub(crate) fn new(policy: RetryBudget) -> Self {
         let reserve = u64::from(policy.min_per_second).saturating_mul(policy.window.as_secs());
         Budget {
             policy,
             window: Window::new(policy.window, 10),
             reserve,
-            origin,
         }
     }
 
     /// A first attempt: it earns `ratio` retries for the rest of the window.
     #[inline]
-    pub(crate) fn deposit(&self, now: Instant) {
+    pub(crate) fn deposit(&self, at: u64) {
         if !self.policy.unlimited {
-            self.window.record(nanos_since(self.origin, now), 1, 0);
+            self.window.record(at, 1, 0);
         }
     }
 
     /// Takes one retry from the budget; `false` when it is spent. Concurrent withdrawals may
     /// overdraw by the number of racing callers, as in tower; the bound holds in the long run.
-    pub(crate) fn withdraw(&self, now: Instant) -> bool {
+    pub(crate) fn withdraw(&self, at: u64) -> bool {
         if self.policy.unlimited {
             return true;
         }
-        let now = nanos_since(self.origin, now);
-        let (first_attempts, retries) = self.window.totals(now);
+        let (first_attempts, retries) = self.window.totals(at);
         let earned = (first_attempts as f64 * self.policy.ratio).floor() as u64;
         if retries < self.reserve.saturating_add(earned) {
-            self.window.record(now, 0, 1);
+            self.window.record(at, 0, 1);
             true
         } else {
             false
@@ -160,47 +154,44 @@ impl Budget {
 mod tests {
     use super::*;
 
+    const SEC: u64 = 1_000_000_000;
+
     #[test]
     fn retries_are_held_to_the_ratio_of_first_attempts() {
-        let origin = Instant::now();
-        let budget = Budget::new(RetryBudget::new(0.2).min_per_second(0), origin);
-        assert!(!budget.withdraw(origin), "nothing deposited, no floor");
+        let budget = Budget::new(RetryBudget::new(0.2).min_per_second(0));
+        assert!(!budget.withdraw(0), "nothing deposited, no floor");
         for _ in 0..100 {
-            budget.deposit(origin);
+            budget.deposit(0);
         }
-        let granted = (0..100).filter(|_| budget.withdraw(origin)).count();
+        let granted = (0..100).filter(|_| budget.withdraw(0)).count();
         assert_eq!(granted, 20);
     }
 
     #[test]
     fn the_floor_allows_retries_without_traffic() {
-        let origin = Instant::now();
         let budget = Budget::new(
             RetryBudget::new(0.2)
                 .min_per_second(1)
                 .window(Duration::from_secs(10)),
-            origin,
         );
-        let granted = (0..50).filter(|_| budget.withdraw(origin)).count();
+        let granted = (0..50).filter(|_| budget.withdraw(0)).count();
         assert_eq!(granted, 10);
     }
 
     #[test]
     fn deposits_expire_with_the_window() {
-        let origin = Instant::now();
         let policy = RetryBudget::new(1.0).min_per_second(0);
-        let fresh = Budget::new(policy, origin);
-        fresh.deposit(origin);
-        assert!(fresh.withdraw(origin + Duration::from_secs(9)));
-        let stale = Budget::new(policy, origin);
-        stale.deposit(origin);
-        assert!(!stale.withdraw(origin + Duration::from_secs(11)));
+        let fresh = Budget::new(policy);
+        fresh.deposit(0);
+        assert!(fresh.withdraw(9 * SEC));
+        let stale = Budget::new(policy);
+        stale.deposit(0);
+        assert!(!stale.withdraw(11 * SEC));
     }
 
     #[test]
     fn an_unlimited_budget_never_refuses() {
-        let origin = Instant::now();
-        let budget = Budget::new(RetryBudget::unlimited(), origin);
-        assert!((0..1000).all(|_| budget.withdraw(origin)));
+        let budget = Budget::new(RetryBudget::unlimited());
+        assert!((0..1000).all(|_| budget.withdraw(0)));
     }
 }

@@ -25,6 +25,7 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -80,32 +81,38 @@ impl ClockHandle {
         }
     }
 
-    pub(crate) async fn sleep_until(&self, deadline: Instant) {
+    /// A boxed sleep: it is only needed between attempts, so it stays out of the size of the
+    /// attempt loop's future.
+    pub(crate) fn sleep_until(&self, deadline: Instant) -> Sleep {
         match self {
-            ClockHandle::Tokio => tokio::time::sleep_until(deadline).await,
-            ClockHandle::Custom(clock) => clock.sleep_until(deadline).await,
+            ClockHandle::Tokio => Box::pin(tokio::time::sleep_until(deadline)),
+            ClockHandle::Custom(clock) => clock.sleep_until(deadline),
         }
     }
 
     /// Runs `body` until `deadline`: `None` when the deadline came first (`body` is dropped).
+    /// The flag says whether the body ever had to wait (returned `Pending`).
+    ///
+    /// The timer is armed only once the body has returned `Pending`: a tool that answers on its
+    /// first poll never creates one, and one that waits on I/O pays for the timer it needs.
     pub(crate) async fn run_until<F: Future>(
         &self,
         deadline: Instant,
         body: F,
-    ) -> Option<F::Output> {
-        match self {
-            // tokio's timeout polls the body first and registers its timer only when the body is
-            // pending, so a tool that answers at once never touches the timer wheel.
-            ClockHandle::Tokio => tokio::time::timeout_at(deadline, body).await.ok(),
-            ClockHandle::Custom(clock) => {
-                let sleep = clock.sleep_until(deadline);
-                let body = std::pin::pin!(body);
-                match futures_util::future::select(body, sleep).await {
-                    futures_util::future::Either::Left((output, _)) => Some(output),
-                    futures_util::future::Either::Right(((), _)) => None,
-                }
+    ) -> (Option<F::Output>, bool) {
+        let mut body = std::pin::pin!(body);
+        let mut timer: Option<Sleep> = None;
+        std::future::poll_fn(|cx| {
+            if let Poll::Ready(output) = body.as_mut().poll(cx) {
+                return Poll::Ready((Some(output), timer.is_some()));
             }
-        }
+            let timer = timer.get_or_insert_with(|| match self {
+                ClockHandle::Tokio => Box::pin(tokio::time::sleep_until(deadline)),
+                ClockHandle::Custom(clock) => clock.sleep_until(deadline),
+            });
+            timer.as_mut().poll(cx).map(|()| (None, true))
+        })
+        .await
     }
 }
 
@@ -122,7 +129,10 @@ impl fmt::Debug for ClockHandle {
 /// window lives far shorter than 584 years).
 #[inline]
 pub(crate) fn nanos_since(origin: Instant, now: Instant) -> u64 {
-    u64::try_from(now.saturating_duration_since(origin).as_nanos()).unwrap_or(u64::MAX)
+    let d = now.saturating_duration_since(origin);
+    d.as_secs()
+        .saturating_mul(1_000_000_000)
+        .saturating_add(u64::from(d.subsec_nanos()))
 }
 
 /// `Duration` in milliseconds for messages and envelopes, rounded up so "retry after 0 ms" is

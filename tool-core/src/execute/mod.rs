@@ -89,7 +89,7 @@ use crate::error::ToolError;
 use crate::outcome::{ErrorKind, Failure};
 use breaker::{Breaker, Rejection, Verdict};
 use budget::Budget;
-use clock::{ceil_millis, ClockHandle};
+use clock::{ceil_millis, nanos_since, ClockHandle};
 use random::RandomHandle;
 
 /// One attempt of a call: its number, the wait before it, how long it ran, and how it ended.
@@ -113,7 +113,8 @@ impl AttemptRecord {
         self.waited
     }
 
-    /// How long the attempt ran.
+    /// How long the attempt ran. A result that came without waiting (the body's first poll) is
+    /// timed up to when the outcome was ready, its interpretation included.
     pub fn elapsed(&self) -> Duration {
         self.elapsed
     }
@@ -121,6 +122,53 @@ impl AttemptRecord {
     /// How the attempt failed, `None` if the tool body returned a result.
     pub fn error(&self) -> Option<ErrorKind> {
         self.error
+    }
+}
+
+/// The attempts of one call. One record lives inline, so the success path allocates nothing.
+#[derive(Debug, Clone, Default)]
+pub(crate) enum History {
+    #[default]
+    Empty,
+    One(AttemptRecord),
+    Many(Vec<AttemptRecord>),
+}
+
+impl History {
+    fn push(&mut self, record: AttemptRecord) {
+        *self = match std::mem::take(self) {
+            History::Empty => History::One(record),
+            History::One(first) => History::Many(vec![first, record]),
+            History::Many(mut all) => {
+                all.push(record);
+                History::Many(all)
+            }
+        };
+    }
+
+    pub(crate) fn as_slice(&self) -> &[AttemptRecord] {
+        match self {
+            History::Empty => &[],
+            History::One(record) => std::slice::from_ref(record),
+            History::Many(all) => all,
+        }
+    }
+
+    /// Sets the elapsed of the last record, left open by the success path.
+    pub(crate) fn close(&mut self, elapsed: Duration) {
+        match self {
+            History::Empty => {}
+            History::One(last) => last.elapsed = elapsed,
+            History::Many(all) => {
+                if let Some(last) = all.last_mut() {
+                    last.elapsed = elapsed;
+                }
+            }
+        }
+    }
+
+    fn last_error(&self) -> Option<ErrorKind> {
+        self.as_slice().last().and_then(|r| r.error)
     }
 }
 
@@ -139,6 +187,8 @@ pub(crate) struct Settings {
     pub(crate) retry: RetryPolicy,
     pub(crate) budget: RetryBudget,
     pub(crate) breaker: BreakerPolicy,
+    /// Benchmarks only: run the body bare, to measure what the guard costs.
+    pub(crate) unguarded: bool,
 }
 
 /// What one attempt sees of the call: its number and the two instants that bound it.
@@ -154,8 +204,11 @@ pub(crate) struct AttemptInfo {
 /// What the attempt loop came to.
 pub(crate) struct Executed<T> {
     pub(crate) result: Result<T, Failure>,
-    pub(crate) history: Vec<AttemptRecord>,
+    pub(crate) history: History,
     pub(crate) stop: Option<RetryStop>,
+    /// When the attempt that produced the result began, if its record still needs its elapsed:
+    /// the registry sets it from the clock read it makes for the outcome ([`History::close`]).
+    pub(crate) open_since: Option<Instant>,
 }
 
 /// The execution seam of one tool, resolved when the registry is built.
@@ -169,6 +222,9 @@ pub(crate) struct Guard {
     policy: RetryPolicy,
     breaker: Arc<Breaker>,
     budget: Budget,
+    /// Time zero of the breaker's and the budget's windows.
+    origin: Instant,
+    unguarded: bool,
 }
 
 impl Guard {
@@ -187,13 +243,15 @@ impl Guard {
             .unwrap_or_else(|| settings.retry.deadline_for(timeout, attempts));
         Guard {
             breaker: Arc::new(Breaker::new(Arc::clone(&tool), breaker, timeout, origin)),
-            budget: Budget::new(settings.budget, origin),
+            budget: Budget::new(settings.budget),
+            origin,
             tool,
             timeout,
             deadline,
             attempts,
             retry_safe,
             policy: settings.retry,
+            unguarded: settings.unguarded,
         }
     }
 
@@ -220,24 +278,40 @@ impl Guard {
             ClockHandle::Custom(clock) => clock.now(),
         };
         let deadline = started + self.deadline;
-        let mut history = Vec::new();
+        if self.unguarded {
+            let info = AttemptInfo {
+                number: 1,
+                deadline,
+                attempt_deadline: deadline,
+            };
+            let result = body(info).await.map_err(ToolError::into_failure);
+            return Executed {
+                result,
+                history: History::Empty,
+                stop: None,
+                open_since: None,
+            };
+        }
+        let mut history = History::Empty;
         let mut waited = Duration::ZERO;
         let mut number = 1;
+        // The first attempt starts as the call arrives (validation takes microseconds).
+        let mut begin = started;
         loop {
-            let begin = env.clock.now();
             let permit = match self.breaker.admit(begin) {
                 Ok(permit) => permit,
                 Err(rejection) => {
-                    let last = history.last().and_then(|r: &AttemptRecord| r.error);
                     return Executed {
-                        result: Err(self.rejected(rejection, last)),
+                        result: Err(self.rejected(rejection, history.last_error())),
                         stop: (number > 1).then_some(RetryStop::CircuitOpen),
                         history,
+                        open_since: None,
                     };
                 }
             };
+            let begin_at = nanos_since(self.origin, begin);
             if number == 1 && self.attempts > 1 {
-                self.budget.deposit(begin);
+                self.budget.deposit(begin_at);
             }
             let (cut, limit) = if begin + self.timeout <= deadline {
                 (begin + self.timeout, Limit::Timeout(self.timeout))
@@ -249,30 +323,54 @@ impl Guard {
                 deadline,
                 attempt_deadline: cut,
             };
-            let result = attempt(&env.clock, &self.tool, cut, limit, body(info)).await;
-            let end = env.clock.now();
-            let verdict = match &result {
-                Ok(_) => Verdict::Success,
-                Err(e) if e.kind().counts_against_breaker() => Verdict::Failure,
-                Err(_) => Verdict::Neutral,
-            };
-            permit.record(verdict, end);
-            history.push(AttemptRecord {
-                number,
-                waited,
-                elapsed: end.saturating_duration_since(begin),
-                error: result.as_ref().err().map(ToolError::kind),
-            });
+            let (result, waited_on_io) =
+                attempt(&env.clock, &self.tool, cut, limit, body(info)).await;
             let error = match result {
                 Ok(value) => {
+                    // A body that answered on its first poll costs no clock read here: the
+                    // breaker files its success under the attempt's start, and the registry
+                    // closes its record with the clock read it makes for the outcome anyway.
+                    // One that waited (on I/O, on a timer) may have run long: read the clock.
+                    let (end_at, elapsed, open_since) = match &env.clock {
+                        ClockHandle::Tokio if !waited_on_io => {
+                            (begin_at, Duration::ZERO, Some(begin))
+                        }
+                        clock => {
+                            let end = clock.now();
+                            let elapsed = end.saturating_duration_since(begin);
+                            (nanos_since(self.origin, end), elapsed, None)
+                        }
+                    };
+                    permit.record(Verdict::Success, end_at);
+                    history.push(AttemptRecord {
+                        number,
+                        waited,
+                        elapsed,
+                        error: None,
+                    });
                     return Executed {
                         result: Ok(value),
                         history,
                         stop: None,
-                    }
+                        open_since,
+                    };
                 }
                 Err(error) => error,
             };
+            let end = env.clock.now();
+            let end_at = nanos_since(self.origin, end);
+            let verdict = if error.kind().counts_against_breaker() {
+                Verdict::Failure
+            } else {
+                Verdict::Neutral
+            };
+            permit.record(verdict, end_at);
+            history.push(AttemptRecord {
+                number,
+                waited,
+                elapsed: end.saturating_duration_since(begin),
+                error: Some(error.kind()),
+            });
 
             let stop = if !error.kind().is_transient() {
                 None
@@ -286,7 +384,7 @@ impl Guard {
                     .unwrap_or_else(|| self.policy.delay(number - 1, &env.random));
                 if end + wait >= deadline {
                     Some(RetryStop::Deadline)
-                } else if !self.budget.withdraw(end) {
+                } else if !self.budget.withdraw(end_at) {
                     Some(RetryStop::Budget)
                 } else {
                     tracing::debug!(
@@ -301,14 +399,16 @@ impl Guard {
                     env.clock.sleep_until(end + wait).await;
                     waited = wait;
                     number += 1;
+                    begin = env.clock.now();
                     continue;
                 }
             };
-            let failure = self.stopped(error, stop, &history);
+            let failure = self.stopped(error, stop, history.as_slice());
             return Executed {
                 result: Err(failure),
                 history,
                 stop,
+                open_since: None,
             };
         }
     }
@@ -400,18 +500,18 @@ enum Limit {
 }
 
 /// Runs one attempt of `body` until `cut`, turning a panic into `tool_panicked` and an expired
-/// bound into `timeout`.
+/// bound into `timeout`. The flag says whether the body ever waited.
 async fn attempt<T>(
     clock: &ClockHandle,
     tool: &str,
     cut: Instant,
     limit: Limit,
     body: impl Future<Output = Result<T, ToolError>>,
-) -> Result<T, ToolError> {
-    match clock
+) -> (Result<T, ToolError>, bool) {
+    let (output, waited) = clock
         .run_until(cut, AssertUnwindSafe(body).catch_unwind())
-        .await
-    {
+        .await;
+    let result = match output {
         Some(Ok(result)) => result,
         Some(Err(panic)) => {
             let detail = panic_message(panic.as_ref());
@@ -430,7 +530,8 @@ async fn attempt<T>(
                 deadline.as_millis()
             ),
         })),
-    }
+    };
+    (result, waited)
 }
 
 fn panic_message(panic: &(dyn Any + Send)) -> String {
