@@ -91,11 +91,15 @@ impl<T: Tool> Entry<T> {
         let spec = &self.spec;
 
         // Validation seam: shape, then field rules, then semantics.
-        let args = match serde_json::from_str::<T::Args>(&arguments) {
+        let args = match shape::parse::<T::Args>(&arguments) {
             Ok(args) => args,
             Err(e) => {
-                let failure =
-                    shape::failure::<T::Args>(&arguments, &e, &spec.input_schema, &self.shape);
+                let failure = shape::failure::<T::Args>(
+                    &arguments,
+                    e.as_ref(),
+                    &spec.input_schema,
+                    &self.shape,
+                );
                 return self.rejected(call_id, arguments, failure, started);
             }
         };
@@ -169,6 +173,10 @@ impl<T: Tool> Entry<T> {
             },
             Err(failure) => Outcome::failed(call_id, Arc::clone(&spec.name), failure),
         };
+        if outcome.failure.is_some() {
+            // Kept for debugging a failed call; dropped on success, never in the envelope.
+            outcome.raw_arguments = Some(arguments);
+        }
         outcome.attempts = 1;
         outcome.elapsed = started.elapsed();
         outcome
