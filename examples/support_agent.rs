@@ -60,7 +60,9 @@ async fn search_orders(
     Ok(shop
         .orders
         .iter()
-        .filter(|o| o.customer.to_lowercase().contains(&query) || o.item.to_lowercase().contains(&query))
+        .filter(|o| {
+            o.customer.to_lowercase().contains(&query) || o.item.to_lowercase().contains(&query)
+        })
         .filter(|o| status.as_deref().is_none_or(|s| s == o.status))
         .take(max_results as usize)
         .cloned()
@@ -79,7 +81,11 @@ async fn get_order(
         .iter()
         .find(|o| o.id == order_id)
         .cloned()
-        .ok_or_else(|| ToolError::not_found(format!("there is no order `{order_id}`; search for the customer's orders first")))
+        .ok_or_else(|| {
+            ToolError::not_found(format!(
+                "there is no order `{order_id}`; search for the customer's orders first"
+            ))
+        })
 }
 
 /// Refund part or all of an order. Each refund happens once, whatever the retries.
@@ -109,7 +115,10 @@ async fn refund_order(
             order.total
         )));
     }
-    let mut refunds = shop.refunds.lock().map_err(|_| ToolError::unavailable("refund ledger unavailable"))?;
+    let mut refunds = shop
+        .refunds
+        .lock()
+        .map_err(|_| ToolError::unavailable("refund ledger unavailable"))?;
     let refund = refunds
         .entry(key.as_str().to_owned())
         .or_insert_with(|| Refund {
@@ -135,7 +144,9 @@ async fn schedule_callback(
     #[arg(range(min = 0, max = 23))]
     latest_hour: u8,
 ) -> Result<String, ToolError> {
-    Ok(format!("callback for {order_id} between {earliest_hour}:00 and {latest_hour}:00"))
+    Ok(format!(
+        "callback for {order_id} between {earliest_hour}:00 and {latest_hour}:00"
+    ))
 }
 
 fn window_is_ordered(args: &ScheduleCallbackArgs) -> Result<(), ToolError> {
@@ -171,7 +182,13 @@ fn shop() -> Shop {
     };
     Shop {
         orders: vec![
-            order("A1001", "Ada Lovelace", "mechanical keyboard", 129.0, "delivered"),
+            order(
+                "A1001",
+                "Ada Lovelace",
+                "mechanical keyboard",
+                129.0,
+                "delivered",
+            ),
             order("A1002", "Ada Lovelace", "usb-c cable", 12.5, "shipped"),
             order("A1003", "Grace Hopper", "standing desk", 499.0, "placed"),
         ],
@@ -182,10 +199,14 @@ fn shop() -> Shop {
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // One line per contained panic instead of the default hook's report.
-    std::panic::set_hook(Box::new(|info| eprintln!("   (tool panic contained: {info})")));
+    std::panic::set_hook(Box::new(|info| {
+        eprintln!("   (tool panic contained: {info})")
+    }));
 
     let registry = Registry::collected().state(shop()).build()?;
-    let session = Session::new("conv-7").with_principal("agent:support").with_scopes(["refunds:write"]);
+    let session = Session::new("conv-7")
+        .with_principal("agent:support")
+        .with_scopes(["refunds:write"]);
     let guest = Session::new("conv-8").with_principal("agent:guest");
 
     println!("toolwright support agent: {} tools", registry.specs().len());
@@ -194,34 +215,89 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             "  {:<18} timeout {:>5} ms  {:<14} {}",
             spec.name(),
             spec.timeout().as_millis(),
-            if spec.read_only() { "read-only" } else if spec.idempotent() { "idempotent" } else { "side effects" },
+            if spec.read_only() {
+                "read-only"
+            } else if spec.idempotent() {
+                "idempotent"
+            } else {
+                "side effects"
+            },
             spec.description()
         );
     }
 
     let script: &[(&Session, &str, &str, &str)] = &[
         (&session, "call_01", "search_orders", r#"{"query":"ada"}"#),
-        (&session, "call_02", "search_orders", r#"{"query":"lamp","status":"shipped"}"#),
+        (
+            &session,
+            "call_02",
+            "search_orders",
+            r#"{"query":"lamp","status":"shipped"}"#,
+        ),
         (&session, "call_03", "search_order", r#"{"query":"ada"}"#),
-        (&session, "call_04", "search_orders", r#"{"query":"ada","max_results":"2"}"#),
-        (&session, "call_05", "search_orders", r#"{"query":"","max_results":50}"#),
-        (&session, "call_06", "get_order", r#"{"order_id":"A1001","include_history":true}"#),
+        (
+            &session,
+            "call_04",
+            "search_orders",
+            r#"{"query":"ada","max_results":"2"}"#,
+        ),
+        (
+            &session,
+            "call_05",
+            "search_orders",
+            r#"{"query":"","max_results":50}"#,
+        ),
+        (
+            &session,
+            "call_06",
+            "get_order",
+            r#"{"order_id":"A1001","include_history":true}"#,
+        ),
         (&session, "call_07", "get_order", r#"{"order_id":"A1001""#),
         (&session, "call_08", "get_order", r#"{"order_id":"A9999"}"#),
-        (&session, "call_09", "schedule_callback", r#"{"order_id":"A1002","earliest_hour":17,"latest_hour":9}"#),
-        (&session, "call_10", "refund_order", r#"{"order_id":"A1002","amount":12.5,"reason":"cable arrived broken"}"#),
-        (&session, "call_10", "refund_order", r#"{"order_id":"A1002","amount":12.5,"reason":"cable arrived broken"}"#),
-        (&guest, "call_11", "refund_order", r#"{"order_id":"A1001","amount":20}"#),
-        (&session, "call_12", "estimate_delivery", r#"{"order_id":"A1003"}"#),
+        (
+            &session,
+            "call_09",
+            "schedule_callback",
+            r#"{"order_id":"A1002","earliest_hour":17,"latest_hour":9}"#,
+        ),
+        (
+            &session,
+            "call_10",
+            "refund_order",
+            r#"{"order_id":"A1002","amount":12.5,"reason":"cable arrived broken"}"#,
+        ),
+        (
+            &session,
+            "call_10",
+            "refund_order",
+            r#"{"order_id":"A1002","amount":12.5,"reason":"cable arrived broken"}"#,
+        ),
+        (
+            &guest,
+            "call_11",
+            "refund_order",
+            r#"{"order_id":"A1001","amount":20}"#,
+        ),
+        (
+            &session,
+            "call_12",
+            "estimate_delivery",
+            r#"{"order_id":"A1003"}"#,
+        ),
         (&session, "call_13", "get_order", r#"{"order_id":"A1003"}"#),
     ];
 
     let mut tally: BTreeMap<String, usize> = BTreeMap::new();
     for (session, id, name, arguments) in script {
         println!("\n-> {id} {name} {arguments}");
-        let outcome = registry.call_in(session, ToolCall::new(*id, *name, *arguments)).await;
+        let outcome = registry
+            .call_in(session, ToolCall::new(*id, *name, *arguments))
+            .await;
         println!("<- {}", outcome.to_model_string_without_schema());
-        let label = outcome.error_kind().map_or_else(|| outcome.status().to_string(), |k| k.to_string());
+        let label = outcome
+            .error_kind()
+            .map_or_else(|| outcome.status().to_string(), |k| k.to_string());
         *tally.entry(label).or_default() += 1;
     }
 
@@ -243,7 +319,10 @@ impl Printable for Outcome {
         let mut envelope = self.to_model_json();
         if let Some(obj) = envelope.as_object_mut() {
             if obj.remove("expected_schema").is_some() {
-                obj.insert("expected_schema".into(), serde_json::Value::String("{...}".into()));
+                obj.insert(
+                    "expected_schema".into(),
+                    serde_json::Value::String("{...}".into()),
+                );
             }
         }
         envelope.to_string()
