@@ -335,6 +335,13 @@ async fn a_non_idempotent_tool_is_retried_when_the_request_never_started() {
     assert_eq!(outcome.status(), Status::Success);
     assert_eq!(outcome.attempts(), 2);
 
+    // A throttled request was refused before any work was done: repeated too.
+    let script = Arc::new(Script::new([Step::RateLimited(MS * 10)], Step::Answer));
+    let registry = builder(&script).build().unwrap();
+    let outcome = registry.call(call("send_message", 1)).await;
+    assert_eq!(outcome.status(), Status::Success);
+    assert_eq!(outcome.attempts(), 2);
+
     let script = Arc::new(Script::always(Step::Fail(ErrorKind::Unavailable)));
     let registry = builder(&script).build().unwrap();
     let outcome = registry.call(call("send_message", 1)).await;
@@ -401,7 +408,10 @@ async fn a_successful_attempt_is_timed_to_its_answer() {
     let registry = builder(&script).build().unwrap();
     let slow = registry.call(call("lookup", 1)).await;
     assert_eq!(slow.status(), Status::Success);
-    assert_eq!(slow.attempt_history()[0].elapsed(), Duration::from_millis(300));
+    assert_eq!(
+        slow.attempt_history()[0].elapsed(),
+        Duration::from_millis(300)
+    );
     assert_eq!(slow.elapsed(), Duration::from_millis(300));
     let quick = registry.call(call("lookup", 2)).await;
     assert_eq!(quick.attempt_history()[0].elapsed(), Duration::ZERO);

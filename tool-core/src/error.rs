@@ -25,7 +25,11 @@ use crate::outcome::{ErrorKind, Violation};
 /// assert_eq!(e.kind(), ErrorKind::NotFound);
 /// assert!(!e.is_retryable());
 /// ```
-pub struct ToolError {
+pub struct ToolError(Box<Inner>);
+
+/// Boxed so that `Result<T, ToolError>` stays small: a tool's result is moved through several
+/// futures on every call, and the error is the rare case.
+struct Inner {
     kind: ErrorKind,
     message: Cow<'static, str>,
     retryable: Option<bool>,
@@ -38,7 +42,7 @@ pub struct ToolError {
 impl ToolError {
     /// A failure of the given kind with a message for the model.
     pub fn new(kind: ErrorKind, message: impl Into<Cow<'static, str>>) -> Self {
-        ToolError {
+        ToolError(Box::new(Inner {
             kind,
             message: message.into(),
             retryable: None,
@@ -46,7 +50,7 @@ impl ToolError {
             never_started: false,
             violations: Vec::new(),
             source: None,
-        }
+        }))
     }
 
     /// The dependency could not be reached or failed (network, 5xx). Transient.
@@ -60,7 +64,7 @@ impl ToolError {
         retry_after: Option<Duration>,
     ) -> Self {
         let mut e = Self::new(ErrorKind::RateLimited, message);
-        e.retry_after = retry_after;
+        e.0.retry_after = retry_after;
         e
     }
 
@@ -140,70 +144,71 @@ impl ToolError {
 
     /// Says how long to wait before trying again (a Retry-After header, for example).
     pub fn with_retry_after(mut self, retry_after: Duration) -> Self {
-        self.retry_after = Some(retry_after);
+        self.0.retry_after = Some(retry_after);
         self
     }
 
     /// Overrides the envelope's `retryable` for this error.
     pub fn with_retryable(mut self, retryable: bool) -> Self {
-        self.retryable = Some(retryable);
+        self.0.retryable = Some(retryable);
         self
     }
 
     /// Declares that the action provably never started (the connection was refused, the request
     /// was never sent), so even a non-idempotent tool may be retried safely.
     pub fn never_started(mut self) -> Self {
-        self.never_started = true;
+        self.0.never_started = true;
         self
     }
 
     /// Attaches the underlying error, kept for logs; the model sees only the message.
     pub fn with_source(mut self, source: impl StdError + Send + Sync + 'static) -> Self {
-        self.source = Some(Box::new(source));
+        self.0.source = Some(Box::new(source));
         self
     }
 
     /// Attaches argument problems, each with its path, for the envelope's `errors`.
     pub fn with_violations(mut self, violations: Vec<Violation>) -> Self {
-        self.violations = violations;
+        self.0.violations = violations;
         self
     }
 
     /// The taxonomy kind.
     pub fn kind(&self) -> ErrorKind {
-        self.kind
+        self.0.kind
     }
 
     /// The message for the model.
     pub fn message(&self) -> &str {
-        &self.message
+        &self.0.message
     }
 
     /// The envelope's `retryable`: the override if one was set, else the kind's default.
     pub fn is_retryable(&self) -> bool {
-        self.retryable.unwrap_or(self.kind.model_retryable())
+        self.0.retryable.unwrap_or(self.0.kind.model_retryable())
     }
 
     /// How long to wait before trying again, if the failure said so.
     pub fn retry_after(&self) -> Option<Duration> {
-        self.retry_after
+        self.0.retry_after
     }
 
     /// Whether the action provably never started.
     pub fn is_never_started(&self) -> bool {
-        self.never_started
+        self.0.never_started
     }
 
     /// Argument problems attached with [`ToolError::with_violations`].
     pub fn violations(&self) -> &[Violation] {
-        &self.violations
+        &self.0.violations
     }
 
     pub(crate) fn into_failure(self) -> crate::outcome::Failure {
-        let mut failure = crate::outcome::Failure::new(self.kind, self.message);
-        failure.retryable = self.retryable.unwrap_or(self.kind.model_retryable());
-        failure.retry_after = self.retry_after;
-        failure.violations = self.violations;
+        let inner = *self.0;
+        let mut failure = crate::outcome::Failure::new(inner.kind, inner.message);
+        failure.retryable = inner.retryable.unwrap_or(inner.kind.model_retryable());
+        failure.retry_after = inner.retry_after;
+        failure.violations = inner.violations;
         failure
     }
 }
@@ -211,20 +216,21 @@ impl ToolError {
 impl fmt::Debug for ToolError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut d = f.debug_struct("ToolError");
-        d.field("kind", &self.kind).field("message", &self.message);
-        if let Some(r) = self.retryable {
+        d.field("kind", &self.0.kind)
+            .field("message", &self.0.message);
+        if let Some(r) = self.0.retryable {
             d.field("retryable", &r);
         }
-        if let Some(r) = self.retry_after {
+        if let Some(r) = self.0.retry_after {
             d.field("retry_after", &r);
         }
-        if self.never_started {
+        if self.0.never_started {
             d.field("never_started", &true);
         }
-        if !self.violations.is_empty() {
-            d.field("violations", &self.violations);
+        if !self.0.violations.is_empty() {
+            d.field("violations", &self.0.violations);
         }
-        if let Some(s) = &self.source {
+        if let Some(s) = &self.0.source {
             d.field("source", s);
         }
         d.finish()
@@ -233,13 +239,14 @@ impl fmt::Debug for ToolError {
 
 impl fmt::Display for ToolError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.kind, self.message)
+        write!(f, "{}: {}", self.0.kind, self.0.message)
     }
 }
 
 impl StdError for ToolError {
     fn source(&self) -> Option<&(dyn StdError + 'static)> {
-        self.source
+        self.0
+            .source
             .as_deref()
             .map(|s| s as &(dyn StdError + 'static))
     }

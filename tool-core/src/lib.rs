@@ -53,6 +53,6 @@ Every tool result is a JSON object with a \"status\" field.
   - unauthorized, approval_denied, permission_denied, auth_expired: not allowed. Do not retry; explain to the user.
   - not_found: the record does not exist. A different id may work; do not repeat the same one.
   - conflict, idempotency_mismatch, duplicate_in_flight: the action already happened or is in progress. Do not repeat it; check its state instead.
-  - timeout, unavailable, rate_limited, circuit_open: the tool is temporarily failing and was already retried where safe. You may try later (\"retry_after_ms\" says when), or tell the user it is unavailable. Never pretend it succeeded.
+  - timeout, unavailable, rate_limited, circuit_open: the tool is temporarily failing and was already retried where safe. You may try later (\"retry_after_ms\" says when), or tell the user it is unavailable. If \"retryable\" is false, the action may already have happened: check its result before calling again. Never pretend it succeeded.
   - bad_request, tool_panicked, invalid_result: the tool failed in a way you cannot fix. Do not retry; tell the user.
 Never state a fact a failed tool call was supposed to confirm.";

@@ -445,8 +445,8 @@ impl Outcome {
         self.degraded
     }
 
-    /// The argument text of a call that failed validation, kept for debugging. It is never
-    /// logged by toolwright and is not part of the model-facing envelope.
+    /// The argument text of a call that failed (at any seam), kept for debugging; `None` for
+    /// successes. It is never logged by toolwright and is not part of the model-facing envelope.
     pub fn raw_arguments(&self) -> Option<&str> {
         self.raw_arguments.as_deref()
     }

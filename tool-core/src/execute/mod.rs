@@ -374,7 +374,7 @@ impl Guard {
 
             let stop = if !error.kind().is_transient() {
                 None
-            } else if !self.retry_safe && !error.is_never_started() {
+            } else if !self.retry_safe && !never_started(&error) {
                 Some(RetryStop::NotIdempotent)
             } else if number >= self.attempts {
                 Some(RetryStop::Attempts)
@@ -532,6 +532,13 @@ async fn attempt<T>(
         })),
     };
     (result, waited)
+}
+
+/// Whether the failed attempt provably did nothing: the tool said so, or the dependency refused
+/// the request outright by throttling it (a 429 is answered before any work is done, which is
+/// why Stripe and AWS call it safe to retry whatever the request).
+fn never_started(error: &ToolError) -> bool {
+    error.is_never_started() || error.kind() == ErrorKind::RateLimited
 }
 
 fn panic_message(panic: &(dyn Any + Send)) -> String {

@@ -25,8 +25,10 @@
 //! `auth_expired`, `conflict` and the rest would fail the same way again. A tool that is not
 //! idempotent is retried only when it takes an [`IdempotencyKey`](crate::IdempotencyKey) (the
 //! same key on every attempt, so the dependency can recognize the repeat) or when the error
-//! proves the action never started ([`ToolError::never_started`](crate::ToolError::never_started));
-//! otherwise a timeout is reported after one attempt, because the action may have happened.
+//! proves the action never started ([`ToolError::never_started`](crate::ToolError::never_started),
+//! set for refused connections; a `rate_limited` refusal counts as never started too);
+//! otherwise a timeout is reported after one attempt, because the action may have happened, and
+//! the envelope's `retryable` is `false` so the model checks before calling again.
 //!
 //! ```
 //! use std::time::Duration;

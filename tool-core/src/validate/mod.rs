@@ -3,9 +3,10 @@
 //! Three stages, kept apart because each fails for a different reason and needs a different
 //! answer (seed 000, "Build the validation layer before execution"):
 //!
-//! 1. **shape** ([`shape`]): the argument text is parsed straight into the typed argument
-//!    struct. On failure, a slow path re-reads the text against the input schema to report every
-//!    problem with its JSON path: `invalid_json`, `unknown_argument` or `schema_mismatch`.
+//! 1. **shape** (the crate-private `shape` module): the argument text is parsed straight into
+//!    the typed argument struct. On failure, a slow path re-reads the text against the input
+//!    schema to report every problem with its JSON path: `invalid_json`, `unknown_argument` or
+//!    `schema_mismatch`.
 //! 2. **field rules** ([`rules`]): the `#[arg(...)]` declarations, checked on the typed values;
 //!    every violation is reported, not the first (`schema_mismatch`).
 //! 3. **semantics**: the tool's cross-field rule (`semantic_invalid`).
@@ -13,6 +14,7 @@
 pub mod rules;
 pub(crate) mod shape;
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 
 use crate::outcome::Violation;
@@ -71,6 +73,44 @@ pub(crate) fn escape_pointer(token: &str) -> String {
     token.replace('~', "~0").replace('/', "~1")
 }
 
+/// Longest object key kept whole in a path or message, in characters.
+const KEY_CHARS: usize = 64;
+
+/// A key shortened for a path or a message when it is absurdly long (a model that sends a
+/// megabyte-long field name must not get a megabyte back): its head and its length.
+pub(crate) fn shown_key(key: &str) -> Cow<'_, str> {
+    let count = key.chars().count();
+    if count <= KEY_CHARS {
+        Cow::Borrowed(key)
+    } else {
+        let head: String = key.chars().take(PREVIEW_CHARS).collect();
+        Cow::Owned(format!("{head}...({count} characters)"))
+    }
+}
+
+/// One JSON Pointer token for an object key: escaped, and shortened when absurdly long.
+pub(crate) fn pointer_token(key: &str) -> String {
+    escape_pointer(&shown_key(key))
+}
+
+/// A JSON Pointer with absurdly long tokens shortened (see [`shown_key`]).
+pub(crate) fn bounded_pointer(pointer: &str) -> Cow<'_, str> {
+    if pointer.len() <= 4 * KEY_CHARS {
+        return Cow::Borrowed(pointer);
+    }
+    let mut out = String::with_capacity(4 * KEY_CHARS);
+    for token in pointer.split('/').skip(1) {
+        out.push('/');
+        if token.chars().count() <= KEY_CHARS {
+            out.push_str(token);
+        } else {
+            let key = token.replace("~1", "/").replace("~0", "~");
+            out.push_str(&pointer_token(&key));
+        }
+    }
+    Cow::Owned(out)
+}
+
 /// Renders a JSON Pointer the way a person reads a field: `/legs/0/from` -> `legs[0].from`.
 pub(crate) fn display_path(pointer: &str) -> String {
     if pointer.is_empty() {
@@ -89,6 +129,28 @@ pub(crate) fn display_path(pointer: &str) -> String {
         }
     }
     out
+}
+
+/// "1 item", "3 items", "1 character": a count with its unit, given in the plural.
+pub(crate) fn counted(n: u64, unit: &str) -> String {
+    if n != 1 {
+        return format!("{n} {unit}");
+    }
+    let one = match unit {
+        "entries" => "entry",
+        other => other.strip_suffix('s').unwrap_or(other),
+    };
+    format!("1 {one}")
+}
+
+/// What a broken `length` bound expects: "non-empty", "at least 3 characters long",
+/// "at most 1 item long".
+pub(crate) fn length_expected(at_least: bool, limit: u64, unit: &str) -> String {
+    match (at_least, limit) {
+        (true, 1) => "non-empty".to_owned(),
+        (true, n) => format!("at least {} long", counted(n, unit)),
+        (false, n) => format!("at most {} long", counted(n, unit)),
+    }
 }
 
 /// One message for the whole report: the single problem, or all of them in a row.
@@ -152,6 +214,33 @@ mod tests {
         assert_eq!(display_path("/max_results"), "max_results");
         assert_eq!(display_path("/legs/0/from"), "legs[0].from");
         assert_eq!(display_path("/a~1b/c~0d"), "a/b.c~d");
+    }
+
+    #[test]
+    fn counts_agree_with_their_number() {
+        assert_eq!(counted(1, "items"), "1 item");
+        assert_eq!(counted(0, "items"), "0 items");
+        assert_eq!(counted(1, "entries"), "1 entry");
+        assert_eq!(counted(1, "characters"), "1 character");
+        assert_eq!(length_expected(true, 1, "items"), "non-empty");
+        assert_eq!(length_expected(false, 1, "items"), "at most 1 item long");
+        assert_eq!(
+            length_expected(true, 3, "characters"),
+            "at least 3 characters long"
+        );
+    }
+
+    #[test]
+    fn absurdly_long_keys_are_cut_in_paths() {
+        let key = "k".repeat(100_000);
+        let token = pointer_token(&key);
+        assert!(token.len() < 100, "{token}");
+        assert!(token.ends_with("...(100000 characters)"));
+        assert_eq!(pointer_token("a/b"), "a~1b");
+        let pointer = format!("/counts/{key}/0");
+        let bounded = bounded_pointer(&pointer);
+        assert_eq!(bounded, format!("/counts/{token}/0"));
+        assert_eq!(bounded_pointer("/legs/0/from"), "/legs/0/from");
     }
 
     #[test]

@@ -21,7 +21,7 @@ use std::sync::OnceLock;
 
 use regex::Regex;
 
-use super::{preview_str, Violations};
+use super::{counted, length_expected, preview_str, Violations};
 use crate::tool::Number;
 
 /// A value `range` can bound.
@@ -170,18 +170,14 @@ pub fn length<T: Measured + ?Sized>(
         return;
     };
     let len64 = len as u64;
-    let expected = if min.is_some_and(|m| len64 < m) {
-        match min {
-            Some(1) if unit == "characters" => "non-empty".to_owned(),
-            Some(m) => format!("at least {m} {unit} long"),
-            None => return,
-        }
+    let expected = if let Some(m) = min.filter(|m| len64 < *m) {
+        length_expected(true, m, unit)
     } else if let Some(m) = max.filter(|m| len64 > *m) {
-        format!("at most {m} {unit} long")
+        length_expected(false, m, unit)
     } else {
         return;
     };
-    report.field(field, "length", expected, format!("{len} {unit}"));
+    report.field(field, "length", expected, counted(len64, unit));
 }
 
 /// A `pattern` compiled on first use and shared by every later call.
@@ -342,6 +338,14 @@ mod tests {
         assert_eq!(
             run(|r| length(&vec![1, 2, 3], "ids", None, Some(2), r)),
             ["`ids` must be at most 2 items long, got 3 items"]
+        );
+        assert_eq!(
+            run(|r| length(&Vec::<u8>::new(), "ids", Some(1), None, r)),
+            ["`ids` must be non-empty, got 0 items"]
+        );
+        assert_eq!(
+            run(|r| length("abcd", "code", Some(1), Some(1), r)),
+            ["`code` must be at most 1 character long, got 4 characters"]
         );
     }
 

@@ -15,7 +15,10 @@ use serde::de::DeserializeOwned;
 use serde_json::error::Category;
 use serde_json::Value;
 
-use super::{display_path, escape_pointer, preview_json, preview_str, summarize};
+use super::{
+    bounded_pointer, counted, display_path, length_expected, pointer_token, preview_json,
+    shown_key, summarize,
+};
 use crate::outcome::{ErrorKind, Failure, Violation};
 
 /// A tool's input-schema validator, built on the first shape failure and kept.
@@ -30,15 +33,31 @@ impl ShapeValidator {
     }
 }
 
-/// Classifies a failed typed parse of `text` as `invalid_json`, `unknown_argument` or
+/// The fast path: the argument text straight into the typed struct, no `Value` in between.
+///
+/// serde_json also reads a struct from a JSON array, field by field in declaration order; the
+/// schema promises an object and providers send objects, so text that does not open with `{` is
+/// refused here (`None`) and classified by [`failure`].
+pub(crate) fn parse<T: DeserializeOwned>(text: &str) -> Result<T, Option<serde_json::Error>> {
+    let opens_object = text
+        .bytes()
+        .find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+        == Some(b'{');
+    if !opens_object {
+        return Err(None);
+    }
+    serde_json::from_str(text).map_err(Some)
+}
+
+/// Classifies a failed [`parse`] of `text` as `invalid_json`, `unknown_argument` or
 /// `schema_mismatch`, with every violation found.
 pub(crate) fn failure<T: DeserializeOwned>(
     text: &str,
-    error: &serde_json::Error,
+    error: Option<&serde_json::Error>,
     schema: &Arc<Value>,
     validator: &ShapeValidator,
 ) -> Failure {
-    if error.classify() != Category::Data {
+    if let Some(error) = error.filter(|e| e.classify() != Category::Data) {
         return invalid_json(text, error, schema);
     }
     // The typed parse reached the data, so the text is JSON; a failure here would be a
@@ -52,7 +71,7 @@ pub(crate) fn failure<T: DeserializeOwned>(
         violations.push(Violation {
             path: String::new(),
             rule: "type",
-            expected: "object".into(),
+            expected: "an object".into(),
             got: Some(preview_json(&value)),
             message: format!(
                 "the arguments must be a JSON object, got {}",
@@ -62,7 +81,7 @@ pub(crate) fn failure<T: DeserializeOwned>(
     } else if let Some(validator) = validator.get(schema) {
         for e in validator.iter_errors(&value) {
             convert(
-                e.instance_path().as_str(),
+                &bounded_pointer(e.instance_path().as_str()),
                 e.kind(),
                 e.instance(),
                 schema,
@@ -71,7 +90,7 @@ pub(crate) fn failure<T: DeserializeOwned>(
         }
     }
     if violations.is_empty() {
-        violations.push(from_serde::<T>(text, error));
+        violations.push(from_serde::<T>(text, error, &value));
     }
     let kind = if violations.iter().all(|v| v.rule == "unknown_argument") {
         ErrorKind::UnknownArgument
@@ -85,24 +104,44 @@ pub(crate) fn failure<T: DeserializeOwned>(
 }
 
 fn invalid_json(text: &str, error: &serde_json::Error, schema: &Arc<Value>) -> Failure {
-    let message = if text.trim().is_empty() {
-        "the arguments are empty; send a JSON object (`{}` when the tool takes no arguments)"
-            .to_owned()
+    // `got` describes the text instead of quoting it: the model wrote it and a broken text can be
+    // arbitrarily long; the position in the message says where it broke.
+    let (message, got) = if text.trim().is_empty() {
+        (
+            "the arguments are empty; send a JSON object (`{}` when the tool takes no arguments)"
+                .to_owned(),
+            if text.is_empty() {
+                "empty text".to_owned()
+            } else {
+                "only whitespace".to_owned()
+            },
+        )
     } else if error.to_string().starts_with("recursion limit exceeded") {
-        format!(
-            "the arguments are nested too deeply to parse (more than 128 levels, at line {} column {}); send a flat JSON object",
-            error.line(),
-            error.column()
+        (
+            format!(
+                "the arguments are nested too deeply to parse (more than 128 levels, at line {} column {}); send a flat JSON object",
+                error.line(),
+                error.column()
+            ),
+            "JSON nested more than 128 levels deep".to_owned(),
         )
     } else {
-        format!("the arguments are not valid JSON: {error}")
+        (
+            format!(
+                "the arguments are not valid JSON ({error}); resend them as one JSON object that matches expected_schema"
+            ),
+            match text.chars().count() {
+                1 => "1 character of text that is not JSON".to_owned(),
+                n => format!("{n} characters of text that is not JSON"),
+            },
+        )
     };
     let mut failure = Failure::new(ErrorKind::InvalidJson, message.clone());
     failure.violations.push(Violation {
         path: String::new(),
         rule: "json",
         expected: "a JSON object".into(),
-        got: Some(preview_str(text)),
+        got: Some(got),
         message,
     });
     failure.expected_schema = Some(Arc::clone(schema));
@@ -128,7 +167,7 @@ fn article(t: &str) -> String {
 }
 
 fn child(parent: &str, key: &str) -> String {
-    format!("{parent}/{}", escape_pointer(key))
+    format!("{parent}/{}", pointer_token(key))
 }
 
 /// Names the arguments the tool defines, for unknown-argument messages.
@@ -207,7 +246,7 @@ fn convert(
                     p,
                     "unknown_argument",
                     valid.clone(),
-                    Some(format!("`{name}`")),
+                    Some(format!("`{}`", shown_key(name))),
                     format!("unknown argument `{shown}`; {valid}"),
                 );
             }
@@ -217,7 +256,7 @@ fn convert(
                 path.into(),
                 "range",
                 format!("at least {limit}"),
-                Some(got.clone()),
+                Some(instance.to_string()),
                 format!("`{field}` must be at least {limit}, got {instance}"),
             );
         }
@@ -226,7 +265,7 @@ fn convert(
                 path.into(),
                 "range",
                 format!("at most {limit}"),
-                Some(got.clone()),
+                Some(instance.to_string()),
                 format!("`{field}` must be at most {limit}, got {instance}"),
             );
         }
@@ -235,7 +274,7 @@ fn convert(
                 path.into(),
                 "range",
                 format!("more than {limit}"),
-                Some(got.clone()),
+                Some(instance.to_string()),
                 format!("`{field}` must be more than {limit}, got {instance}"),
             );
         }
@@ -244,40 +283,48 @@ fn convert(
                 path.into(),
                 "range",
                 format!("less than {limit}"),
-                Some(got.clone()),
+                Some(instance.to_string()),
                 format!("`{field}` must be less than {limit}, got {instance}"),
             );
         }
         ValidationErrorKind::MinLength { limit } | ValidationErrorKind::MaxLength { limit } => {
-            let count = instance.as_str().map_or(0, |s| s.chars().count());
-            let bound = if matches!(kind, ValidationErrorKind::MinLength { .. }) {
-                "at least"
-            } else {
-                "at most"
-            };
-            let expected = format!("{bound} {limit} characters long");
+            let count = instance.as_str().map_or(0, |s| s.chars().count()) as u64;
+            let at_least = matches!(kind, ValidationErrorKind::MinLength { .. });
+            let expected = length_expected(at_least, *limit, "characters");
+            let got = counted(count, "characters");
             push(
                 path.into(),
                 "length",
                 expected.clone(),
-                Some(format!("{count} characters")),
-                format!("`{field}` must be {expected}, got {count} characters"),
+                Some(got.clone()),
+                format!("`{field}` must be {expected}, got {got}"),
             );
         }
         ValidationErrorKind::MinItems { limit } | ValidationErrorKind::MaxItems { limit } => {
-            let count = instance.as_array().map_or(0, Vec::len);
-            let bound = if matches!(kind, ValidationErrorKind::MinItems { .. }) {
-                "at least"
-            } else {
-                "at most"
-            };
-            let expected = format!("{bound} {limit} items long");
+            let count = instance.as_array().map_or(0, Vec::len) as u64;
+            let at_least = matches!(kind, ValidationErrorKind::MinItems { .. });
+            let expected = length_expected(at_least, *limit, "items");
+            let got = counted(count, "items");
             push(
                 path.into(),
                 "length",
                 expected.clone(),
-                Some(format!("{count} items")),
-                format!("`{field}` must be {expected}, got {count} items"),
+                Some(got.clone()),
+                format!("`{field}` must be {expected}, got {got}"),
+            );
+        }
+        ValidationErrorKind::MinProperties { limit }
+        | ValidationErrorKind::MaxProperties { limit } => {
+            let count = instance.as_object().map_or(0, serde_json::Map::len) as u64;
+            let at_least = matches!(kind, ValidationErrorKind::MinProperties { .. });
+            let expected = length_expected(at_least, *limit, "entries");
+            let got = counted(count, "entries");
+            push(
+                path.into(),
+                "length",
+                expected.clone(),
+                Some(got.clone()),
+                format!("`{field}` must be {expected}, got {got}"),
             );
         }
         ValidationErrorKind::Pattern { pattern } => {
@@ -323,8 +370,17 @@ fn convert(
     }
 }
 
-/// The first problem serde found, with the path it stopped at.
-fn from_serde<T: DeserializeOwned>(text: &str, error: &serde_json::Error) -> Violation {
+/// Longest serde error text echoed back, in characters.
+const DETAIL_CHARS: usize = 200;
+
+/// The first problem serde found, with the path it stopped at. Reached when the schema accepts
+/// what serde refuses: a duplicated field, `2.0` for an integer (JSON Schema counts it as one,
+/// serde does not), an integer beyond the Rust type, or a hand-written `Deserialize`.
+fn from_serde<T: DeserializeOwned>(
+    text: &str,
+    error: Option<&serde_json::Error>,
+    value: &Value,
+) -> Violation {
     let mut de = serde_json::Deserializer::from_str(text);
     let (path, detail) = match serde_path_to_error::deserialize::<_, T>(&mut de) {
         Err(e) => {
@@ -333,24 +389,100 @@ fn from_serde<T: DeserializeOwned>(text: &str, error: &serde_json::Error) -> Vio
                 use serde_path_to_error::Segment;
                 match segment {
                     Segment::Seq { index } => pointer.push_str(&format!("/{index}")),
-                    Segment::Map { key } => pointer.push_str(&format!("/{}", escape_pointer(key))),
+                    Segment::Map { key } => pointer.push_str(&format!("/{}", pointer_token(key))),
                     Segment::Enum { variant } => {
-                        pointer.push_str(&format!("/{}", escape_pointer(variant)))
+                        pointer.push_str(&format!("/{}", pointer_token(variant)))
                     }
                     Segment::Unknown => {}
                 }
             }
             (pointer, strip_position(&e.into_inner().to_string()))
         }
-        Ok(_) => (String::new(), strip_position(&error.to_string())),
+        Ok(_) => (
+            String::new(),
+            error.map_or_else(
+                || "the arguments do not match the schema".to_owned(),
+                |e| strip_position(&e.to_string()),
+            ),
+        ),
     };
+
+    if let Some(name) = detail
+        .strip_prefix("duplicate field `")
+        .and_then(|rest| rest.strip_suffix('`'))
+    {
+        let path = child(&path, name);
+        let shown = display_path(&path);
+        return Violation {
+            message: format!("`{shown}` is given more than once; send each argument once"),
+            path,
+            rule: "duplicate",
+            expected: "each argument once".into(),
+            got: Some("more than once".into()),
+        };
+    }
+
     let field = display_path(&path);
+    let expectation = detail
+        .strip_prefix("invalid type: ")
+        .or_else(|| detail.strip_prefix("invalid value: "))
+        .and_then(|rest| rest.rsplit_once(", expected "))
+        .map(|(_, expected)| expected);
+    if let (Some(rust), Some(instance)) = (expectation, value.pointer(&path)) {
+        let got = preview_json(instance);
+        let expected = match (rust_type(rust), instance.as_f64()) {
+            (RustType::Integer, Some(n)) if n.fract() == 0.0 && n.abs() < 9.0e15 => {
+                "an integer written without a decimal point or exponent".to_owned()
+            }
+            (RustType::Integer, Some(n)) if n.fract() == 0.0 => {
+                format!("an integer that fits in `{rust}`")
+            }
+            (RustType::Integer, _) => "an integer".to_owned(),
+            (RustType::Float, _) => "a number".to_owned(),
+            (RustType::Other, _) => cut(rust),
+        };
+        return Violation {
+            message: format!("`{field}`: expected {expected}, got {got}"),
+            path,
+            rule: "type",
+            expected,
+            got: Some(got),
+        };
+    }
+
+    let detail = cut(&detail);
     Violation {
         message: format!("`{field}`: {detail}"),
         path,
         rule: "type",
-        expected: detail.clone(),
+        expected: detail,
         got: None,
+    }
+}
+
+enum RustType {
+    Integer,
+    Float,
+    Other,
+}
+
+/// serde names primitive expectations by their Rust type; the model knows JSON types.
+fn rust_type(expected: &str) -> RustType {
+    match expected {
+        "u8" | "u16" | "u32" | "u64" | "u128" | "usize" | "i8" | "i16" | "i32" | "i64" | "i128"
+        | "isize" => RustType::Integer,
+        "f32" | "f64" => RustType::Float,
+        _ => RustType::Other,
+    }
+}
+
+/// serde quotes offending values whole ("invalid value: string \"...\""); cap the echo.
+fn cut(detail: &str) -> String {
+    if detail.chars().count() > DETAIL_CHARS {
+        let head: String = detail.chars().take(DETAIL_CHARS).collect();
+        format!("{head}...")
+    } else {
+        detail.to_owned()
     }
 }
 
