@@ -170,7 +170,17 @@ fn interleaved() {
     const STORMS: usize = 30;
     let (one, two) = (multi_thread(1), multi_thread(2));
     let calls = (TASKS * CALLS_PER_TASK) as f64;
-    for (name, registry) in [("guarded", guarded()), ("unguarded", unguarded())] {
+    let windowless = Registry::builder()
+        .tool(Echo)
+        .breaker(toolwright::execute::BreakerPolicy::disabled())
+        .retry_budget(toolwright::execute::RetryBudget::unlimited())
+        .build()
+        .unwrap();
+    for (name, registry) in [
+        ("guarded", guarded()),
+        ("guarded, no breaker or budget", windowless),
+        ("unguarded", unguarded()),
+    ] {
         storm(&one, &registry);
         storm(&two, &registry);
         let mut speedups = Vec::new();

@@ -25,7 +25,7 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::Poll;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -90,29 +90,48 @@ impl ClockHandle {
         }
     }
 
-    /// Runs `body` until `deadline`: `None` when the deadline came first (`body` is dropped).
-    /// The flag says whether the body ever had to wait (returned `Pending`).
+    /// Runs `body` until `deadline` (see [`Bounded`]).
+    pub(crate) fn run_until<F: Future>(&self, deadline: Instant, body: F) -> Bounded<'_, F> {
+        Bounded {
+            body,
+            clock: self,
+            deadline,
+            timer: None,
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// `body` bounded by `deadline`: `None` when the deadline came first (the body is dropped
+    /// with this future), with a flag that says whether the body ever had to wait.
     ///
     /// The timer is armed only once the body has returned `Pending`: a tool that answers on its
-    /// first poll never creates one, and one that waits on I/O pays for the timer it needs.
-    pub(crate) async fn run_until<F: Future>(
-        &self,
-        deadline: Instant,
+    /// first poll never creates one, and one that waits on I/O pays for the timer it needs. A
+    /// named future rather than an `async fn`, so the body is stored once in the call's future
+    /// instead of once per layer of `async fn` it is passed through.
+    pub(crate) struct Bounded<'a, F> {
+        #[pin]
         body: F,
-    ) -> (Option<F::Output>, bool) {
-        let mut body = std::pin::pin!(body);
-        let mut timer: Option<Sleep> = None;
-        std::future::poll_fn(|cx| {
-            if let Poll::Ready(output) = body.as_mut().poll(cx) {
-                return Poll::Ready((Some(output), timer.is_some()));
-            }
-            let timer = timer.get_or_insert_with(|| match self {
-                ClockHandle::Tokio => Box::pin(tokio::time::sleep_until(deadline)),
-                ClockHandle::Custom(clock) => clock.sleep_until(deadline),
-            });
-            timer.as_mut().poll(cx).map(|()| (None, true))
-        })
-        .await
+        clock: &'a ClockHandle,
+        deadline: Instant,
+        timer: Option<Sleep>,
+    }
+}
+
+impl<F: Future> Future for Bounded<'_, F> {
+    type Output = (Option<F::Output>, bool);
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        if let Poll::Ready(output) = this.body.poll(cx) {
+            return Poll::Ready((Some(output), this.timer.is_some()));
+        }
+        let (clock, deadline) = (*this.clock, *this.deadline);
+        let timer = this.timer.get_or_insert_with(|| match clock {
+            ClockHandle::Tokio => Box::pin(tokio::time::sleep_until(deadline)),
+            ClockHandle::Custom(clock) => clock.sleep_until(deadline),
+        });
+        timer.as_mut().poll(cx).map(|()| (None, true))
     }
 }
 

@@ -136,14 +136,11 @@ pub(crate) enum History {
 
 impl History {
     fn push(&mut self, record: AttemptRecord) {
-        *self = match std::mem::take(self) {
-            History::Empty => History::One(record),
-            History::One(first) => History::Many(vec![first, record]),
-            History::Many(mut all) => {
-                all.push(record);
-                History::Many(all)
-            }
-        };
+        match self {
+            History::Empty => *self = History::One(record),
+            History::One(first) => *self = History::Many(vec![*first, record]),
+            History::Many(all) => all.push(record),
+        }
     }
 
     pub(crate) fn as_slice(&self) -> &[AttemptRecord] {
@@ -323,9 +320,11 @@ impl Guard {
                 deadline,
                 attempt_deadline: cut,
             };
-            let (result, waited_on_io) =
-                attempt(&env.clock, &self.tool, cut, limit, body(info)).await;
-            let error = match result {
+            let (output, waited_on_io) = env
+                .clock
+                .run_until(cut, AssertUnwindSafe(body(info)).catch_unwind())
+                .await;
+            let error = match classify_attempt(&self.tool, limit, output) {
                 Ok(value) => {
                     // A body that answered on its first poll costs no clock read here: the
                     // breaker files its success under the attempt's start, and the registry
@@ -499,19 +498,14 @@ enum Limit {
     Deadline(Duration),
 }
 
-/// Runs one attempt of `body` until `cut`, turning a panic into `tool_panicked` and an expired
-/// bound into `timeout`. The flag says whether the body ever waited.
-async fn attempt<T>(
-    clock: &ClockHandle,
+/// What one attempt came to, a panic turned into `tool_panicked` and an expired bound into
+/// `timeout`.
+fn classify_attempt<T>(
     tool: &str,
-    cut: Instant,
     limit: Limit,
-    body: impl Future<Output = Result<T, ToolError>>,
-) -> (Result<T, ToolError>, bool) {
-    let (output, waited) = clock
-        .run_until(cut, AssertUnwindSafe(body).catch_unwind())
-        .await;
-    let result = match output {
+    output: Option<std::thread::Result<Result<T, ToolError>>>,
+) -> Result<T, ToolError> {
+    match output {
         Some(Ok(result)) => result,
         Some(Err(panic)) => {
             let detail = panic_message(panic.as_ref());
@@ -530,8 +524,7 @@ async fn attempt<T>(
                 deadline.as_millis()
             ),
         })),
-    };
-    (result, waited)
+    }
 }
 
 /// Whether the failed attempt provably did nothing: the tool said so, or the dependency refused
