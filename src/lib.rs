@@ -53,7 +53,7 @@
 //! | `timeout_ms = N` | per-attempt timeout (default: the registry's, 30 s) |
 //! | `idempotent = bool` | calling twice has the same effect as once (default `false`, as MCP's `idempotentHint`) |
 //! | `read_only` | changes nothing; implies `idempotent` |
-//! | `retries = N` | retries after the first attempt; a non-idempotent tool needs an `IdempotencyKey` parameter |
+//! | `retries = N` | retries after the first attempt (default: the registry's policy, 3 attempts in all); a non-idempotent tool needs an `IdempotencyKey` parameter |
 //! | `scopes = ["..."]` | scopes the [`Session`] must hold, else `unauthorized` |
 //! | `validate = path` | cross-field rule `fn(&Args) -> Result<(), E>` -> `semantic_invalid` |
 //! | `authorize = path` | `fn(&Args, &Session) -> Result<(), E>` -> `unauthorized` |
@@ -74,6 +74,37 @@
 //!
 //! An `Option<T>` parameter is not required. Validation failures report **every** violation,
 //! each with its JSON path, what was expected and what came.
+//!
+//! ## Timeouts, retries, budgets, breakers
+//!
+//! Every attempt runs under the tool's timeout, with panics contained; one deadline covers all
+//! the attempts of a call. A transient failure (`timeout`, `rate_limited`, `unavailable`) is
+//! retried with capped full-jitter backoff (or after its `Retry-After`) when repeating it is
+//! safe: the tool is idempotent, takes an [`IdempotencyKey`], or the request never started. A
+//! per-tool retry budget keeps retries to about 20% of calls, and a per-tool circuit breaker
+//! fails fast with `circuit_open` while a dependency is down. The [`Outcome`] tells the story:
+//! [`Outcome::attempt_history`], [`Outcome::retry_stop`]. Configuration, defaults and what
+//! cancellation means for a tool body: [`execute`].
+//!
+//! ```
+//! use std::time::Duration;
+//! use toolwright::execute::{BreakerPolicy, RetryBudget, RetryPolicy};
+//! use toolwright::Registry;
+//!
+//! let registry = Registry::builder()
+//!     .default_timeout(Duration::from_secs(5))
+//!     .call_deadline(Duration::from_secs(12))
+//!     .retry_policy(RetryPolicy::new().max_attempts(4))
+//!     .retry_budget(RetryBudget::new(0.1))
+//!     .breaker(BreakerPolicy::new().min_calls(20).cooldown(Duration::from_secs(10)))
+//!     .build()
+//!     .unwrap();
+//! assert!(registry.breaker("no_such_tool").is_none());
+//! ```
+//!
+//! With the `reqwest` feature, `?` on a reqwest call inside a tool classifies the error
+//! (connect errors never started, timeouts, bodies that do not decode), and
+//! `execute::classify::check_response` classifies a response by its status and `Retry-After`.
 //!
 //! ## Error contract
 //!
