@@ -634,3 +634,13 @@ async fn only_one_probe_is_admitted_in_half_open_across_worker_threads() {
     );
     assert_eq!(breaker.state(), BreakerState::Closed);
 }
+
+#[test]
+fn a_breaker_policy_for_an_unknown_tool_is_a_build_error() {
+    let script = Arc::new(Script::always(Step::Answer));
+    let built = builder(&script).breaker_for("lokup", policy()).build();
+    assert_eq!(
+        built.err(),
+        Some(toolwright::BuildError::UnknownBreakerTool("lokup".into()))
+    );
+}

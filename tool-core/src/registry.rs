@@ -470,7 +470,8 @@ impl RegistryBuilder {
         self
     }
 
-    /// A circuit breaker policy for one tool.
+    /// A circuit breaker policy for one tool; [`RegistryBuilder::build`] fails if no tool has
+    /// that name.
     pub fn breaker_for(mut self, tool: impl Into<String>, policy: BreakerPolicy) -> Self {
         self.breakers.insert(tool.into(), policy);
         self
@@ -522,6 +523,13 @@ impl RegistryBuilder {
             }
             tools.insert(Arc::clone(&tool.spec().name), tool);
         }
+        if let Some(name) = self
+            .breakers
+            .keys()
+            .find(|n| !tools.contains_key(n.as_str()))
+        {
+            return Err(BuildError::UnknownBreakerTool(name.clone()));
+        }
         let mut specs: Vec<ToolSpec> = tools.values().map(|t| t.spec().clone()).collect();
         specs.sort_by(|a, b| a.name.cmp(&b.name));
         let names: Arc<[String]> = specs.iter().map(|s| s.name.to_string()).collect();
@@ -550,6 +558,8 @@ pub enum BuildError {
         /// The missing state's type.
         state: &'static str,
     },
+    /// [`RegistryBuilder::breaker_for`] names a tool the registry does not have.
+    UnknownBreakerTool(String),
 }
 
 impl fmt::Display for BuildError {
@@ -560,6 +570,12 @@ impl fmt::Display for BuildError {
             }
             BuildError::MissingState { tool, state } => {
                 write!(f, "tool `{tool}` takes `State<{state}>`, but the registry has no `{state}`: add `.state(value)` to the builder")
+            }
+            BuildError::UnknownBreakerTool(name) => {
+                write!(
+                    f,
+                    "`breaker_for(\"{name}\", ..)` names no registered tool; check the tool's name"
+                )
             }
         }
     }
