@@ -11,6 +11,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
+use crate::execute::clock::ClockHandle;
 use crate::idempotency::IdempotencyKey;
 
 /// A call the model proposed: the provider's call id, the tool name, and the argument text
@@ -215,6 +216,8 @@ pub struct Invocation<'a> {
     pub(crate) deadline: Instant,
     pub(crate) attempt_deadline: Instant,
     pub(crate) state: &'a Arc<StateMap>,
+    /// The registry's clock, so `remaining` reads the time line the deadline is on.
+    pub(crate) clock: &'a ClockHandle,
 }
 
 impl Invocation<'_> {
@@ -245,7 +248,7 @@ impl Invocation<'_> {
 
     /// Time left before the call's deadline.
     pub fn remaining(&self) -> Duration {
-        self.deadline.saturating_duration_since(Instant::now())
+        self.deadline.saturating_duration_since(self.clock.now())
     }
 
     /// When this attempt is cancelled: its timeout or the call's deadline, whichever comes
@@ -281,6 +284,7 @@ impl Invocation<'_> {
             deadline: self.deadline,
             attempt_deadline: self.attempt_deadline,
             state: Arc::clone(self.state),
+            clock: self.clock.clone(),
         }
     }
 }
@@ -305,6 +309,7 @@ pub struct ToolContext {
     deadline: Instant,
     attempt_deadline: Instant,
     state: Arc<StateMap>,
+    clock: ClockHandle,
 }
 
 impl ToolContext {
@@ -335,7 +340,7 @@ impl ToolContext {
 
     /// Time left before the call's deadline.
     pub fn remaining(&self) -> Duration {
-        self.deadline.saturating_duration_since(Instant::now())
+        self.deadline.saturating_duration_since(self.clock.now())
     }
 
     /// When this attempt is cancelled: its timeout or the call's deadline, whichever comes

@@ -149,6 +149,7 @@ impl<T: Tool> Entry<T> {
                         deadline: attempt.deadline,
                         attempt_deadline: attempt.attempt_deadline,
                         state,
+                        clock: &registry.env.clock,
                     };
                     self.tool.invoke(args, &invocation).await
                 }
