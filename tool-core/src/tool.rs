@@ -88,8 +88,9 @@ pub trait Tool: Send + Sync + 'static {
         Vec::new()
     }
 
-    /// Runs one attempt of the tool. The future is dropped when the attempt times out: see the
-    /// crate docs on cancellation.
+    /// Runs one attempt of the tool; a retry calls it again with the same arguments and the same
+    /// idempotency key. The future is dropped when the attempt times out or the caller gives
+    /// up: see [what cancellation means for a tool body](crate::execute#cancellation-what-a-tool-author-must-know).
     fn invoke(
         &self,
         args: Self::Args,
