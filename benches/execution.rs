@@ -120,6 +120,7 @@ fn throughput(c: &mut Criterion) {
     let mut group = c.benchmark_group("throughput");
     group.throughput(Throughput::Elements((TASKS * CALLS_PER_TASK) as u64));
     group.sample_size(20);
+    group.measurement_time(Duration::from_secs(5));
     for workers in [1, 2] {
         let rt = multi_thread(workers);
         group.bench_with_input(BenchmarkId::new("workers", workers), &workers, |b, _| {
