@@ -491,7 +491,7 @@ impl Rewriter<'_> {
     fn node(&mut self, schema: &Value, path: &str, root: bool) -> Value {
         match schema {
             Value::Object(map) => self.object(map.clone(), path, root),
-            Value::Bool(true) => self.any_value(path),
+            Value::Bool(true) => self.any_value(path, None),
             _ => self.refuse(
                 path,
                 Construct::Keyword {
@@ -501,9 +501,15 @@ impl Rewriter<'_> {
         }
     }
 
-    fn any_value(&mut self, path: &str) -> Value {
+    /// A schema that admits any value: Gemini's JSON Schema mode takes it as `{}` (with its
+    /// description); every constrained dialect refuses it.
+    fn any_value(&mut self, path: &str, description: Option<&Value>) -> Value {
         if self.dialect == Dialect::GeminiJsonSchema {
-            Value::Object(Map::new())
+            let mut out = Map::new();
+            if let Some(d) = description {
+                out.insert("description".into(), d.clone());
+            }
+            Value::Object(out)
         } else {
             self.refuse(path, Construct::AnyValue)
         }
@@ -705,7 +711,7 @@ impl Rewriter<'_> {
             .iter()
             .any(|k| node.contains_key(*k));
         if !constrains {
-            return self.any_value(path);
+            return self.any_value(path, node.get("description"));
         }
 
         // schemars' numeric formats: the implied range where the dialect keeps bounds.
