@@ -1,6 +1,6 @@
 //! Anthropic Messages.
 //!
-//! Export with [`Provider::Anthropic`](super::Provider::Anthropic) (`strict` off by default;
+//! Export with [`Provider::Anthropic`] (`strict` off by default;
 //! `Provider::Anthropic.strict(true)` opts into grammar-constrained tool inputs and the schema
 //! subset that needs), read `tool_use` blocks with [`parse_calls`], and answer them with
 //! [`tool_result`] blocks, all results of one turn in one [`user_message`].

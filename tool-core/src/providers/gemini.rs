@@ -1,8 +1,8 @@
 //! Google Gemini.
 //!
-//! Export with [`Provider::Gemini`](super::Provider::Gemini) (`parameters`, the OpenAPI 3.0
+//! Export with [`Provider::Gemini`] (`parameters`, the OpenAPI 3.0
 //! `Schema` subset: one upper-case `type` plus `nullable`, string-only enums, no `$ref`,
-//! `const` or `oneOf`) or [`Provider::GeminiJsonSchema`](super::Provider::GeminiJsonSchema)
+//! `const` or `oneOf`) or [`Provider::GeminiJsonSchema`]
 //! (`parametersJsonSchema`). Read `functionCall` parts with [`parse_calls`]; each
 //! [`GeminiCall`] keeps the part's `thoughtSignature`, which Gemini requires back when the
 //! model's turn is replayed ([`model_content`]). Answer with [`function_response`] parts, all of

@@ -1,7 +1,7 @@
 //! OpenAI: Chat Completions and the Responses API.
 //!
-//! Export with [`Provider::OpenAi`](super::Provider::OpenAi) or
-//! [`Provider::OpenAiResponses`](super::Provider::OpenAiResponses) (strict by default), read the
+//! Export with [`Provider::OpenAi`] or
+//! [`Provider::OpenAiResponses`] (strict by default), read the
 //! calls with [`parse_calls`] / [`parse_response_calls`], and answer each with
 //! [`tool_message`] / [`function_call_output`]. Both APIs send arguments as JSON text, which
 //! becomes the call's argument text unchanged, so malformed arguments reach the registry's
