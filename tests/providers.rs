@@ -599,6 +599,69 @@ fn gemini_restates_number_enums_it_cannot_express() {
     );
 }
 
+#[test]
+fn gemini_leaves_parameters_out_for_a_tool_without_arguments() {
+    /// Report the server time.
+    #[tool(read_only)]
+    async fn server_time() -> Result<u64, ToolError> {
+        Ok(0)
+    }
+    let r = Registry::builder().tool(ServerTime).build().unwrap();
+    assert_eq!(
+        only(&r, Provider::Gemini, "server_time"),
+        json!({"name": "server_time", "description": "Report the server time."})
+    );
+    // Every other provider still gets an (empty) object schema.
+    let openai = only(&r, Provider::OpenAi, "server_time");
+    assert_eq!(
+        openai["function"]["parameters"],
+        json!({"type": "object", "additionalProperties": false, "properties": {}, "required": []})
+    );
+}
+
+#[test]
+fn openai_strict_refuses_schemas_nested_deeper_than_its_limit() {
+    macro_rules! nest {
+        ($outer:ident => $inner:ident $(, $rest:ident)*) => {
+            #[derive(Deserialize, schemars::JsonSchema)]
+            #[allow(dead_code)]
+            struct $outer { inner: $inner }
+            nest!($inner $(=> $rest)*);
+        };
+        ($outer:ident => $inner:ident $(=> $rest:ident)*) => {
+            nest!($outer => $inner $(, $rest)*);
+        };
+        ($last:ident) => {
+            #[derive(Deserialize, schemars::JsonSchema)]
+            #[allow(dead_code)]
+            struct $last { leaf: String }
+        };
+    }
+    nest!(L1 => L2, L3, L4, L5, L6, L7, L8, L9, L10, L11);
+
+    /// Store a deeply nested value.
+    #[tool]
+    async fn store_deep(
+        /// Eleven levels down.
+        deep: L1,
+    ) -> Result<(), ToolError> {
+        let _ = deep;
+        Ok(())
+    }
+    let r = Registry::builder().tool(StoreDeep).build().unwrap();
+    let err = refusal(Provider::OpenAi, &r);
+    assert_eq!(
+        err.problems()[0].construct(),
+        &Construct::Limit {
+            what: "levels of object nesting",
+            limit: 10,
+            actual: 12
+        },
+        "{err}"
+    );
+    r.export(Provider::Anthropic.strict(true)).unwrap();
+}
+
 // ---------------------------------------------------------------------------------------------
 // Refusals
 

@@ -27,7 +27,16 @@ pub(crate) fn declaration(spec: &ToolSpec, field: &str, parameters: Value) -> Va
     let mut declaration = Map::new();
     declaration.insert("name".into(), Value::from(spec.name()));
     declaration.insert("description".into(), Value::from(spec.description()));
-    declaration.insert(field.into(), parameters);
+    // Gemini rejects an OBJECT `parameters` with no properties; a function without parameters
+    // leaves the field out, as its documentation says.
+    let no_parameters = field == "parameters"
+        && parameters
+            .get("properties")
+            .and_then(Value::as_object)
+            .is_some_and(Map::is_empty);
+    if !no_parameters {
+        declaration.insert(field.into(), parameters);
+    }
     Value::Object(declaration)
 }
 

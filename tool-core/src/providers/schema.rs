@@ -914,38 +914,61 @@ impl Rewriter<'_> {
         const MAX_PROPERTIES: usize = 5000;
         const MAX_DEPTH: usize = 10;
         const MAX_ENUM_VALUES: usize = 1000;
-        fn walk(
-            v: &Value,
-            depth: usize,
-            props: &mut usize,
-            enums: &mut usize,
-            deepest: &mut usize,
-        ) {
+        fn count(v: &Value, props: &mut usize, enums: &mut usize) {
             match v {
                 Value::Object(map) => {
-                    let mut depth = depth;
                     if let Some(Value::Object(p)) = map.get("properties") {
-                        depth += 1;
-                        *deepest = (*deepest).max(depth);
                         *props += p.len();
                     }
                     if let Some(Value::Array(e)) = map.get("enum") {
                         *enums += e.len();
                     }
-                    for (k, child) in map {
-                        if k != "enum" {
-                            walk(child, depth, props, enums, deepest);
-                        }
-                    }
+                    map.iter()
+                        .filter(|(k, _)| k.as_str() != "enum")
+                        .for_each(|(_, child)| count(child, props, enums));
                 }
-                Value::Array(items) => items
-                    .iter()
-                    .for_each(|i| walk(i, depth, props, enums, deepest)),
+                Value::Array(items) => items.iter().for_each(|i| count(i, props, enums)),
                 _ => {}
             }
         }
-        let (mut props, mut enums, mut deepest) = (0, 0, 0);
-        walk(root, 0, &mut props, &mut enums, &mut deepest);
+        // Object nesting, following references (a recursive one is not followed again).
+        fn depth<'a>(
+            v: &'a Value,
+            defs: Option<&'a Map<String, Value>>,
+            stack: &mut Vec<&'a str>,
+        ) -> usize {
+            match v {
+                Value::Object(map) => {
+                    let own = usize::from(map.contains_key("properties"));
+                    let mut deepest = 0;
+                    if let Some(name) = map.get("$ref").and_then(Value::as_str).and_then(def_name) {
+                        if let Some(def) = defs.and_then(|d| d.get(name)) {
+                            if !stack.contains(&name) {
+                                stack.push(name);
+                                deepest = deepest.max(depth(def, defs, stack));
+                                stack.pop();
+                            }
+                        }
+                    }
+                    for (k, child) in map {
+                        if k != "$defs" && k != "enum" {
+                            deepest = deepest.max(depth(child, defs, stack));
+                        }
+                    }
+                    own + deepest
+                }
+                Value::Array(items) => items
+                    .iter()
+                    .map(|i| depth(i, defs, stack))
+                    .max()
+                    .unwrap_or(0),
+                _ => 0,
+            }
+        }
+        let (mut props, mut enums) = (0, 0);
+        count(root, &mut props, &mut enums);
+        let defs = root.get("$defs").and_then(Value::as_object);
+        let deepest = depth(root, defs, &mut Vec::new());
         for (what, limit, actual) in [
             ("object properties", MAX_PROPERTIES, props),
             ("levels of object nesting", MAX_DEPTH, deepest),
