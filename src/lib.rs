@@ -110,16 +110,74 @@ pub mod __private {
     };
 
     /// The return type of a tool: serializable, with a schema.
+    ///
+    /// The generated `Tool` impl carries `where for<'__toolwright> T: ToolOutput`, so an
+    /// unusable `T` fails this one obligation where the tool is registered, reported once (the
+    /// message below) at the return type, instead of one error per missing trait and per place
+    /// the type is used. The binder keeps rustc from rejecting the bound on the impl itself as
+    /// trivially false.
     #[diagnostic::on_unimplemented(
         message = "`{Self}` cannot be a tool result: it must implement `Serialize` and `JsonSchema`",
         label = "the model receives this value as JSON, described by a schema",
-        note = "add `#[derive(serde::Serialize, schemars::JsonSchema)]` to the type (toolwright re-exports both crates)"
+        note = "derive both on the returned type and every type inside it: `#[derive(serde::Serialize, schemars::JsonSchema)]` (with `serde`, feature `derive`, and `schemars` in Cargo.toml)",
+        note = "a tool result must also be `Send + 'static`: no references, `Rc` or `RefCell`"
     )]
     pub trait ToolOutput: serde::Serialize + schemars::JsonSchema + Send + 'static {}
+
+    // `do_not_recommend` makes rustc report the unmet `T: ToolOutput` itself, with the message
+    // above, rather than each unmet bound of this impl as a separate error.
+    #[diagnostic::do_not_recommend]
     impl<T: serde::Serialize + schemars::JsonSchema + Send + 'static> ToolOutput for T {}
 
-    /// Asserts at compile time that a tool's result type is usable.
-    pub const fn assert_output<T: ToolOutput>() {}
+    /// A `#[arg(default = "...")]` string literal turned into the parameter's type.
+    #[diagnostic::on_unimplemented(
+        message = "`default` is a string, but this parameter is a `{Self}`",
+        label = "expected a `{Self}` value here",
+        note = "write the default as a value of the parameter's type: `default = 5` for a number, `default = true` for a bool, `default = \"text\"` only for a `String`"
+    )]
+    pub trait DefaultFromStr: Sized {
+        /// The default value.
+        fn default_from_str(text: &'static str) -> Self;
+    }
+
+    #[diagnostic::do_not_recommend]
+    impl<T: From<&'static str>> DefaultFromStr for T {
+        fn default_from_str(text: &'static str) -> Self {
+            T::from(text)
+        }
+    }
+
+    /// Fills a parameter from a `default = "..."` string literal (called at the literal, so a
+    /// mismatch is reported there).
+    pub fn default_from_str<T: DefaultFromStr>(text: &'static str) -> T {
+        T::default_from_str(text)
+    }
+
+    /// What an `#[arg(validate = path)]` function returns.
+    #[diagnostic::on_unimplemented(
+        message = "an `#[arg(validate = ..)]` function must return `Result<(), E>` with `E: Display`, not `{Self}`",
+        label = "this function returns `{Self}`",
+        note = "write `fn check(value: &T) -> Result<(), String>` and return `Err(\"what is wrong\".to_string())`; the message reaches the model, naming the field"
+    )]
+    pub trait FieldCheckResult {
+        /// The error, shown to the model.
+        type Error: core::fmt::Display;
+        /// As a plain `Result`.
+        fn into_check_result(self) -> Result<(), Self::Error>;
+    }
+
+    #[diagnostic::do_not_recommend]
+    impl<E: core::fmt::Display> FieldCheckResult for Result<(), E> {
+        type Error = E;
+        fn into_check_result(self) -> Result<(), E> {
+            self
+        }
+    }
+
+    /// Adapts an `#[arg(validate = path)]` result.
+    pub fn field_check<R: FieldCheckResult>(result: R) -> Result<(), R::Error> {
+        result.into_check_result()
+    }
 
     /// Errors a validator may return: a [`ToolError`], or a message.
     pub trait IntoValidationError {
@@ -145,19 +203,55 @@ pub mod __private {
         }
     }
 
+    /// What a `#[tool(validate = path)]` or `#[tool(authorize = path)]` function returns.
+    #[diagnostic::on_unimplemented(
+        message = "a `#[tool(validate = ..)]` or `#[tool(authorize = ..)]` function must return `Result<(), E>` with `E` a `ToolError`, `String` or `&'static str`, not `{Self}`",
+        label = "this function returns `{Self}`",
+        note = "write `fn check(args: &MyToolArgs) -> Result<(), ToolError>` and return `Err(ToolError::invalid(\"...\"))` when a rule is broken; an `authorize` function also takes `&Session`"
+    )]
+    pub trait ToolCheckResult {
+        /// As a plain `Result`, with `kind` when the function gave only a message.
+        fn into_tool_check(self, kind: toolwright_core::ErrorKind) -> Result<(), ToolError>;
+    }
+
+    #[diagnostic::do_not_recommend]
+    impl<E: IntoValidationError> ToolCheckResult for Result<(), E> {
+        fn into_tool_check(self, kind: toolwright_core::ErrorKind) -> Result<(), ToolError> {
+            self.map_err(|e| e.into_validation_error(kind))
+        }
+    }
+
     /// Adapts a `validate = path` result.
-    pub fn semantic<E: IntoValidationError>(result: Result<(), E>) -> Result<(), ToolError> {
-        result.map_err(|e| e.into_validation_error(toolwright_core::ErrorKind::SemanticInvalid))
+    pub fn semantic<R: ToolCheckResult>(result: R) -> Result<(), ToolError> {
+        result.into_tool_check(toolwright_core::ErrorKind::SemanticInvalid)
     }
 
     /// Adapts an `authorize = path` result.
-    pub fn authorized<E: IntoValidationError>(result: Result<(), E>) -> Result<(), ToolError> {
-        result.map_err(|e| e.into_validation_error(toolwright_core::ErrorKind::Unauthorized))
+    pub fn authorized<R: ToolCheckResult>(result: R) -> Result<(), ToolError> {
+        result.into_tool_check(toolwright_core::ErrorKind::Unauthorized)
+    }
+
+    /// The error type of a tool function: anything that converts into a [`ToolError`].
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot be a tool's error: it does not convert into `ToolError`",
+        label = "the registry classifies failures as `ToolError`s",
+        note = "return `Result<T, ToolError>` and map failures where they happen, for example `.map_err(|e| ToolError::unavailable(e.to_string()))?`; for your own error type, implement `From<{Self}> for ToolError`"
+    )]
+    pub trait IntoToolError {
+        /// The error, classified.
+        fn into_tool_error(self) -> ToolError;
+    }
+
+    #[diagnostic::do_not_recommend]
+    impl<E: Into<ToolError>> IntoToolError for E {
+        fn into_tool_error(self) -> ToolError {
+            self.into()
+        }
     }
 
     /// Adapts a tool function's result.
-    pub fn into_result<T, E: Into<ToolError>>(result: Result<T, E>) -> Result<T, ToolError> {
-        result.map_err(Into::into)
+    pub fn into_result<T, E: IntoToolError>(result: Result<T, E>) -> Result<T, ToolError> {
+        result.map_err(IntoToolError::into_tool_error)
     }
 
     /// The error of a tool whose shared state is missing (the registry refuses to build in that

@@ -127,6 +127,13 @@ async fn explode() -> Result<String, ToolError> {
     panic!("the tool body is broken")
 }
 
+/// Waits, then panics.
+#[tool(timeout_ms = 1000)]
+async fn explode_later() -> Result<String, ToolError> {
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    panic!("broken after waiting")
+}
+
 /// Answers after a delay.
 #[tool(timeout_ms = 100, read_only)]
 async fn slow(
@@ -268,6 +275,7 @@ fn registry() -> Registry {
         .tool(PlanTrip)
         .tool(Schedule)
         .tool(Explode)
+        .tool(ExplodeLater)
         .tool(Slow)
         .tool(FindCustomer)
         .tool(Ping)
@@ -853,6 +861,17 @@ async fn a_panicking_tool_is_contained_and_the_registry_keeps_serving() {
     }
     let again = registry.call(ToolCall::new("c9", "explode", "{}")).await;
     assert_eq!(again.error_kind(), Some(ErrorKind::ToolPanicked));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_panic_after_waiting_is_contained_too() {
+    let registry = registry();
+    let outcome = registry
+        .call(ToolCall::new("c1", "explode_later", "{}"))
+        .await;
+    assert_failure(&outcome, ErrorKind::ToolPanicked, false);
+    let next = registry.call(ToolCall::new("c2", "ping", "{}")).await;
+    assert_eq!(next.status(), Status::Success);
 }
 
 #[tokio::test(start_paused = true)]

@@ -5,7 +5,7 @@ use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::fmt;
 use std::ops::Deref;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -98,6 +98,13 @@ impl Session {
     /// The session [`Registry::call`](crate::Registry::call) uses: no principal, no scopes.
     pub fn anonymous() -> Self {
         Session::new("anonymous")
+    }
+
+    /// One shared anonymous session, so [`Registry::call`](crate::Registry::call) does not
+    /// build (and drop) a fresh one per call.
+    pub(crate) fn shared_anonymous() -> &'static Session {
+        static ANONYMOUS: OnceLock<Session> = OnceLock::new();
+        ANONYMOUS.get_or_init(Session::anonymous)
     }
 
     /// Sets who is asking (a user or service id).

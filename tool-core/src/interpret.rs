@@ -17,23 +17,18 @@ pub(crate) fn result<T: Serialize + 'static>(
     tool: &str,
     value: &T,
 ) -> Result<(Status, Box<RawValue>), Failure> {
-    let text = serde_json::to_string(value).map_err(|e| {
+    // `to_raw_value` keeps the text it just wrote; `RawValue::from_string` would parse it again.
+    let raw = serde_json::value::to_raw_value(value).map_err(|e| {
         Failure::new(
             ErrorKind::InvalidResult,
             format!("`{tool}` returned a result that cannot be represented as JSON: {e}"),
         )
     })?;
-    let empty = match text.as_str() {
+    let empty = match raw.get() {
         "[]" => true,
         "null" => TypeId::of::<T>() != TypeId::of::<()>(),
         _ => false,
     };
-    let raw = RawValue::from_string(text).map_err(|e| {
-        Failure::new(
-            ErrorKind::InvalidResult,
-            format!("`{tool}` returned invalid JSON: {e}"),
-        )
-    })?;
     Ok((
         if empty {
             Status::Empty

@@ -21,6 +21,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures_util::future::Either;
 use tokio::time::Instant;
 
 use crate::call::{Invocation, Session, StateMap, ToolCall};
@@ -90,75 +91,31 @@ impl<T: Tool> Entry<T> {
         let started = Instant::now();
         let spec = &self.spec;
 
-        // Validation seam: shape, then field rules, then semantics.
-        let args = match shape::parse::<T::Args>(&arguments) {
+        // Validation seam.
+        let args = match self.validate(&arguments, session) {
             Ok(args) => args,
-            Err(e) => {
-                let failure = shape::failure::<T::Args>(
-                    &arguments,
-                    e.as_ref(),
-                    &spec.input_schema,
-                    &self.shape,
-                );
-                return self.rejected(call_id, arguments, failure, started);
-            }
+            Err(failure) => return self.rejected(call_id, arguments, *failure, started),
         };
-        let mut report = Violations::new();
-        T::check_fields(&args, &mut report);
-        if !report.is_empty() {
-            let violations = report.into_vec();
-            let mut failure = Failure::new(
-                ErrorKind::SchemaMismatch,
-                crate::validate::summarize(&violations),
-            );
-            failure.violations = violations;
-            failure.expected_schema = Some(Arc::clone(&spec.input_schema));
-            return self.rejected(call_id, arguments, failure, started);
-        }
-        if let Err(e) = T::check_semantics(&args) {
-            return self.rejected(
-                call_id,
-                arguments,
-                validation_failure(e, ErrorKind::SemanticInvalid),
-                started,
-            );
-        }
-        if let Some(missing) = spec.meta.scopes.iter().find(|s| !session.has_scope(s)) {
-            let failure = Failure::new(
-                ErrorKind::Unauthorized,
-                format!(
-                    "this conversation may not call `{}`: it lacks the `{missing}` scope",
-                    spec.name
-                ),
-            );
-            return self.rejected(call_id, arguments, failure, started);
-        }
-        if let Err(e) = T::authorize(&args, session) {
-            return self.rejected(
-                call_id,
-                arguments,
-                validation_failure(e, ErrorKind::Unauthorized),
-                started,
-            );
-        }
 
         // Execution seam: one bounded attempt, panics contained.
         let key = spec
             .meta
             .takes_idempotency_key
             .then(|| IdempotencyKey::derive(session.idempotency_scope(), &spec.name, &call_id));
+        let deadline = started + spec.timeout;
         let invocation = Invocation {
             call_id: &call_id,
             tool: &spec.name,
             session,
             key: key.as_ref(),
             attempt: 1,
-            deadline: started + spec.timeout,
+            deadline,
             state: &registry.state,
         };
         let result = execute::attempt(
             &spec.name,
             spec.timeout,
+            deadline,
             self.tool.invoke(args, &invocation),
         )
         .await;
@@ -182,6 +139,52 @@ impl<T: Tool> Entry<T> {
         outcome
     }
 
+    /// The validation seam: shape, then field rules, then semantics, then authorization.
+    /// Synchronous and out of line, so none of it is stored in (or moved with) the call's future.
+    fn validate(&self, arguments: &str, session: &Session) -> Result<T::Args, Box<Failure>> {
+        let spec = &self.spec;
+        let args = match shape::parse::<T::Args>(arguments) {
+            Ok(args) => args,
+            Err(e) => {
+                return Err(Box::new(shape::failure::<T::Args>(
+                    arguments,
+                    e.as_ref(),
+                    &spec.input_schema,
+                    &self.shape,
+                )));
+            }
+        };
+        let mut report = Violations::new();
+        T::check_fields(&args, &mut report);
+        if !report.is_empty() {
+            let violations = report.into_vec();
+            let mut failure = Failure::new(
+                ErrorKind::SchemaMismatch,
+                crate::validate::summarize(&violations),
+            );
+            failure.violations = violations;
+            failure.expected_schema = Some(Arc::clone(&spec.input_schema));
+            return Err(Box::new(failure));
+        }
+        if let Err(e) = T::check_semantics(&args) {
+            return Err(Box::new(validation_failure(e, ErrorKind::SemanticInvalid)));
+        }
+        if let Some(missing) = spec.meta.scopes.iter().find(|s| !session.has_scope(s)) {
+            return Err(Box::new(Failure::new(
+                ErrorKind::Unauthorized,
+                format!(
+                    "this conversation may not call `{}`: it lacks the `{missing}` scope",
+                    spec.name
+                ),
+            )));
+        }
+        if let Err(e) = T::authorize(&args, session) {
+            return Err(Box::new(validation_failure(e, ErrorKind::Unauthorized)));
+        }
+        Ok(args)
+    }
+
+    #[cold]
     fn rejected(
         &self,
         call_id: String,
@@ -208,8 +211,12 @@ fn validation_failure(e: ToolError, default: ErrorKind) -> Failure {
     failure
 }
 
+/// Tool names are a small fixed set chosen by the application; the model only looks them up, so
+/// a fast non-cryptographic hash is safe here (SipHash was a visible share of a call's cost).
+type ToolMap = HashMap<Arc<str>, Box<dyn DynTool>, foldhash::fast::RandomState>;
+
 struct Inner {
-    tools: HashMap<Arc<str>, Box<dyn DynTool>>,
+    tools: ToolMap,
     specs: Vec<ToolSpec>,
     names: Arc<[String]>,
     state: Arc<StateMap>,
@@ -262,16 +269,24 @@ impl Registry {
 
     /// Runs a call in an anonymous session. Never fails and never panics: every problem is a
     /// classified [`Outcome`].
-    pub async fn call(&self, call: ToolCall) -> Outcome {
-        self.call_in(&Session::anonymous(), call).await
+    pub fn call(&self, call: ToolCall) -> impl Future<Output = Outcome> + Send + '_ {
+        self.call_in(Session::shared_anonymous(), call)
     }
 
     /// Runs a call inside a conversation's [`Session`] (principal, scopes, idempotency scope).
-    pub async fn call_in(&self, session: &Session, call: ToolCall) -> Outcome {
+    ///
+    /// The tool is looked up when this is called; the returned future runs the pipeline. It is
+    /// the tool's own future (or a ready one for an unknown name), not a wrapper around it, so
+    /// the call and its outcome are not moved through an extra state machine.
+    pub fn call_in<'a>(
+        &'a self,
+        session: &'a Session,
+        call: ToolCall,
+    ) -> impl Future<Output = Outcome> + Send + 'a {
         let (id, name, arguments) = call.into_parts();
         match self.inner.tools.get(name.as_str()) {
-            Some(tool) => tool.dispatch(id, arguments, session, &self.inner).await,
-            None => self.unknown_tool(id, name, arguments),
+            Some(tool) => Either::Left(tool.dispatch(id, arguments, session, &self.inner)),
+            None => Either::Right(std::future::ready(self.unknown_tool(id, name, arguments))),
         }
     }
 
@@ -355,8 +370,7 @@ impl RegistryBuilder {
 
     /// Builds the registry; fails on duplicate names and on missing shared state.
     pub fn build(self) -> Result<Registry, BuildError> {
-        let mut tools: HashMap<Arc<str>, Box<dyn DynTool>> =
-            HashMap::with_capacity(self.pending.len());
+        let mut tools = ToolMap::with_capacity_and_hasher(self.pending.len(), Default::default());
         for (name, make) in self.pending {
             if tools.contains_key(name) {
                 return Err(BuildError::DuplicateTool(name.to_owned()));

@@ -1,7 +1,8 @@
 //! The macro's own model of a tool function: what the attribute and the signature say, with
 //! `#[arg]` and parameter doc comments taken off the function so it compiles as written.
 
-use proc_macro2::Span;
+use proc_macro2::{Span, TokenStream};
+use quote::ToTokens;
 use syn::ext::IdentExt;
 use syn::spanned::Spanned;
 use syn::{Attribute, FnArg, GenericArgument, Ident, ItemFn, Pat, PathArguments, ReturnType, Type};
@@ -22,13 +23,22 @@ pub struct ToolFn {
 }
 
 pub enum Output {
-    /// `-> Result<T, E>`: the model sees `T`.
-    Result { ok: Box<Type>, span: Span },
-    /// Anything else: reported by validation.
-    Unsupported(Span),
+    /// `-> Result<T, E>`: the model sees `T`, written between the spans `first` and `last`.
+    /// `error` is where a wrong `E` is blamed (first and last token): `E` itself, or all of
+    /// `io::Result<T>`.
+    Result {
+        ok: Box<Type>,
+        first: Span,
+        last: Span,
+        error: (Span, Span),
+    },
+    /// Anything else (`None`: no return type): reported by validation.
+    Unsupported(Option<Box<Type>>),
 }
 
 pub struct Param {
+    /// The parameter as written (pattern or receiver), for errors about it.
+    pub written: TokenStream,
     pub ident: Ident,
     pub ty: Type,
     pub kind: ParamKind,
@@ -45,8 +55,10 @@ pub enum ParamKind {
     Context,
     /// Injected: `State<T>`, with `T`.
     State(Box<Type>),
-    /// A receiver or pattern the macro cannot use; reported by validation.
-    Invalid,
+    /// `self`, `&self`, ...: reported by validation.
+    Receiver,
+    /// A pattern other than a plain name, such as `(a, b): (u32, u32)`: reported by validation.
+    Pattern,
 }
 
 fn docs(attrs: &[Attribute]) -> Vec<Attribute> {
@@ -78,6 +90,15 @@ pub fn doc_text(attrs: &[Attribute]) -> Option<String> {
     (!text.is_empty()).then_some(text)
 }
 
+/// The spans of the first and last tokens of `tokens`: an error spanned from one to the other
+/// underlines all of it (stable Rust cannot join spans).
+pub fn token_spans(tokens: &impl ToTokens) -> (Span, Span) {
+    let mut iter = tokens.to_token_stream().into_iter();
+    let first = iter.next().map_or_else(Span::call_site, |t| t.span());
+    let last = iter.last().map_or(first, |t| t.span());
+    (first, last)
+}
+
 fn last_segment(ty: &Type) -> Option<&syn::PathSegment> {
     match ty {
         Type::Path(p) if p.qself.is_none() => p.path.segments.last(),
@@ -85,14 +106,19 @@ fn last_segment(ty: &Type) -> Option<&syn::PathSegment> {
     }
 }
 
-fn first_type_arg(segment: &syn::PathSegment) -> Option<&Type> {
-    match &segment.arguments {
-        PathArguments::AngleBracketed(args) => args.args.iter().find_map(|a| match a {
-            GenericArgument::Type(t) => Some(t),
-            _ => None,
-        }),
+fn type_args(segment: &syn::PathSegment) -> impl Iterator<Item = &Type> {
+    let args = match &segment.arguments {
+        PathArguments::AngleBracketed(args) => Some(args.args.iter()),
         _ => None,
-    }
+    };
+    args.into_iter().flatten().filter_map(|a| match a {
+        GenericArgument::Type(t) => Some(t),
+        _ => None,
+    })
+}
+
+fn first_type_arg(segment: &syn::PathSegment) -> Option<&Type> {
+    type_args(segment).next()
 }
 
 fn classify(ty: &Type) -> ParamKind {
@@ -122,14 +148,12 @@ impl ToolFn {
         for input in item.sig.inputs.iter_mut() {
             match input {
                 FnArg::Receiver(receiver) => params.push(Param {
+                    written: receiver.to_token_stream(),
                     ident: Ident::new("self_", receiver.span()),
                     ty: Type::Verbatim(quote::quote!(Self)),
-                    kind: ParamKind::Invalid,
+                    kind: ParamKind::Receiver,
                     docs: Vec::new(),
-                    arg: ArgAttrs {
-                        span: Some(receiver.span()),
-                        ..ArgAttrs::default()
-                    },
+                    arg: ArgAttrs::default(),
                 }),
                 FnArg::Typed(pat_type) => {
                     let mut arg = ArgAttrs::default();
@@ -144,12 +168,10 @@ impl ToolFn {
                         Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => {
                             (p.ident.clone(), classify(&pat_type.ty))
                         }
-                        other => (Ident::new("invalid_", other.span()), ParamKind::Invalid),
+                        other => (Ident::new("invalid_", other.span()), ParamKind::Pattern),
                     };
-                    if matches!(kind, ParamKind::Invalid) {
-                        arg.span = Some(pat_type.pat.span());
-                    }
                     params.push(Param {
+                        written: pat_type.pat.to_token_stream(),
                         ident,
                         ty: (*pat_type.ty).clone(),
                         kind,
@@ -163,15 +185,21 @@ impl ToolFn {
         let output = match &item.sig.output {
             ReturnType::Type(_, ty) => match last_segment(ty) {
                 Some(seg) if seg.ident == "Result" => match first_type_arg(seg) {
-                    Some(ok) => Output::Result {
-                        ok: Box::new(ok.clone()),
-                        span: ok.span(),
-                    },
-                    None => Output::Unsupported(ty.span()),
+                    Some(ok) => {
+                        let (first, last) = token_spans(ok);
+                        let error = token_spans(type_args(seg).nth(1).unwrap_or(ty));
+                        Output::Result {
+                            ok: Box::new(ok.clone()),
+                            first,
+                            last,
+                            error,
+                        }
+                    }
+                    None => Output::Unsupported(Some(ty.clone())),
                 },
-                _ => Output::Unsupported(ty.span()),
+                _ => Output::Unsupported(Some(ty.clone())),
             },
-            ReturnType::Default => Output::Unsupported(item.sig.paren_token.span.close()),
+            ReturnType::Default => Output::Unsupported(None),
         };
 
         ToolFn {

@@ -2,6 +2,7 @@
 //! values are recorded in the [`Ctxt`] and parsing goes on, so one compile shows every mistake.
 
 use proc_macro2::{Span, TokenStream};
+use quote::ToTokens;
 use syn::meta::ParseNestedMeta;
 use syn::spanned::Spanned;
 use syn::{Expr, ExprLit, ExprUnary, Lit, LitBool, LitInt, LitStr, Path, Token, UnOp};
@@ -71,8 +72,8 @@ pub struct ArgAttrs {
     pub default: Option<Expr>,
     pub validate: Vec<Path>,
     pub sensitive: Option<Span>,
-    /// Where the first `#[arg]` was written, for errors about the attribute as a whole.
-    pub span: Option<Span>,
+    /// The first `#[arg]` as written, for errors about the attribute as a whole.
+    pub written: Option<TokenStream>,
 }
 
 fn key_of(meta: &ParseNestedMeta) -> String {
@@ -116,20 +117,79 @@ fn distance(a: &str, b: &str) -> usize {
     prev[b.len()]
 }
 
-fn unknown_key_message(what: &str, key: &str, valid: &[&str]) -> String {
+/// Keys people reach for, from JSON Schema, other frameworks or habit, and what to write here.
+const TOOL_KEY_HINTS: &[(&str, &str)] = &[
+    (
+        "description",
+        "the description is the function's `///` doc comment",
+    ),
+    (
+        "desc",
+        "the description is the function's `///` doc comment",
+    ),
+    (
+        "timeout",
+        "the timeout is `timeout_ms`, in milliseconds: `timeout_ms = 5000` for 5 s",
+    ),
+    ("max_retries", "write `retries = 2`"),
+    ("readonly", "write `read_only`"),
+    ("idempotency_key", "take a `key: IdempotencyKey` parameter"),
+    ("scope", "write `scopes = [\"orders:read\"]`"),
+];
+
+const ARG_KEY_HINTS: &[(&str, &str)] = &[
+    (
+        "min",
+        "write `range(min = 1)` for numbers or `length(min = 1)` for strings and lists",
+    ),
+    (
+        "max",
+        "write `range(max = 9)` for numbers or `length(max = 300)` for strings and lists",
+    ),
+    ("minimum", "write `range(min = 1)`"),
+    ("maximum", "write `range(max = 9)`"),
+    ("min_length", "write `length(min = 1)`"),
+    ("max_length", "write `length(max = 300)`"),
+    ("min_items", "write `length(min = 1)`"),
+    ("max_items", "write `length(max = 10)`"),
+    ("len", "write `length(min = 1, max = 300)`"),
+    ("regex", "write `pattern = \"^[A-Z]{3}$\"`"),
+    ("enum", "write `one_of = [\"a\", \"b\"]`"),
+    ("choices", "write `one_of = [\"a\", \"b\"]`"),
+    ("values", "write `one_of = [\"a\", \"b\"]`"),
+    (
+        "description",
+        "a parameter's description is its `///` doc comment",
+    ),
+    ("doc", "a parameter's description is its `///` doc comment"),
+    (
+        "optional",
+        "make the parameter an `Option<T>`, or give it a `default`",
+    ),
+    ("secret", "write `sensitive`"),
+    ("redact", "write `sensitive`"),
+];
+
+fn unknown_key_message(what: &str, key: &str, valid: &[&str], hints: &[(&str, &str)]) -> String {
+    let list: Vec<String> = valid.iter().map(|k| format!("`{k}`")).collect();
+    if let Some((_, hint)) = hints.iter().find(|(k, _)| *k == key) {
+        return format!(
+            "unknown `{what}` key `{key}`: {hint}. Valid keys: {}",
+            list.join(", ")
+        );
+    }
     let closest = valid
         .iter()
         .map(|v| (distance(key, v), *v))
         .filter(|(d, v)| *d <= 3 || v.starts_with(key) || key.starts_with(v))
         .min_by_key(|(d, _)| *d);
-    let list: Vec<String> = valid.iter().map(|k| format!("`{k}`")).collect();
     match closest {
         Some((_, v)) => format!(
-            "unknown {what} key `{key}`; did you mean `{v}`? Valid keys: {}",
+            "unknown `{what}` key `{key}`: did you mean `{v}`? Valid keys: {}",
             list.join(", ")
         ),
         None => format!(
-            "unknown {what} key `{key}`; valid keys: {}",
+            "unknown `{what}` key `{key}`; valid keys: {}",
             list.join(", ")
         ),
     }
@@ -235,7 +295,10 @@ pub fn parse_tool_attrs(cx: &Ctxt, tokens: TokenStream) -> ToolAttrs {
                 skip_value(&meta)?;
             }
             other => {
-                cx.error_spanned_by(&meta.path, unknown_key_message("#[tool]", other, TOOL_KEYS));
+                cx.error_spanned_by(
+                    &meta.path,
+                    unknown_key_message("#[tool]", other, TOOL_KEYS, TOOL_KEY_HINTS),
+                );
                 skip_value(&meta)?;
             }
         }
@@ -333,7 +396,7 @@ fn length_bound(cx: &Ctxt, expr: &Expr) -> Option<(u64, Span)> {
 }
 
 pub fn parse_arg_attr(cx: &Ctxt, attr: &syn::Attribute, attrs: &mut ArgAttrs) {
-    attrs.span.get_or_insert(attr.span());
+    attrs.written.get_or_insert_with(|| attr.to_token_stream());
     let result = attr.parse_nested_meta(|meta| {
         let key = key_of(&meta);
         let span = meta.path.span();
@@ -419,7 +482,7 @@ pub fn parse_arg_attr(cx: &Ctxt, attr: &syn::Attribute, attrs: &mut ArgAttrs) {
                 skip_value(&meta)?;
             }
             other => {
-                cx.error_spanned_by(&meta.path, unknown_key_message("#[arg]", other, ARG_KEYS));
+                cx.error_spanned_by(&meta.path, unknown_key_message("#[arg]", other, ARG_KEYS, ARG_KEY_HINTS));
                 skip_value(&meta)?;
             }
         }
@@ -432,7 +495,45 @@ pub fn parse_arg_attr(cx: &Ctxt, attr: &syn::Attribute, attrs: &mut ArgAttrs) {
 
 #[cfg(test)]
 mod tests {
-    use super::distance;
+    use super::*;
+
+    #[test]
+    fn unknown_keys_suggest_the_closest_valid_one() {
+        let m = unknown_key_message("#[tool]", "idempotnet", TOOL_KEYS, TOOL_KEY_HINTS);
+        assert!(m.contains("did you mean `idempotent`?"), "{m}");
+        let m = unknown_key_message("#[arg]", "lenght", ARG_KEYS, ARG_KEY_HINTS);
+        assert!(m.contains("did you mean `length`?"), "{m}");
+        let m = unknown_key_message("#[arg]", "zzz", ARG_KEYS, ARG_KEY_HINTS);
+        assert!(!m.contains("did you mean"), "{m}");
+        assert!(m.contains("valid keys: `range`"), "{m}");
+    }
+
+    #[test]
+    fn familiar_keys_from_elsewhere_get_a_translation() {
+        let m = unknown_key_message("#[tool]", "timeout", TOOL_KEYS, TOOL_KEY_HINTS);
+        assert!(m.contains("in milliseconds"), "{m}");
+        let m = unknown_key_message("#[arg]", "maximum", ARG_KEYS, ARG_KEY_HINTS);
+        assert!(m.contains("write `range(max = 9)`"), "{m}");
+        let m = unknown_key_message("#[arg]", "description", ARG_KEYS, ARG_KEY_HINTS);
+        assert!(m.contains("`///` doc comment"), "{m}");
+    }
+
+    #[test]
+    fn hints_name_real_keys_only() {
+        // Every hint that says "write `key...`" names a key the parser accepts.
+        for (hints, keys) in [(TOOL_KEY_HINTS, TOOL_KEYS), (ARG_KEY_HINTS, ARG_KEYS)] {
+            for (unknown, hint) in hints {
+                assert!(!keys.contains(unknown), "{unknown} is a valid key");
+                if let Some(rest) = hint.split("write `").nth(1) {
+                    let key: String = rest
+                        .chars()
+                        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                        .collect();
+                    assert!(keys.contains(&key.as_str()), "{unknown}: {hint}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn distance_counts_edits() {

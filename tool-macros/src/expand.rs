@@ -2,7 +2,7 @@
 //! struct, `Tool` impl and collection entry out. Generated code names `::toolwright::__private`
 //! only, so users depend on `toolwright` alone.
 
-use proc_macro2::{Literal, Span, TokenStream};
+use proc_macro2::{Ident, Literal, Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::ext::IdentExt;
 
@@ -39,6 +39,23 @@ fn number(n: &NumLit) -> TokenStream {
     }
 }
 
+/// `expr` wrapped in `identity(..)` so that the expression's span runs from `first` to `last`:
+/// stable Rust cannot join spans, but rustc spans a call from its path to its closing paren, so a
+/// type error in `expr` underlines all the user tokens between `first` and `last`.
+fn spanning(first: Span, last: Span, expr: TokenStream) -> TokenStream {
+    let callee = quote_spanned!(first=> ::core::convert::identity);
+    let mut args = proc_macro2::Group::new(proc_macro2::Delimiter::Parenthesis, expr);
+    args.set_span(last);
+    quote!(#callee #args)
+}
+
+/// Where a user's `path::to_fn` is blamed: its last segment.
+fn path_span(path: &syn::Path) -> Span {
+    path.segments
+        .last()
+        .map_or_else(Span::call_site, |s| s.ident.span())
+}
+
 fn opt<T>(value: &Option<T>, f: impl Fn(&T) -> TokenStream) -> TokenStream {
     match value {
         Some(v) => {
@@ -58,34 +75,54 @@ fn rules(param: &Param, field_name: &str) -> (Vec<TokenStream>, Vec<TokenStream>
     let mut checks = Vec::new();
     let p = quote!(::toolwright::__private);
 
+    // Each check is spanned entirely at its rule, field access included, so a rule that does
+    // not fit the parameter's type (`range` on a `String`) is reported at the rule alone.
+    let at = |span: Span| {
+        let mut field = ident.clone();
+        field.set_span(span);
+        (
+            quote_spanned!(span=> ::toolwright::__private::rules),
+            quote_spanned!(span=> &__args.#field),
+        )
+    };
+
     if let Some((span, min, max)) = &arg.range {
         let (min, max) = (opt(min, number), opt(max, number));
         consts.push(quote!(#p::Rule::Range { min: #min, max: #max }));
-        checks.push(quote_spanned!(*span=> #p::rules::range(&__args.#ident, #field_name, #min, #max, __report);));
+        let (rules, field) = at(*span);
+        checks.push(
+            quote_spanned!(*span=> #rules::range(#field, #field_name, #min, #max, __report);),
+        );
     }
     if let Some((span, min, max)) = &arg.length {
         let (min, max) = (opt(min, |(v, _)| quote!(#v)), opt(max, |(v, _)| quote!(#v)));
         consts.push(quote!(#p::Rule::Length { min: #min, max: #max }));
-        checks.push(quote_spanned!(*span=> #p::rules::length(&__args.#ident, #field_name, #min, #max, __report);));
+        let (rules, field) = at(*span);
+        checks.push(
+            quote_spanned!(*span=> #rules::length(#field, #field_name, #min, #max, __report);),
+        );
     }
     if let Some(lit) = &arg.pattern {
         let span = lit.span();
         consts.push(quote!(#p::Rule::Pattern(#lit)));
+        let (rules, field) = at(span);
         checks.push(quote_spanned!(span=> {
-            static __PATTERN: #p::rules::LazyPattern = #p::rules::LazyPattern::new(#lit);
-            #p::rules::pattern(&__args.#ident, #field_name, &__PATTERN, __report);
+            static __PATTERN: #rules::LazyPattern = #rules::LazyPattern::new(#lit);
+            #rules::pattern(#field, #field_name, &__PATTERN, __report);
         }));
     }
     match &arg.one_of {
         Some((span, OneOf::Strings(values))) => {
             consts.push(quote!(#p::Rule::OneOf(&[#(#values),*])));
-            checks.push(quote_spanned!(*span=> #p::rules::one_of(&__args.#ident, #field_name, &[#(#values),*], __report);));
+            let (rules, field) = at(*span);
+            checks.push(quote_spanned!(*span=> #rules::one_of(#field, #field_name, &[#(#values),*], __report);));
         }
         Some((span, OneOf::Numbers(values))) => {
             let values: Vec<TokenStream> = values.iter().map(number).collect();
             consts.push(quote!(#p::Rule::OneOfNumbers(&[#(#values),*])));
+            let (rules, field) = at(*span);
             checks.push(
-                quote_spanned!(*span=> #p::rules::one_of_numbers(&__args.#ident, #field_name, &[#(#values),*], __report);),
+                quote_spanned!(*span=> #rules::one_of_numbers(#field, #field_name, &[#(#values),*], __report);),
             );
         }
         None => {}
@@ -93,11 +130,11 @@ fn rules(param: &Param, field_name: &str) -> (Vec<TokenStream>, Vec<TokenStream>
     for path in &arg.validate {
         let name = quote!(#path).to_string().replace(' ', "");
         consts.push(quote!(#p::Rule::Custom(#name)));
-        checks.push(
-            quote_spanned!(path.segments.last().map_or_else(Span::call_site, |s| s.ident.span())=>
-                #p::rules::custom(&__args.#ident, #field_name, |__value| #path(__value), __report);
-            ),
-        );
+        let span = path_span(path);
+        let (rules, field) = at(span);
+        checks.push(quote_spanned!(span=>
+            #rules::custom(#field, #field_name, |__value| ::toolwright::__private::field_check(#path(__value)), __report);
+        ));
     }
     (consts, checks)
 }
@@ -112,7 +149,13 @@ pub fn expand(tool: &ToolFn) -> TokenStream {
     let args_ident = format_ident!("{}Args", pascal, span = fn_ident.span());
     let name = &tool.name;
     let description = tool.description.clone().unwrap_or_default();
-    let Output::Result { ok, span: ok_span } = &tool.output else {
+    let Output::Result {
+        ok,
+        first: ok_first,
+        last: ok_last,
+        error: (error_first, error_last),
+    } = &tool.output
+    else {
         return quote!(#item);
     };
 
@@ -132,10 +175,13 @@ pub fn expand(tool: &ToolFn) -> TokenStream {
             let fn_name = format_ident!("__toolwright_default_{}", field_name);
             let path = format!("{args_ident}::{fn_name}");
             let value = match expr {
+                // A string literal also fills `String` (and `Box<str>`, `Cow<str>`, ...).
                 syn::Expr::Lit(syn::ExprLit {
-                    lit: syn::Lit::Str(_),
+                    lit: syn::Lit::Str(lit),
                     ..
-                }) => quote!(::core::convert::Into::into(#expr)),
+                }) => quote_spanned!(lit.span()=>
+                    ::toolwright::__private::default_from_str(#lit)
+                ),
                 _ => quote!(#expr),
             };
             defaults.push(quote! {
@@ -178,17 +224,24 @@ pub fn expand(tool: &ToolFn) -> TokenStream {
     }
     meta.extend(quote!(.fields(&[#(#field_metas),*])));
 
+    // The calls are spanned at the user's path, so a function of the wrong shape is reported
+    // there rather than at `#[tool]`.
     let semantics = tool.attrs.validate.as_ref().map(|path| {
+        let span = path_span(path);
+        let call = quote_spanned!(span=> ::toolwright::__private::semantic(#path(__args)));
         quote! {
             fn check_semantics(__args: &Self::Args) -> ::core::result::Result<(), #p::ToolError> {
-                #p::semantic(#path(__args))
+                #call
             }
         }
     });
     let authorize = tool.attrs.authorize.as_ref().map(|path| {
+        let span = path_span(path);
+        let call =
+            quote_spanned!(span=> ::toolwright::__private::authorized(#path(__args, __session)));
         quote! {
             fn authorize(__args: &Self::Args, __session: &#p::Session) -> ::core::result::Result<(), #p::ToolError> {
-                #p::authorized(#path(__args, __session))
+                #call
             }
         }
     });
@@ -224,7 +277,7 @@ pub fn expand(tool: &ToolFn) -> TokenStream {
                 states.push(quote!(#p::StateRequirement::of::<#inner>()));
                 call_args.push(quote!(#local));
             }
-            ParamKind::Invalid => {}
+            ParamKind::Receiver | ParamKind::Pattern => {}
         }
     }
     let required_state = (!states.is_empty()).then(|| {
@@ -235,7 +288,23 @@ pub fn expand(tool: &ToolFn) -> TokenStream {
         }
     });
 
-    let output_check = quote_spanned!(*ok_span=> const _: () = #p::assert_output::<#ok>(););
+    // An unusable result type fails one obligation, `T: ToolOutput`, where the registration
+    // function is named below; spanned at the `T` of `Result<T, E>` so the error points there.
+    // The impl and that function carry the bound as a `for<..>` where-clause, which rustc
+    // checks only where they are used, not as a trivially false bound at the definition.
+    let output_bound = quote_spanned!(*ok_first=> for<'__toolwright> #ok: #p::ToolOutput);
+    // `__register::<>` spanned from the first to the last token of `T` underlines all of `T`.
+    let register = {
+        let ident = Ident::new("__register", *ok_first);
+        let open = quote_spanned!(*ok_first=> ::<);
+        let close = quote_spanned!(*ok_last=> >);
+        quote!(#ident #open #close)
+    };
+    // Spanned at `E` of `Result<T, E>`, where an error type that is not a `ToolError` is blamed.
+    let into_result = {
+        let result = spanning(*error_first, *error_last, quote!(__result));
+        quote_spanned!(*error_first=> ::toolwright::__private::into_result(#result))
+    };
     let args_doc = format!(
         "Arguments of the `{name}` tool, as the model sends them (generated by `#[tool]`)."
     );
@@ -262,9 +331,9 @@ pub fn expand(tool: &ToolFn) -> TokenStream {
         #[derive(Debug, Clone, Copy, Default)]
         #vis struct #tool_ident;
 
-        #output_check
-
-        impl #p::Tool for #tool_ident {
+        // The `for<..>` binder of the output bound names a lifetime it does not use, on purpose.
+        #[allow(unused_lifetimes)]
+        impl #p::Tool for #tool_ident where #output_bound {
             type Args = #args_ident;
             type Output = #ok;
 
@@ -288,16 +357,18 @@ pub fn expand(tool: &ToolFn) -> TokenStream {
                 #(#prepare)*
                 async move {
                     #(#resolve)*
-                    #p::into_result(#fn_ident(#(#call_args),*).await)
+                    let __result = #fn_ident(#(#call_args),*).await;
+                    #into_result
                 }
             }
         }
 
         const _: () = {
-            fn __register(builder: #p::RegistryBuilder) -> #p::RegistryBuilder {
+            #[allow(unused_lifetimes)]
+            fn __register(builder: #p::RegistryBuilder) -> #p::RegistryBuilder where #output_bound {
                 builder.tool(#tool_ident)
             }
-            #p::inventory::submit! { #p::CollectedTool::new(__register) }
+            #p::inventory::submit! { #p::CollectedTool::new(#register) }
         };
     }
 }

@@ -1,9 +1,9 @@
 //! The `#[tool]` attribute of [toolwright](https://docs.rs/toolwright). Use it through the
 //! `toolwright` crate, which documents it in full.
 //!
-//! The macro reads parse -> model -> validate -> expand, one module each: [`attr`] parses the
-//! attribute arguments, [`ast`] builds the tool's model from the function, [`valid`] reports
-//! every mistake at its span, [`expand`] generates code.
+//! The macro reads parse -> model -> validate -> expand, one module each: `attr` parses the
+//! attribute arguments, `ast` builds the tool's model from the function, `valid` reports
+//! every mistake at its span, `expand` generates code.
 
 mod ast;
 mod attr;
@@ -26,11 +26,8 @@ pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
             return syn::Error::new(e.span(), message).to_compile_error().into();
         }
     };
-    let cx = ctxt::Ctxt::default();
-    let attrs = attr::parse_tool_attrs(&cx, attr.into());
-    let tool = ast::ToolFn::from_item(&cx, attrs, item);
-    valid::check(&cx, &tool);
-    match cx.check() {
+    let (tool, checked) = model(attr.into(), item);
+    match checked {
         Ok(()) => expand::expand(&tool).into(),
         Err(errors) => {
             // Keep the function itself so the rest of the crate still type-checks and the user
@@ -38,6 +35,110 @@ pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
             let errors = errors.to_compile_error();
             let item = &tool.item;
             quote!(#errors #item).into()
+        }
+    }
+}
+
+/// Parse, model and validate: the tool, and every mistake found.
+fn model(attr: proc_macro2::TokenStream, item: syn::ItemFn) -> (ast::ToolFn, syn::Result<()>) {
+    let cx = ctxt::Ctxt::default();
+    let attrs = attr::parse_tool_attrs(&cx, attr);
+    let tool = ast::ToolFn::from_item(&cx, attrs, item);
+    valid::check(&cx, &tool);
+    (tool, cx.check())
+}
+
+#[cfg(test)]
+mod tests {
+    use quote::quote;
+
+    /// The messages `#[tool(attr)]` on `item` reports.
+    fn errors(attr: proc_macro2::TokenStream, item: proc_macro2::TokenStream) -> Vec<String> {
+        let item = syn::parse2(item).unwrap();
+        match super::model(attr, item).1 {
+            Ok(()) => Vec::new(),
+            Err(e) => e.into_iter().map(|e| e.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn a_well_formed_tool_has_no_errors() {
+        let item = quote! {
+            /// Refund an order.
+            async fn refund(
+                key: IdempotencyKey,
+                /// The order.
+                #[arg(pattern = "^A[0-9]+$", length(max = 20))]
+                order_id: String,
+                #[arg(range(min = 0.01, max = 500.0))]
+                amount: f64,
+            ) -> Result<Refund, ToolError> { todo!() }
+        };
+        assert_eq!(
+            errors(quote!(timeout_ms = 8000, retries = 2), item.clone()),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            errors(quote!(read_only, idempotent = true, retries = 3), item),
+            Vec::<String>::new()
+        );
+    }
+
+    #[test]
+    fn retries_are_allowed_when_repeating_is_safe() {
+        let item = quote! {
+            /// Look up an order.
+            async fn get(order_id: String) -> Result<String, ToolError> { todo!() }
+        };
+        for attr in [
+            quote!(idempotent = true, retries = 2),
+            quote!(read_only, retries = 2),
+            quote!(retries = 0),
+        ] {
+            assert_eq!(
+                errors(attr.clone(), item.clone()),
+                Vec::<String>::new(),
+                "{attr}"
+            );
+        }
+        assert_eq!(errors(quote!(retries = 1), item).len(), 1);
+    }
+
+    #[test]
+    fn every_mistake_is_reported_in_one_pass() {
+        let item = quote! {
+            fn bad<T>(
+                &self,
+                #[arg(range(min = 9, max = 1), lenght(max = 3))]
+                n: u32,
+                #[arg(pattern = "(")]
+                s: &str,
+                #[arg(sensitive)]
+                key: IdempotencyKey,
+            ) -> String { todo!() }
+        };
+        let found = errors(
+            quote!(name = "a b", timeout_ms = 0, idempotnet = true),
+            item,
+        );
+        let expected = [
+            "unknown `#[tool]` key `idempotnet`",
+            "unknown `#[arg]` key `lenght`",
+            "must be `async`",
+            "cannot be generic",
+            "tool name `a b` contains ' '",
+            "has no description",
+            "`timeout_ms = 0`",
+            "cannot take `self`",
+            "`range` has min 9 above max 1",
+            "write `s: String`",
+            "`pattern` is not a valid regular expression",
+            "`key` is injected by the registry",
+            "a tool returns a `Result`",
+        ];
+        assert_eq!(found.len(), expected.len(), "{found:#?}");
+        for (message, fragment) in found.iter().zip(expected) {
+            assert!(message.contains(fragment), "{message:?} lacks {fragment:?}");
         }
     }
 }

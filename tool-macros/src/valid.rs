@@ -3,13 +3,102 @@
 use crate::ast::{Output, ParamKind, ToolFn};
 use crate::attr::OneOf;
 use crate::ctxt::Ctxt;
+use syn::ext::IdentExt;
 
-/// The rule OpenAI and Anthropic share for function names.
-fn valid_name(name: &str) -> bool {
-    (1..=64).contains(&name.len())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+const MAX_NAME: usize = 64;
+
+fn name_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_' || c == '-'
+}
+
+/// What breaks the rule OpenAI and Anthropic share for function names, `^[A-Za-z0-9_-]{1,64}$`.
+fn name_problem(name: &str) -> Option<String> {
+    if name.is_empty() {
+        return Some("is empty".to_owned());
+    }
+    if let Some(c) = name.chars().find(|c| !name_char(*c)) {
+        return Some(format!("contains {c:?}"));
+    }
+    let len = name.chars().count();
+    (len > MAX_NAME).then(|| format!("has {len} characters, {} too many", len - MAX_NAME))
+}
+
+/// A name that follows the rule: other characters become `_`, then cut to 64.
+fn suggest_name(name: &str) -> String {
+    let mut out: String = name
+        .chars()
+        .map(|c| if name_char(c) { c } else { '_' })
+        .take(MAX_NAME)
+        .collect();
+    if out.is_empty() {
+        out.push_str("my_tool");
+    }
+    out
+}
+
+/// The owned type to write instead of a reference: `String` for `str`, `Vec<T>` for `[T]`.
+fn owned(elem: &syn::Type) -> String {
+    let text = match elem {
+        syn::Type::Path(p) if p.path.is_ident("str") => "String".to_owned(),
+        syn::Type::Slice(s) => {
+            let inner = &s.elem;
+            format!("Vec<{}>", quote::quote!(#inner))
+        }
+        other => quote::quote!(#other).to_string(),
+    };
+    text.replace(' ', "")
+}
+
+/// What is wrong with a `pattern`, and where: regex_syntax's own message is several lines with
+/// a caret, which a one-line compile error cannot show.
+fn regex_message(pattern: &str, error: &regex_syntax::Error) -> String {
+    use regex_syntax::ast::ErrorKind as Kind;
+    let (kind, span, literal) = match error {
+        regex_syntax::Error::Parse(e) => {
+            // Mistakes that usually mean a character was meant literally.
+            let literal = matches!(
+                e.kind(),
+                Kind::GroupUnclosed
+                    | Kind::GroupUnopened
+                    | Kind::ClassUnclosed
+                    | Kind::RepetitionMissing
+                    | Kind::RepetitionCountUnclosed
+            );
+            (e.kind().to_string(), Some(e.span()), literal)
+        }
+        regex_syntax::Error::Translate(e) => (e.kind().to_string(), Some(e.span()), false),
+        other => (other.to_string(), None, false),
+    };
+    let at = span
+        .and_then(|s| pattern.get(s.start.offset..))
+        .filter(|rest| !rest.is_empty())
+        .map(|rest| format!(" at `{rest}`"))
+        .unwrap_or_default();
+    let hint = if literal {
+        "; to match it literally, escape it with a backslash, as in `r\"\\(\"`"
+    } else {
+        ""
+    };
+    format!("`pattern` is not a valid regular expression: {kind}{at}{hint}")
+}
+
+/// For a return type that is not `Result<T, E>`: the `Result` to write instead.
+fn not_result_message(ty: &syn::Type) -> String {
+    let last = match ty {
+        syn::Type::Path(p) => p.path.segments.last().map(|s| s.ident.to_string()),
+        _ => None,
+    };
+    match last {
+        // `Result` without type arguments, or an alias such as `ApiResult<T>`: the macro reads
+        // the signature as written and cannot see through aliases.
+        Some(name) if name.contains("Result") => format!(
+            "`#[tool]` reads the return type as written and cannot see what `{name}` stands for: write `-> Result<T, E>` in full, with `E` a `ToolError` or convertible into one"
+        ),
+        _ => {
+            let written = quote::quote!(#ty).to_string().replace(' ', "");
+            format!("a tool returns a `Result`: write `-> Result<{written}, ToolError>` and wrap the value in `Ok(..)`; failures become `Err(ToolError::..)` (any `E: Into<ToolError>` works)")
+        }
+    }
 }
 
 pub fn check(cx: &Ctxt, tool: &ToolFn) {
@@ -41,17 +130,18 @@ pub fn check(cx: &Ctxt, tool: &ToolFn) {
         );
     }
 
-    if !valid_name(&tool.name) {
+    if let Some(problem) = name_problem(&tool.name) {
         let fix = if tool.attrs.name.is_some() {
-            "change `name`"
+            "write"
         } else {
-            "add `name = \"...\"` to `#[tool]`"
+            "add to `#[tool]`"
         };
         cx.error_at(
             tool.name_span,
             format!(
-                "tool name `{}` is not accepted by model providers: it must match ^[A-Za-z0-9_-]{{1,64}}$; {fix}",
-                tool.name
+                "tool name `{}` {problem}; model providers accept only ^[A-Za-z0-9_-]{{1,64}}$: {fix} `name = \"{}\"`, for example",
+                tool.name,
+                suggest_name(&tool.name)
             ),
         );
     }
@@ -67,10 +157,9 @@ pub fn check(cx: &Ctxt, tool: &ToolFn) {
         cx.error_spanned_by(lit, "`timeout_ms = 0` would fail every call; give the tool's expected latency with headroom, for example `timeout_ms = 2000`");
     }
 
-    if let (Some(ro), Some(idem)) = (tool.attrs.read_only, &tool.attrs.idempotent) {
+    if let (Some(_), Some(idem)) = (tool.attrs.read_only, &tool.attrs.idempotent) {
         if !idem.value {
             cx.error_spanned_by(idem, "`read_only` implies `idempotent`: a tool that changes nothing can be called twice; remove `idempotent = false` or `read_only`");
-            let _ = ro;
         }
     }
 
@@ -89,18 +178,17 @@ pub fn check(cx: &Ctxt, tool: &ToolFn) {
     let mut seen_ctx = false;
     for param in &tool.params {
         match &param.kind {
-            ParamKind::Invalid => {
-                let span = param.arg.span.unwrap_or_else(proc_macro2::Span::call_site);
-                if param.ident == "self_" {
-                    cx.error_at(span, "`#[tool]` cannot take `self`: write a free `async fn`, and pass shared state as a `State<T>` parameter");
-                } else {
-                    cx.error_at(span, "tool parameters must be plain names (`order_id: String`): each becomes a field of the JSON arguments");
-                }
+            ParamKind::Receiver => {
+                cx.error_spanned_by(&param.written, "`#[tool]` cannot take `self`: write a free `async fn` outside the `impl`, and pass shared state as a `State<T>` parameter (registered with `Registry::builder().state(value)`)");
+                continue;
+            }
+            ParamKind::Pattern => {
+                cx.error_spanned_by(&param.written, "tool parameters must be plain names, such as `order_id: String`: each name becomes a property of the JSON arguments; destructure inside the function");
                 continue;
             }
             ParamKind::Key | ParamKind::Context | ParamKind::State(_) => {
-                if let Some(span) = param.arg.span {
-                    cx.error_at(span, format!("`{}` is injected by the registry, not sent by the model, so it takes no `#[arg]`; remove it", param.ident));
+                if let Some(written) = &param.arg.written {
+                    cx.error_spanned_by(written, format!("`{}` is injected by the registry, not sent by the model, so it takes no `#[arg]`; remove the attribute", param.ident));
                 }
                 let dup = match param.kind {
                     ParamKind::Key => std::mem::replace(&mut seen_key, true),
@@ -117,7 +205,14 @@ pub fn check(cx: &Ctxt, tool: &ToolFn) {
             ParamKind::Arg => {}
         }
         if let syn::Type::Reference(r) = &param.ty {
-            cx.error_spanned_by(r, "tool parameters must be owned (`String`, not `&str`): the arguments are parsed per call and moved into the function");
+            cx.error_spanned_by(
+                r,
+                format!(
+                    "tool parameters must be owned: write `{}: {}`; the arguments are parsed per call and moved into the function",
+                    param.ident.unraw(),
+                    owned(&r.elem)
+                ),
+            );
         }
         if let syn::Type::ImplTrait(t) = &param.ty {
             cx.error_spanned_by(
@@ -159,19 +254,7 @@ pub fn check(cx: &Ctxt, tool: &ToolFn) {
         }
         if let Some(lit) = &arg.pattern {
             if let Err(e) = regex_syntax::Parser::new().parse(&lit.value()) {
-                let detail = e.to_string();
-                let last = detail
-                    .lines()
-                    .rev()
-                    .find(|l| !l.trim().is_empty())
-                    .unwrap_or("invalid pattern");
-                cx.error_spanned_by(
-                    lit,
-                    format!(
-                        "`pattern` is not a valid regular expression: {}",
-                        last.trim()
-                    ),
-                );
+                cx.error_spanned_by(lit, regex_message(&lit.value(), &e));
             }
         }
         if let Some((_, OneOf::Strings(values))) = &arg.one_of {
@@ -184,7 +267,90 @@ pub fn check(cx: &Ctxt, tool: &ToolFn) {
         }
     }
 
-    if let Output::Unsupported(span) = &tool.output {
-        cx.error_at(*span, "a tool returns `Result<T, ToolError>` (or `Result<T, E>` with `E: Into<ToolError>`), where `T: Serialize + JsonSchema` is what the model receives");
+    match &tool.output {
+        Output::Result { ok, .. } => {
+            if matches!(**ok, syn::Type::ImplTrait(_) | syn::Type::Infer(_)) {
+                cx.error_spanned_by(
+                    ok,
+                    "a tool's result type must be named, such as `Result<Order, ToolError>`: its JSON Schema is generated from it",
+                );
+            }
+        }
+        Output::Unsupported(Some(ty)) => cx.error_spanned_by(ty, not_result_message(ty)),
+        Output::Unsupported(None) => cx.error_at(
+            sig.paren_token.span.close(),
+            "a tool returns a `Result`: add `-> Result<T, ToolError>`, where `T: Serialize + JsonSchema` is what the model receives",
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_follow_the_providers_rule() {
+        assert_eq!(name_problem("get_order-v2"), None);
+        assert_eq!(name_problem(&"a".repeat(64)), None);
+        assert_eq!(name_problem(""), Some("is empty".to_owned()));
+        assert_eq!(name_problem("get order"), Some("contains ' '".to_owned()));
+        assert_eq!(name_problem("get.order"), Some("contains '.'".to_owned()));
+        assert_eq!(name_problem("commandé"), Some("contains 'é'".to_owned()));
+        assert_eq!(
+            name_problem(&"a".repeat(70)),
+            Some("has 70 characters, 6 too many".to_owned())
+        );
+    }
+
+    #[test]
+    fn suggested_names_follow_the_rule() {
+        for bad in ["get order", "commandé", "", "a.b/c"] {
+            assert_eq!(name_problem(&suggest_name(bad)), None, "{bad}");
+        }
+        assert_eq!(suggest_name("get order"), "get_order");
+        assert_eq!(suggest_name(&"x".repeat(80)).len(), 64);
+    }
+
+    #[test]
+    fn references_suggest_the_owned_type() {
+        let owned_of = |ty: syn::Type| match ty {
+            syn::Type::Reference(r) => owned(&r.elem),
+            _ => unreachable!(),
+        };
+        assert_eq!(owned_of(syn::parse_quote!(&str)), "String");
+        assert_eq!(owned_of(syn::parse_quote!(&'static str)), "String");
+        assert_eq!(owned_of(syn::parse_quote!(&[u32])), "Vec<u32>");
+        assert_eq!(owned_of(syn::parse_quote!(&Order)), "Order");
+    }
+
+    fn regex_error(pattern: &str) -> String {
+        match regex_syntax::Parser::new().parse(pattern) {
+            Ok(_) => panic!("{pattern} parsed"),
+            Err(e) => regex_message(pattern, &e),
+        }
+    }
+
+    #[test]
+    fn regex_errors_say_what_and_where() {
+        assert_eq!(
+            regex_error("^[A-Z{3}$"),
+            "`pattern` is not a valid regular expression: unclosed character class at `[A-Z{3}$`; to match it literally, escape it with a backslash, as in `r\"\\(\"`"
+        );
+        let unclosed = regex_error("a(b");
+        assert!(unclosed.contains("unclosed group at `(b`"), "{unclosed}");
+        // Not a character meant literally: no escaping advice.
+        let escape = regex_error("\\y");
+        assert!(!escape.contains("escape it"), "{escape}");
+    }
+
+    #[test]
+    fn result_aliases_are_named() {
+        let message = not_result_message(&syn::parse_quote!(ApiResult<Order>));
+        assert!(message.contains("`ApiResult`"), "{message}");
+        let message = not_result_message(&syn::parse_quote!(Vec<Order>));
+        assert!(
+            message.contains("write `-> Result<Vec<Order>, ToolError>`"),
+            "{message}"
+        );
     }
 }

@@ -3,9 +3,10 @@
 //! Three stages, kept apart because each fails for a different reason and needs a different
 //! answer (seed 000, "Build the validation layer before execution"):
 //!
-//! 1. **shape** ([`shape`]): the argument text is parsed straight into the typed argument
-//!    struct. On failure, a slow path re-reads the text against the input schema to report every
-//!    problem with its JSON path: `invalid_json`, `unknown_argument` or `schema_mismatch`.
+//! 1. **shape** (the crate-private `shape` module): the argument text is parsed straight into
+//!    the typed argument struct. On failure, a slow path re-reads the text against the input
+//!    schema to report every problem with its JSON path: `invalid_json`, `unknown_argument` or
+//!    `schema_mismatch`.
 //! 2. **field rules** ([`rules`]): the `#[arg(...)]` declarations, checked on the typed values;
 //!    every violation is reported, not the first (`schema_mismatch`).
 //! 3. **semantics**: the tool's cross-field rule (`semantic_invalid`).

@@ -1,0 +1,13 @@
+use toolwright::prelude::*;
+
+/// Search orders.
+#[tool]
+async fn search_orders(
+    /// How many orders to return.
+    #[arg(default = "ten")]
+    limit: u32,
+) -> Result<Vec<String>, ToolError> {
+    Ok(vec![limit.to_string()])
+}
+
+fn main() {}

@@ -1,0 +1,8 @@
+use toolwright::prelude::*;
+
+#[tool]
+async fn get_order(order_id: String) -> Result<String, ToolError> {
+    Ok(order_id)
+}
+
+fn main() {}
