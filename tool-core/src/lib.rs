@@ -12,6 +12,7 @@
 //! | [`interpret`] | interpretation | result shape, empty vs success |
 //! | [`outcome`] | all | [`Outcome`], [`Status`], [`ErrorKind`], [`Seam`], the envelope |
 //! | [`registry`] | all | [`Registry`], the pipeline, auto-collection |
+//! | [`providers`] | proposal, return | export to OpenAI, Anthropic, Gemini and MCP; parse their calls; format outcomes back |
 
 #![warn(missing_docs)]
 
@@ -21,6 +22,7 @@ pub mod execute;
 pub mod idempotency;
 pub mod interpret;
 pub mod outcome;
+pub mod providers;
 pub mod registry;
 pub mod tool;
 pub mod validate;
