@@ -417,6 +417,31 @@ async fn memory_store_stays_within_its_byte_budget() {
     assert!(matches!(begin(&store, &key, &fp).await, Begin::Replay(_)));
 }
 
+#[tokio::test(start_paused = true)]
+async fn memory_store_counts_large_outcomes_against_its_budget() {
+    const BUDGET: u64 = 64 * 1024;
+    let store = MemoryStore::builder().max_bytes(BUDGET).build();
+    let big = StoredOutcome::from_json(&format!(
+        r#"{{"status":"success","data":"{}","attempts":1}}"#,
+        "x".repeat(4096)
+    ))
+    .unwrap();
+    for i in 0..200 {
+        let (key, fp) = call(&format!("call_{i}"), ARGS);
+        let lease = started(begin(&store, &key, &fp).await);
+        store.complete(&lease, &big).await.unwrap();
+    }
+    let size = store.weighted_size();
+    assert!(size <= BUDGET, "{size} bytes held, budget {BUDGET}");
+    let count = store.entry_count();
+    assert!(
+        count <= BUDGET / 4096,
+        "{count} outcomes of 4 KiB held in a {BUDGET}-byte budget"
+    );
+    let (key, fp) = call("call_199", ARGS);
+    assert_eq!(begin(&store, &key, &fp).await, Begin::Replay(big));
+}
+
 #[tokio::test]
 async fn a_store_is_usable_as_a_trait_object() {
     let store: Arc<dyn IdempotencyStore> = Arc::new(MemoryStore::new());

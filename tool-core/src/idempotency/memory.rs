@@ -1,17 +1,18 @@
 //! [`MemoryStore`]: the embedded idempotency store, bounded in size and time, nothing to install.
 //!
-//! Built on `moka`: a concurrent map with a per-key compute lock (so `begin` is atomic for one
-//! key without any lock shared between keys), LRU eviction by weight (so the store never holds
-//! more than its byte budget, and a new key is always admitted, which a frequency-based
-//! admission policy would not promise), and per-entry expiry (so memory is reclaimed when a key
-//! expires, without a sweeper of our own).
+//! Built on `moka`, a concurrent cache: each key gets a slot, created by one insert that moka
+//! coalesces among concurrent callers, and every state change then happens under that slot's
+//! own mutex. So `begin` is atomic per key, no lock is shared between keys, and a call costs one
+//! cache write (the slot) plus reads. moka bounds the slots by bytes with LRU eviction (a new
+//! key is always admitted, which a frequency-based admission policy would not promise) and
+//! reclaims a slot's memory once no record in it can be alive, without a sweeper of our own.
 //!
 //! The store's *logic* reads time from `tokio::time::Instant`, so tests run it on paused tokio
-//! time; moka's own clock only decides when memory is reclaimed, which can never make an expired
-//! key look alive.
+//! time; moka's own clock only decides when memory is reclaimed, and keeps a slot at least as
+//! long as its record's logical lifetime.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use moka::ops::compute::Op;
@@ -19,25 +20,37 @@ use moka::policy::{EvictionPolicy, Expiry};
 use moka::sync::Cache;
 use tokio::time::Instant;
 
-use super::store::{Begin, IdempotencyStore, Lease, Prior, Settled, StoreFuture, DEFAULT_KEY_TTL};
+use super::store::{
+    Begin, IdempotencyStore, Lease, Prior, Settled, StoreFuture, DEFAULT_KEY_TTL, DEFAULT_LOCK_TTL,
+};
 use super::{Fingerprint, IdempotencyKey, StoredOutcome};
 
 /// The default memory budget of a [`MemoryStore`]: 64 MiB of records.
 pub const DEFAULT_MAX_BYTES: u64 = 64 * 1024 * 1024;
 
-/// What a key came to, as the memory store keeps it.
-#[derive(Clone)]
+/// Bytes reserved for a stored outcome when a key's slot is created, so most completions fit
+/// without weighing the slot again (which costs a cache write).
+const OUTCOME_RESERVE: usize = 256;
+
+/// One key's place in the cache. The cache holds it from the first `begin` until it expires or
+/// is evicted; every state change happens in place under its mutex, so a call pays one cache
+/// write (creating the slot) and otherwise only cache reads.
+struct Slot {
+    /// What the weigher reports: the slot's bytes, reserve included.
+    weight: AtomicU32,
+    /// `None`: nothing is known about the key (new, or released).
+    record: Mutex<Option<Record>>,
+}
+
+/// What a key came to.
 struct Record {
     fingerprint: Fingerprint,
-    /// When the key is forgotten (logical time).
+    /// When the key is forgotten (logical time: tokio's clock).
     expires_at: Instant,
-    /// How long moka keeps the entry (its own clock), counted from the last write.
-    keep_for: Duration,
     unknown_effects: u32,
     state: State,
 }
 
-#[derive(Clone)]
 enum State {
     Running {
         token: u128,
@@ -49,37 +62,64 @@ enum State {
     Done(Arc<StoredOutcome>),
 }
 
-impl Record {
-    fn weight(&self, key: &IdempotencyKey) -> u32 {
-        let outcome = match &self.state {
-            State::Done(outcome) => outcome.weight(),
-            _ => 0,
-        };
-        let bytes = std::mem::size_of::<Record>() + 64 + key.as_str().len() + outcome;
-        u32::try_from(bytes).unwrap_or(u32::MAX)
+impl Slot {
+    fn lock(&self) -> MutexGuard<'_, Option<Record>> {
+        // No code panics while holding the lock; a poisoned one still holds a whole record.
+        self.record.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
-struct KeepFor;
+fn base_weight(key: &IdempotencyKey) -> usize {
+    std::mem::size_of::<Slot>() + std::mem::size_of::<Record>() + 96 + key.as_str().len()
+}
 
-impl Expiry<IdempotencyKey, Record> for KeepFor {
+fn clamp(bytes: usize) -> u32 {
+    u32::try_from(bytes).unwrap_or(u32::MAX)
+}
+
+/// Keeps a slot in memory for as long as any record in it could still be alive: the key TTL
+/// plus the longest lock TTL seen, counted from the slot's last use. Every state change follows
+/// a read of the slot, so its logical expiry never outlives the slot.
+struct KeepAlive {
+    key_ttl: Duration,
+    max_lock_ms: Arc<AtomicU64>,
+}
+
+impl KeepAlive {
+    fn keep_for(&self) -> Duration {
+        self.key_ttl + Duration::from_millis(self.max_lock_ms.load(Ordering::Relaxed))
+    }
+}
+
+impl Expiry<IdempotencyKey, Arc<Slot>> for KeepAlive {
     fn expire_after_create(
         &self,
         _: &IdempotencyKey,
-        record: &Record,
+        _: &Arc<Slot>,
         _: std::time::Instant,
     ) -> Option<Duration> {
-        Some(record.keep_for)
+        Some(self.keep_for())
+    }
+
+    fn expire_after_read(
+        &self,
+        _: &IdempotencyKey,
+        _: &Arc<Slot>,
+        _: std::time::Instant,
+        _: Option<Duration>,
+        _: std::time::Instant,
+    ) -> Option<Duration> {
+        Some(self.keep_for())
     }
 
     fn expire_after_update(
         &self,
         _: &IdempotencyKey,
-        record: &Record,
+        _: &Arc<Slot>,
         _: std::time::Instant,
         _: Option<Duration>,
     ) -> Option<Duration> {
-        Some(record.keep_for)
+        Some(self.keep_for())
     }
 }
 
@@ -110,8 +150,9 @@ pub struct MemoryStore {
 }
 
 struct Inner {
-    records: Cache<IdempotencyKey, Record>,
+    slots: Cache<IdempotencyKey, Arc<Slot>>,
     key_ttl: Duration,
+    max_lock_ms: Arc<AtomicU64>,
     next_token: AtomicU64,
 }
 
@@ -137,19 +178,32 @@ impl MemoryStore {
     /// How many keys the store holds, after applying pending evictions (not free: for tests and
     /// stats, not for the hot path).
     pub fn entry_count(&self) -> u64 {
-        self.inner.records.run_pending_tasks();
-        self.inner.records.entry_count()
+        self.inner.slots.run_pending_tasks();
+        self.inner.slots.entry_count()
     }
 
     /// The approximate bytes the store holds, after applying pending evictions. Never above the
     /// budget given to [`MemoryStoreBuilder::max_bytes`].
     pub fn weighted_size(&self) -> u64 {
-        self.inner.records.run_pending_tasks();
-        self.inner.records.weighted_size()
+        self.inner.slots.run_pending_tasks();
+        self.inner.slots.weighted_size()
     }
 
-    fn token(&self) -> u128 {
-        u128::from(self.inner.next_token.fetch_add(1, Ordering::Relaxed))
+    /// The key's slot, created (one cache write, coalesced among concurrent callers) if absent.
+    fn slot(&self, key: &IdempotencyKey) -> Arc<Slot> {
+        if let Some(slot) = self.inner.slots.get(key) {
+            return slot;
+        }
+        self.inner
+            .slots
+            .entry_by_ref(key)
+            .or_insert_with(|| {
+                Arc::new(Slot {
+                    weight: AtomicU32::new(clamp(base_weight(key) + OUTCOME_RESERVE)),
+                    record: Mutex::new(None),
+                })
+            })
+            .into_value()
     }
 
     fn begin_now(
@@ -158,77 +212,85 @@ impl MemoryStore {
         fingerprint: &Fingerprint,
         lock_ttl: Duration,
     ) -> Begin {
+        let lock_ms = u64::try_from(lock_ttl.as_millis()).unwrap_or(u64::MAX);
+        if lock_ms > self.inner.max_lock_ms.load(Ordering::Relaxed) {
+            self.inner.max_lock_ms.fetch_max(lock_ms, Ordering::Relaxed);
+        }
+        let slot = self.slot(key);
         let now = Instant::now();
-        let key_ttl = self.inner.key_ttl;
-        let token = self.token();
-        let mut answer = Begin::Mismatch;
-        self.inner
-            .records
-            .entry_by_ref(key)
-            .and_compute_with(|entry| {
-                let current = entry.map(|e| e.into_value()).filter(|r| r.expires_at > now);
-                let (before, unknown_effects) = match &current {
-                    None => (Prior::Fresh, 0),
-                    Some(r) if r.fingerprint != *fingerprint => return Op::Nop,
-                    Some(r) => match &r.state {
-                        State::Done(outcome) => {
-                            answer = Begin::Replay(StoredOutcome::clone(outcome));
-                            return Op::Nop;
-                        }
-                        State::Running { lock_until, .. } if *lock_until > now => {
-                            answer = Begin::InFlight {
-                                retry_after: *lock_until - now,
-                            };
-                            return Op::Nop;
-                        }
-                        // The holder vanished: its effect is unknown.
-                        State::Running { .. } => (Prior::LockExpired, r.unknown_effects + 1),
-                        State::UnknownEffect => (Prior::UnknownEffect, r.unknown_effects),
-                    },
-                };
-                answer = Begin::Started(Lease::new(
-                    key.clone(),
-                    *fingerprint,
-                    token,
-                    before,
-                    unknown_effects,
-                ));
-                Op::Put(Record {
-                    fingerprint: *fingerprint,
-                    expires_at: now + key_ttl.max(lock_ttl),
-                    keep_for: key_ttl.max(lock_ttl),
-                    unknown_effects,
-                    state: State::Running {
-                        token,
-                        lock_until: now + lock_ttl,
-                        before,
-                    },
-                })
-            });
-        answer
+        let mut record = slot.lock();
+        let (before, unknown_effects) = match record.as_ref().filter(|r| r.expires_at > now) {
+            None => (Prior::Fresh, 0),
+            Some(r) if r.fingerprint != *fingerprint => return Begin::Mismatch,
+            Some(r) => match &r.state {
+                State::Done(outcome) => return Begin::Replay(StoredOutcome::clone(outcome)),
+                State::Running { lock_until, .. } if *lock_until > now => {
+                    return Begin::InFlight {
+                        retry_after: *lock_until - now,
+                    }
+                }
+                // The holder vanished: its effect is unknown.
+                State::Running { .. } => (Prior::LockExpired, r.unknown_effects + 1),
+                State::UnknownEffect => (Prior::UnknownEffect, r.unknown_effects),
+            },
+        };
+        let token = u128::from(self.inner.next_token.fetch_add(1, Ordering::Relaxed));
+        *record = Some(Record {
+            fingerprint: *fingerprint,
+            expires_at: now + self.inner.key_ttl.max(lock_ttl),
+            unknown_effects,
+            state: State::Running {
+                token,
+                lock_until: now + lock_ttl,
+                before,
+            },
+        });
+        Begin::Started(Lease::new(
+            key.clone(),
+            *fingerprint,
+            token,
+            before,
+            unknown_effects,
+        ))
     }
 
-    /// Applies a settlement if the lease still holds its key.
-    fn settle_now(&self, lease: &Lease, settle: impl FnOnce(Record) -> Op<Record>) -> Settled {
+    /// Applies `settle` to the lease's record if the lease still holds its key; returns the
+    /// slot when it did.
+    fn settle_now(
+        &self,
+        lease: &Lease,
+        settle: impl FnOnce(&mut Option<Record>, Instant),
+    ) -> Option<Arc<Slot>> {
+        let slot = self.inner.slots.get(lease.key())?;
         let now = Instant::now();
-        let mut settled = Settled::LeaseLost;
+        let mut record = slot.lock();
+        let holds = record.as_ref().is_some_and(|r| {
+            r.expires_at > now
+                && matches!(r.state, State::Running { token, .. } if token == lease.token())
+        });
+        if !holds {
+            return None;
+        }
+        settle(&mut record, now);
+        drop(record);
+        Some(slot)
+    }
+
+    /// Weighs a slot again after it took an outcome larger than its reserve, so the byte budget
+    /// holds. Only if the cache still holds this very slot.
+    fn reweigh(&self, key: &IdempotencyKey, slot: &Arc<Slot>, outcome: &StoredOutcome) {
+        let needed = clamp(base_weight(key) + outcome.weight());
+        if needed <= slot.weight.load(Ordering::Relaxed) {
+            return;
+        }
+        slot.weight.store(needed, Ordering::Relaxed);
         self.inner
-            .records
-            .entry_by_ref(lease.key())
-            .and_compute_with(|entry| {
-                let record = match entry.map(|e| e.into_value()) {
-                    Some(r) if r.expires_at > now => r,
-                    _ => return Op::Nop,
-                };
-                match record.state {
-                    State::Running { token, .. } if token == lease.token() => {
-                        settled = Settled::Recorded;
-                        settle(record)
-                    }
-                    _ => Op::Nop,
-                }
+            .slots
+            .entry_by_ref(key)
+            .and_compute_with(|entry| match entry {
+                Some(entry) if Arc::ptr_eq(entry.value(), slot) => Op::Put(Arc::clone(slot)),
+                _ => Op::Nop,
             });
-        settled
     }
 }
 
@@ -242,8 +304,15 @@ impl std::fmt::Debug for MemoryStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MemoryStore")
             .field("key_ttl", &self.inner.key_ttl)
-            .field("entries", &self.inner.records.entry_count())
+            .field("entries", &self.inner.slots.entry_count())
             .finish()
+    }
+}
+
+fn settled(slot: Option<Arc<Slot>>) -> Settled {
+    match slot {
+        Some(_) => Settled::Recorded,
+        None => Settled::LeaseLost,
     }
 }
 
@@ -264,50 +333,52 @@ impl IdempotencyStore for MemoryStore {
         outcome: &'a StoredOutcome,
     ) -> StoreFuture<'a, Settled> {
         let key_ttl = self.inner.key_ttl;
-        let now = Instant::now();
-        let settled = self.settle_now(lease, |record| {
-            Op::Put(Record {
-                expires_at: now + key_ttl,
-                keep_for: key_ttl,
-                state: State::Done(Arc::new(outcome.clone())),
-                ..record
-            })
+        let slot = self.settle_now(lease, |record, now| {
+            if let Some(r) = record {
+                r.expires_at = now + key_ttl;
+                r.state = State::Done(Arc::new(outcome.clone()));
+            }
         });
-        Box::pin(std::future::ready(Ok(settled)))
+        if let Some(slot) = &slot {
+            self.reweigh(lease.key(), slot, outcome);
+        }
+        Box::pin(std::future::ready(Ok(settled(slot))))
     }
 
     fn record_unknown_effect<'a>(&'a self, lease: &'a Lease) -> StoreFuture<'a, Settled> {
         let key_ttl = self.inner.key_ttl;
-        let now = Instant::now();
-        let settled = self.settle_now(lease, |record| {
-            Op::Put(Record {
-                expires_at: now + key_ttl,
-                keep_for: key_ttl,
-                unknown_effects: record.unknown_effects + 1,
-                state: State::UnknownEffect,
-                ..record
-            })
+        let slot = self.settle_now(lease, |record, now| {
+            if let Some(r) = record {
+                r.expires_at = now + key_ttl;
+                r.unknown_effects += 1;
+                r.state = State::UnknownEffect;
+            }
         });
-        Box::pin(std::future::ready(Ok(settled)))
+        Box::pin(std::future::ready(Ok(settled(slot))))
     }
 
     fn release<'a>(&'a self, lease: &'a Lease) -> StoreFuture<'a, Settled> {
         let key_ttl = self.inner.key_ttl;
-        let now = Instant::now();
-        let settled = self.settle_now(lease, |record| match record.state {
-            State::Running {
-                before: Prior::Fresh,
-                ..
-            } => Op::Remove,
-            // An earlier call's effect is still unknown: keep saying so.
-            _ => Op::Put(Record {
-                expires_at: now + key_ttl,
-                keep_for: key_ttl,
-                state: State::UnknownEffect,
-                ..record
-            }),
+        let slot = self.settle_now(lease, |record, now| {
+            let fresh = matches!(
+                record,
+                Some(Record {
+                    state: State::Running {
+                        before: Prior::Fresh,
+                        ..
+                    },
+                    ..
+                })
+            );
+            if fresh {
+                *record = None;
+            } else if let Some(r) = record {
+                // An earlier call's effect is still unknown: keep saying so.
+                r.expires_at = now + key_ttl;
+                r.state = State::UnknownEffect;
+            }
         });
-        Box::pin(std::future::ready(Ok(settled)))
+        Box::pin(std::future::ready(Ok(settled(slot))))
     }
 }
 
@@ -333,16 +404,23 @@ impl MemoryStoreBuilder {
 
     /// Builds the store.
     pub fn build(self) -> MemoryStore {
-        let records = Cache::builder()
+        let max_lock_ms = Arc::new(AtomicU64::new(
+            u64::try_from(DEFAULT_LOCK_TTL.as_millis()).unwrap_or(u64::MAX),
+        ));
+        let slots = Cache::builder()
             .max_capacity(self.max_bytes)
-            .weigher(|key: &IdempotencyKey, record: &Record| record.weight(key))
+            .weigher(|_: &IdempotencyKey, slot: &Arc<Slot>| slot.weight.load(Ordering::Relaxed))
             .eviction_policy(EvictionPolicy::lru())
-            .expire_after(KeepFor)
+            .expire_after(KeepAlive {
+                key_ttl: self.key_ttl,
+                max_lock_ms: Arc::clone(&max_lock_ms),
+            })
             .build();
         MemoryStore {
             inner: Arc::new(Inner {
-                records,
+                slots,
                 key_ttl: self.key_ttl,
+                max_lock_ms,
                 next_token: AtomicU64::new(1),
             }),
         }
