@@ -150,7 +150,7 @@ pub struct MemoryStore {
 }
 
 struct Inner {
-    slots: Cache<IdempotencyKey, Arc<Slot>>,
+    slots: Cache<IdempotencyKey, Arc<Slot>, ahash::RandomState>,
     key_ttl: Duration,
     max_lock_ms: Arc<AtomicU64>,
     next_token: AtomicU64,
@@ -415,7 +415,7 @@ impl MemoryStoreBuilder {
                 key_ttl: self.key_ttl,
                 max_lock_ms: Arc::clone(&max_lock_ms),
             })
-            .build();
+            .build_with_hasher(ahash::RandomState::new());
         MemoryStore {
             inner: Arc::new(Inner {
                 slots,
