@@ -654,6 +654,39 @@ async fn redis_two_replicas_share_one_key() {
     assert_eq!(begin(&replica_b, &key, &fp).await, Begin::Replay(success));
 }
 
+#[cfg(feature = "redis")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_an_unreachable_store_fails_closed() {
+    use toolwright::idempotency::redis::aio::ConnectionManagerConfig;
+    use toolwright::idempotency::{RedisStore, StoreError};
+
+    let Some(server) = redis_server::RedisServer::start() else {
+        return;
+    };
+    let store = RedisStore::builder()
+        .connection_config(
+            ConnectionManagerConfig::new()
+                .set_number_of_retries(1)
+                .set_connection_timeout(Some(Duration::from_millis(300)))
+                .set_response_timeout(Some(Duration::from_millis(300))),
+        )
+        .connect(&server.url())
+        .await
+        .unwrap();
+    drop(server); // the Redis host goes away
+
+    let (key, fp) = call("call_1", ARGS);
+    let error = store
+        .begin(&key, &fp, DEFAULT_LOCK_TTL)
+        .await
+        .expect_err("no Redis, no begin");
+    assert!(matches!(error, StoreError::Backend(_)), "{error}");
+    // The pipeline must not run the tool: the error says the action never started.
+    let error = ToolError::from(error);
+    assert_eq!(error.kind(), ErrorKind::Unavailable);
+    assert!(error.is_never_started());
+}
+
 #[cfg(not(feature = "redis"))]
 #[test]
 fn redis_tests_need_the_redis_feature() {
