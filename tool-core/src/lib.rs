@@ -9,6 +9,7 @@
 //! | [`call`] | proposal | [`ToolCall`], [`Session`], what a tool body sees ([`Invocation`], [`ToolContext`]) |
 //! | [`validate`] | validation | shape errors with paths, field rules, semantic checks |
 //! | [`execute`] | execution | timeouts, panic containment, cancellation semantics |
+//! | [`idempotency`] | execution | [`IdempotencyKey`], [`KeyMode`], the [`IdempotencyStore`] ([`MemoryStore`], `RedisStore`) |
 //! | [`interpret`] | interpretation | result shape, empty vs success |
 //! | [`outcome`] | all | [`Outcome`], [`Status`], [`ErrorKind`], [`Seam`], the envelope |
 //! | [`registry`] | all | [`Registry`], the pipeline, auto-collection |
@@ -29,7 +30,7 @@ pub mod validate;
 
 pub use call::{Invocation, Session, State, ToolCall, ToolContext};
 pub use error::ToolError;
-pub use idempotency::IdempotencyKey;
+pub use idempotency::{IdempotencyKey, IdempotencyStore, KeyMode, MemoryStore};
 pub use outcome::{ErrorKind, Outcome, Seam, Status, Violation};
 pub use registry::{BuildError, CollectedTool, Registry, RegistryBuilder, DEFAULT_TIMEOUT};
 pub use tool::{FieldMeta, Number, Rule, StateRequirement, Tool, ToolMeta, ToolSpec};
