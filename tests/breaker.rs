@@ -3,6 +3,7 @@
 //! many-threads probe test drives an injected clock instead, because tokio's clock cannot be
 //! paused on a multi-threaded runtime.
 
+#[path = "support/script.rs"]
 mod support;
 
 use std::future::Future;

@@ -2,6 +2,7 @@
 //! failures are retried, how long the waits are, what the deadline and the budget cut short,
 //! what a non-idempotent tool may repeat, and what the outcome tells about every attempt.
 
+#[path = "support/script.rs"]
 mod support;
 
 use std::sync::Arc;

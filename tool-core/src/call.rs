@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
 use crate::execute::clock::ClockHandle;
-use crate::idempotency::IdempotencyKey;
+use crate::idempotency::{IdempotencyKey, KeyMode};
 
 /// A call the model proposed: the provider's call id, the tool name, and the argument text
 /// exactly as the model wrote it (parsed by the registry, never trusted).
@@ -82,6 +82,7 @@ struct SessionInner {
     principal: Option<String>,
     scopes: Vec<String>,
     idempotency_scope: String,
+    key_mode: Option<KeyMode>,
 }
 
 impl Session {
@@ -93,6 +94,7 @@ impl Session {
             id,
             principal: None,
             scopes: Vec::new(),
+            key_mode: None,
         }))
     }
 
@@ -129,6 +131,28 @@ impl Session {
     pub fn with_idempotency_scope(mut self, scope: impl Into<String>) -> Self {
         Arc::make_mut(&mut self.0).idempotency_scope = scope.into();
         self
+    }
+
+    /// Sets how this session's idempotency keys are derived, overriding the registry's choice:
+    /// [`KeyMode::CallId`] (one key per delivered proposal) or [`KeyMode::Fingerprint`] (one key
+    /// per tool and canonical arguments, so a re-proposed refund maps to the first one's key).
+    ///
+    /// ```
+    /// use toolwright_core::{KeyMode, Session};
+    ///
+    /// let session = Session::new("conv-7").with_key_mode(KeyMode::Fingerprint);
+    /// assert_eq!(session.key_mode(), Some(KeyMode::Fingerprint));
+    /// assert_eq!(Session::new("conv-8").key_mode(), None); // the registry decides
+    /// ```
+    pub fn with_key_mode(mut self, mode: KeyMode) -> Self {
+        Arc::make_mut(&mut self.0).key_mode = Some(mode);
+        self
+    }
+
+    /// The key mode this session chose, if any; `None` leaves it to the registry (whose default
+    /// is [`KeyMode::CallId`]).
+    pub fn key_mode(&self) -> Option<KeyMode> {
+        self.0.key_mode
     }
 
     /// The session id.

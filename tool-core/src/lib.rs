@@ -9,9 +9,11 @@
 //! | [`call`] | proposal | [`ToolCall`], [`Session`], what a tool body sees ([`Invocation`], [`ToolContext`]) |
 //! | [`validate`] | validation | shape errors with paths, field rules, semantic checks |
 //! | [`execute`] | execution | timeouts, one deadline per call, retries with jittered backoff and a budget, circuit breakers, panic containment, cancellation semantics, classification helpers |
+//! | [`idempotency`] | execution | [`IdempotencyKey`], [`KeyMode`], the [`IdempotencyStore`] ([`MemoryStore`], `RedisStore`) |
 //! | [`interpret`] | interpretation | result shape, empty vs success |
 //! | [`outcome`] | all | [`Outcome`], [`Status`], [`ErrorKind`], [`Seam`], the envelope |
 //! | [`registry`] | all | [`Registry`], the pipeline, auto-collection |
+//! | [`providers`] | proposal, return | export to OpenAI, Anthropic, Gemini and MCP; parse their calls; format outcomes back |
 
 #![warn(missing_docs)]
 
@@ -21,6 +23,7 @@ pub mod execute;
 pub mod idempotency;
 pub mod interpret;
 pub mod outcome;
+pub mod providers;
 pub mod registry;
 pub mod tool;
 pub mod validate;
@@ -28,7 +31,7 @@ pub mod validate;
 pub use call::{Invocation, Session, State, ToolCall, ToolContext};
 pub use error::ToolError;
 pub use execute::{AttemptRecord, RetryStop};
-pub use idempotency::IdempotencyKey;
+pub use idempotency::{IdempotencyKey, IdempotencyStore, KeyMode, MemoryStore};
 pub use outcome::{ErrorKind, Outcome, Seam, Status, Violation};
 pub use registry::{BuildError, CollectedTool, Registry, RegistryBuilder, DEFAULT_TIMEOUT};
 pub use tool::{FieldMeta, Number, Rule, StateRequirement, Tool, ToolMeta, ToolSpec};

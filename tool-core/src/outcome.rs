@@ -14,14 +14,14 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use crate::execute::{AttemptRecord, History, RetryStop};
+use crate::execute::{AttemptRecord, Attempts, RetryStop};
 
 /// The coarse result of a call, the envelope's `status` field.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     /// The tool ran and returned data.
@@ -213,6 +213,14 @@ impl Serialize for ErrorKind {
     }
 }
 
+impl<'de> Deserialize<'de> for ErrorKind {
+    /// Reads an `error_type` string (stored outcomes, logged envelopes).
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let s = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 /// The error of [`ErrorKind::from_str`]: the string is not an `error_type` of the taxonomy.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnknownErrorKind(pub String);
@@ -298,7 +306,10 @@ pub struct Outcome {
     pub(crate) data: Option<Box<RawValue>>,
     pub(crate) degraded: bool,
     pub(crate) raw_arguments: Option<String>,
-    pub(crate) history: History,
+    /// The attempts, when there is more to tell than "one attempt, and it answered" (which
+    /// [`Outcome::attempt_history`] rebuilds): kept off the success path and out of the size of
+    /// every `Outcome`.
+    pub(crate) history: Option<Box<Attempts>>,
     pub(crate) retry_stop: Option<RetryStop>,
 }
 
@@ -319,7 +330,7 @@ impl Outcome {
             data: Some(data),
             degraded: false,
             raw_arguments: None,
-            history: History::Empty,
+            history: None,
             retry_stop: None,
         }
     }
@@ -335,7 +346,7 @@ impl Outcome {
             data: None,
             degraded: false,
             raw_arguments: None,
-            history: History::Empty,
+            history: None,
             retry_stop: None,
         }
     }
@@ -401,7 +412,8 @@ impl Outcome {
     }
 
     /// Every attempt of the tool body, in order: its number, the wait before it, how long it
-    /// ran and how it ended. Empty when the body never ran. This is the story of the call: "the
+    /// ran and how it ended. Empty when the body never ran. A call whose only attempt answered
+    /// is one record timed like the call itself. This is the story of the call: "the
     /// first attempt timed out after 8 s, the second, 310 ms later, succeeded".
     ///
     /// ```
@@ -411,8 +423,17 @@ impl Outcome {
     /// }
     /// # }
     /// ```
-    pub fn attempt_history(&self) -> &[AttemptRecord] {
-        self.history.as_slice()
+    pub fn attempt_history(&self) -> Vec<AttemptRecord> {
+        match &self.history {
+            Some(attempts) => attempts.0.clone(),
+            None if self.attempts == 1 && self.is_ok() => vec![AttemptRecord {
+                number: 1,
+                waited: Duration::ZERO,
+                elapsed: self.elapsed,
+                error: None,
+            }],
+            None => Vec::new(),
+        }
     }
 
     /// Why the framework stopped retrying a transient failure (the tool is not idempotent, the
@@ -570,5 +591,14 @@ mod tests {
         {
             assert!(!kind.counts_against_breaker(), "{kind}");
         }
+    }
+}
+#[cfg(test)]
+mod size {
+    /// clippy's `result_large_err` fires at 128 bytes, and every `Result<_, Outcome>` is moved
+    /// around at this size: the attempt history stays behind a pointer.
+    #[test]
+    fn an_outcome_stays_under_128_bytes() {
+        assert!(std::mem::size_of::<super::Outcome>() < 128);
     }
 }

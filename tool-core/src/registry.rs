@@ -176,7 +176,7 @@ impl<T: Tool> Entry<T> {
             history.close(finished.saturating_duration_since(begin));
         }
         outcome.attempts = u32::try_from(history.as_slice().len()).unwrap_or(u32::MAX);
-        outcome.history = history;
+        outcome.history = history.into_kept();
         outcome.retry_stop = stop;
         outcome.elapsed = finished.saturating_duration_since(started);
         outcome

@@ -157,6 +157,6 @@ pub(crate) fn nanos_since(origin: Instant, now: Instant) -> u64 {
 /// `Duration` in milliseconds for messages and envelopes, rounded up so "retry after 0 ms" is
 /// never said of a wait that is not over.
 pub(crate) fn ceil_millis(d: Duration) -> u64 {
-    let ms = d.as_millis() + u128::from(d.subsec_nanos() % 1_000_000 != 0);
+    let ms = d.as_millis() + u128::from(!d.subsec_nanos().is_multiple_of(1_000_000));
     u64::try_from(ms).unwrap_or(u64::MAX)
 }

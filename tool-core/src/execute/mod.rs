@@ -114,7 +114,8 @@ impl AttemptRecord {
     }
 
     /// How long the attempt ran. A result that came without waiting (the body's first poll) is
-    /// timed up to when the outcome was ready, its interpretation included.
+    /// timed up to when the outcome was ready, its interpretation included, and so is a first
+    /// attempt that answered.
     pub fn elapsed(&self) -> Duration {
         self.elapsed
     }
@@ -124,6 +125,11 @@ impl AttemptRecord {
         self.error
     }
 }
+
+/// The attempts an [`Outcome`](crate::Outcome) keeps, behind one thin pointer so that every
+/// outcome stays small.
+#[derive(Debug, Clone)]
+pub(crate) struct Attempts(pub(crate) Vec<AttemptRecord>);
 
 /// The attempts of one call. One record lives inline, so the success path allocates nothing.
 #[derive(Debug, Clone, Default)]
@@ -140,6 +146,16 @@ impl History {
             History::Empty => *self = History::One(record),
             History::One(first) => *self = History::Many(vec![*first, record]),
             History::Many(all) => all.push(record),
+        }
+    }
+
+    /// What the outcome keeps: nothing for one attempt that answered (the outcome rebuilds it).
+    pub(crate) fn into_kept(self) -> Option<Box<Attempts>> {
+        match self {
+            History::Empty => None,
+            History::One(only) if only.number == 1 && only.error.is_none() => None,
+            History::One(only) => Some(Box::new(Attempts(vec![only]))),
+            History::Many(all) => Some(Box::new(Attempts(all))),
         }
     }
 

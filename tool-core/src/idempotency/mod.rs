@@ -1,8 +1,68 @@
-//! Idempotency keys: one key per logical action, the same on every attempt of it.
+//! Side effects happen once: idempotency keys threaded through every attempt, and the store that
+//! remembers what each key came to.
 //!
-//! A tool that declares an [`IdempotencyKey`] parameter receives a key derived once per call
-//! and passed unchanged to every attempt, so it can send it downstream (for example as an
-//! `Idempotency-Key` header) and the receiving system can recognize a retry of the same intent.
+//! ```
+//! use std::time::Duration;
+//! use toolwright_core::idempotency::{
+//!     Begin, Fingerprint, IdempotencyStore, KeyMode, MemoryStore, DEFAULT_LOCK_TTL,
+//! };
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), toolwright_core::idempotency::StoreError> {
+//! let store = MemoryStore::new();
+//! let arguments = r#"{"order_id":"A1","amount":5}"#;
+//! let fingerprint = Fingerprint::of("refund_order", arguments);
+//! let key = KeyMode::CallId.key("conv-7", "refund_order", "call_1", &fingerprint);
+//!
+//! // The first proposal runs; a second delivery of it while the first runs is refused.
+//! let Begin::Started(lease) = store.begin(&key, &fingerprint, DEFAULT_LOCK_TTL).await? else {
+//!     unreachable!("a fresh key starts")
+//! };
+//! assert!(matches!(
+//!     store.begin(&key, &fingerprint, DEFAULT_LOCK_TTL).await?,
+//!     Begin::InFlight { .. }
+//! ));
+//! # let _ = lease;
+//! # Ok(()) }
+//! ```
+//!
+//! # The parts
+//!
+//! - [`IdempotencyKey`]: one key per logical action, derived once per call ([`KeyMode`] says
+//!   how) and handed unchanged to every attempt, so a tool can send it downstream (for example
+//!   as an `Idempotency-Key` header) and the receiving system can recognize a retry of the same
+//!   intent.
+//! - [`Fingerprint`]: a hash of the tool name and the canonical form of the arguments. The store
+//!   keeps it beside the key, so the same key with other arguments is `idempotency_mismatch`.
+//! - [`IdempotencyStore`]: what each key came to, with the semantics of Stripe's idempotent
+//!   requests and the IETF `Idempotency-Key` draft: [`begin`](IdempotencyStore::begin) a call,
+//!   then settle it with [`complete`](IdempotencyStore::complete),
+//!   [`record_unknown_effect`](IdempotencyStore::record_unknown_effect) or
+//!   [`release`](IdempotencyStore::release); [`Disposition`] is the rule that picks one.
+//! - [`MemoryStore`], the embedded default (bounded in size and time, nothing to install), and
+//!   `RedisStore` behind the `redis` feature, so several replicas share keys.
+
+mod fingerprint;
+mod memory;
+#[cfg(feature = "redis")]
+mod redis_store;
+mod store;
+mod stored;
+
+pub use fingerprint::Fingerprint;
+pub use memory::{MemoryStore, MemoryStoreBuilder, DEFAULT_MAX_BYTES};
+#[cfg(feature = "redis")]
+pub use redis_store::{RedisStore, RedisStoreBuilder};
+pub use store::{
+    Begin, Disposition, IdempotencyStore, Lease, Prior, Settled, StoreError, StoreFuture,
+    DEFAULT_KEY_TTL, DEFAULT_LOCK_TTL,
+};
+pub use stored::StoredOutcome;
+
+/// The `redis` crate this store is built on, for building a
+/// [`ConnectionManager`](redis::aio::ConnectionManager) by hand.
+#[cfg(feature = "redis")]
+pub use redis;
 
 use std::fmt;
 use std::sync::Arc;
@@ -60,5 +120,71 @@ impl fmt::Display for IdempotencyKey {
 impl AsRef<str> for IdempotencyKey {
     fn as_ref(&self) -> &str {
         &self.0
+    }
+}
+
+/// How a call's [`IdempotencyKey`] is derived: which proposals count as "the same action".
+///
+/// | mode | same key when | right for |
+/// |---|---|---|
+/// | [`CallId`](KeyMode::CallId) (default) | the provider delivers the same proposal (same call id) again | every tool: a re-delivered or replayed tool call never acts twice |
+/// | [`Fingerprint`](KeyMode::Fingerprint) | the model proposes the same tool with the same arguments again in the session | actions that are never legitimately repeated with identical arguments, such as a refund of one order for one amount |
+///
+/// **Call id** is the safe default. Providers and agent loops re-deliver a proposal after a
+/// crash, a reconnect or a replayed transcript with the same call id, and those must not act
+/// twice. But a model that saw a `timeout` and proposes the refund again gets a *new* call id,
+/// so under this mode the second proposal is a new action: safe only when the downstream system
+/// itself recognizes the duplicate, or when the model is told not to retry.
+///
+/// **Fingerprint** maps a re-proposal of the same arguments within the idempotency scope to the
+/// same key, so the retried refund goes downstream with the key of the first one (and is
+/// recognized there), or replays the stored result if the first one finished. It is wrong for
+/// tools where repeating identical arguments is a new intent (send another "hello", add one more
+/// item): within the key lifetime (24 h by default) the second one would be swallowed as a
+/// replay. Narrow the [idempotency scope](crate::Session::with_idempotency_scope) to bound that.
+///
+/// ```
+/// use toolwright_core::idempotency::{Fingerprint, KeyMode};
+///
+/// let first = Fingerprint::of("refund_order", r#"{"order_id":"A1","amount":5}"#);
+/// let again = Fingerprint::of("refund_order", r#"{ "amount": 5.0, "order_id": "A1" }"#);
+///
+/// // The model re-proposed the refund under a new call id: only the fingerprint mode sees it.
+/// assert_ne!(
+///     KeyMode::CallId.key("conv-7", "refund_order", "call_1", &first),
+///     KeyMode::CallId.key("conv-7", "refund_order", "call_2", &again),
+/// );
+/// assert_eq!(
+///     KeyMode::Fingerprint.key("conv-7", "refund_order", "call_1", &first),
+///     KeyMode::Fingerprint.key("conv-7", "refund_order", "call_2", &again),
+/// );
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum KeyMode {
+    /// `scope:tool:call_id`: the same proposal delivered twice is one action.
+    #[default]
+    CallId,
+    /// `scope:tool:fp-<sha256 hex>`: the same tool and canonical arguments within one
+    /// idempotency scope are one action, whatever the call id.
+    Fingerprint,
+}
+
+impl KeyMode {
+    /// The key of one call in this mode. `fingerprint` must be
+    /// [`Fingerprint::of`] the call's tool name and argument text; the call-id mode ignores it.
+    pub fn key(
+        self,
+        scope: &str,
+        tool: &str,
+        call_id: &str,
+        fingerprint: &Fingerprint,
+    ) -> IdempotencyKey {
+        match self {
+            KeyMode::CallId => IdempotencyKey::derive(scope, tool, call_id),
+            KeyMode::Fingerprint => {
+                IdempotencyKey::derive(scope, tool, &format!("fp-{fingerprint}"))
+            }
+        }
     }
 }

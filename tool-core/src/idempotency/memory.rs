@@ -1,0 +1,428 @@
+//! [`MemoryStore`]: the embedded idempotency store, bounded in size and time, nothing to install.
+//!
+//! Built on `moka`, a concurrent cache: each key gets a slot, created by one insert that moka
+//! coalesces among concurrent callers, and every state change then happens under that slot's
+//! own mutex. So `begin` is atomic per key, no lock is shared between keys, and a call costs one
+//! cache write (the slot) plus reads. moka bounds the slots by bytes with LRU eviction (a new
+//! key is always admitted, which a frequency-based admission policy would not promise) and
+//! reclaims a slot's memory once no record in it can be alive, without a sweeper of our own.
+//!
+//! The store's *logic* reads time from `tokio::time::Instant`, so tests run it on paused tokio
+//! time; moka's own clock only decides when memory is reclaimed, and keeps a slot at least as
+//! long as its record's logical lifetime.
+
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use moka::ops::compute::Op;
+use moka::policy::{EvictionPolicy, Expiry};
+use moka::sync::Cache;
+use tokio::time::Instant;
+
+use super::store::{
+    Begin, IdempotencyStore, Lease, Prior, Settled, StoreFuture, DEFAULT_KEY_TTL, DEFAULT_LOCK_TTL,
+};
+use super::{Fingerprint, IdempotencyKey, StoredOutcome};
+
+/// The default memory budget of a [`MemoryStore`]: 64 MiB of records.
+pub const DEFAULT_MAX_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Bytes reserved for a stored outcome when a key's slot is created, so most completions fit
+/// without weighing the slot again (which costs a cache write).
+const OUTCOME_RESERVE: usize = 256;
+
+/// One key's place in the cache. The cache holds it from the first `begin` until it expires or
+/// is evicted; every state change happens in place under its mutex, so a call pays one cache
+/// write (creating the slot) and otherwise only cache reads.
+struct Slot {
+    /// What the weigher reports: the slot's bytes, reserve included.
+    weight: AtomicU32,
+    /// `None`: nothing is known about the key (new, or released).
+    record: Mutex<Option<Record>>,
+}
+
+/// What a key came to.
+struct Record {
+    fingerprint: Fingerprint,
+    /// When the key is forgotten (logical time: tokio's clock).
+    expires_at: Instant,
+    unknown_effects: u32,
+    state: State,
+}
+
+enum State {
+    Running {
+        token: u128,
+        lock_until: Instant,
+        /// What the key was before this call began, restored by `release`.
+        before: Prior,
+    },
+    UnknownEffect,
+    Done(Arc<StoredOutcome>),
+}
+
+impl Slot {
+    fn lock(&self) -> MutexGuard<'_, Option<Record>> {
+        // No code panics while holding the lock; a poisoned one still holds a whole record.
+        self.record.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+fn base_weight(key: &IdempotencyKey) -> usize {
+    std::mem::size_of::<Slot>() + std::mem::size_of::<Record>() + 96 + key.as_str().len()
+}
+
+fn clamp(bytes: usize) -> u32 {
+    u32::try_from(bytes).unwrap_or(u32::MAX)
+}
+
+/// Keeps a slot in memory for as long as any record in it could still be alive: the key TTL
+/// plus the longest lock TTL seen, counted from the slot's last use. Every state change follows
+/// a read of the slot, so its logical expiry never outlives the slot.
+struct KeepAlive {
+    key_ttl: Duration,
+    max_lock_ms: Arc<AtomicU64>,
+}
+
+impl KeepAlive {
+    fn keep_for(&self) -> Duration {
+        self.key_ttl + Duration::from_millis(self.max_lock_ms.load(Ordering::Relaxed))
+    }
+}
+
+impl Expiry<IdempotencyKey, Arc<Slot>> for KeepAlive {
+    fn expire_after_create(
+        &self,
+        _: &IdempotencyKey,
+        _: &Arc<Slot>,
+        _: std::time::Instant,
+    ) -> Option<Duration> {
+        Some(self.keep_for())
+    }
+
+    fn expire_after_read(
+        &self,
+        _: &IdempotencyKey,
+        _: &Arc<Slot>,
+        _: std::time::Instant,
+        _: Option<Duration>,
+        _: std::time::Instant,
+    ) -> Option<Duration> {
+        Some(self.keep_for())
+    }
+
+    fn expire_after_update(
+        &self,
+        _: &IdempotencyKey,
+        _: &Arc<Slot>,
+        _: std::time::Instant,
+        _: Option<Duration>,
+    ) -> Option<Duration> {
+        Some(self.keep_for())
+    }
+}
+
+/// The in-memory [`IdempotencyStore`]: one process, bounded in size (LRU by bytes, 64 MiB by
+/// default) and time (keys expire after 24 h by default).
+///
+/// Use it for a single replica, and in tests. Several replicas must share a store (the `redis`
+/// feature's `RedisStore`), or a retried refund that lands on another replica is a new action.
+///
+/// When the byte budget is reached the least recently used keys are forgotten early: a retry of
+/// one of those then goes downstream again with the same key, where the dependency's own
+/// idempotency is the last line of defense. Size the budget so that never happens within a
+/// retry window.
+///
+/// ```
+/// use std::time::Duration;
+/// use toolwright_core::idempotency::MemoryStore;
+///
+/// let store = MemoryStore::builder()
+///     .max_bytes(8 * 1024 * 1024)
+///     .key_ttl(Duration::from_secs(3600))
+///     .build();
+/// # let _ = store;
+/// ```
+#[derive(Clone)]
+pub struct MemoryStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    slots: Cache<IdempotencyKey, Arc<Slot>, foldhash::quality::RandomState>,
+    key_ttl: Duration,
+    max_lock_ms: Arc<AtomicU64>,
+    next_token: AtomicU64,
+}
+
+impl MemoryStore {
+    /// A store with the defaults: 64 MiB, keys kept 24 h.
+    pub fn new() -> MemoryStore {
+        MemoryStore::builder().build()
+    }
+
+    /// A builder to change the defaults.
+    pub fn builder() -> MemoryStoreBuilder {
+        MemoryStoreBuilder {
+            max_bytes: DEFAULT_MAX_BYTES,
+            key_ttl: DEFAULT_KEY_TTL,
+        }
+    }
+
+    /// How long a key is remembered after its last change.
+    pub fn key_ttl(&self) -> Duration {
+        self.inner.key_ttl
+    }
+
+    /// How many keys the store holds, after applying pending evictions (not free: for tests and
+    /// stats, not for the hot path).
+    pub fn entry_count(&self) -> u64 {
+        self.inner.slots.run_pending_tasks();
+        self.inner.slots.entry_count()
+    }
+
+    /// The approximate bytes the store holds, after applying pending evictions. Never above the
+    /// budget given to [`MemoryStoreBuilder::max_bytes`].
+    pub fn weighted_size(&self) -> u64 {
+        self.inner.slots.run_pending_tasks();
+        self.inner.slots.weighted_size()
+    }
+
+    /// The key's slot, created (one cache write, coalesced among concurrent callers) if absent.
+    fn slot(&self, key: &IdempotencyKey) -> Arc<Slot> {
+        if let Some(slot) = self.inner.slots.get(key) {
+            return slot;
+        }
+        self.inner
+            .slots
+            .entry_by_ref(key)
+            .or_insert_with(|| {
+                Arc::new(Slot {
+                    weight: AtomicU32::new(clamp(base_weight(key) + OUTCOME_RESERVE)),
+                    record: Mutex::new(None),
+                })
+            })
+            .into_value()
+    }
+
+    fn begin_now(
+        &self,
+        key: &IdempotencyKey,
+        fingerprint: &Fingerprint,
+        lock_ttl: Duration,
+    ) -> Begin {
+        let lock_ms = u64::try_from(lock_ttl.as_millis()).unwrap_or(u64::MAX);
+        if lock_ms > self.inner.max_lock_ms.load(Ordering::Relaxed) {
+            self.inner.max_lock_ms.fetch_max(lock_ms, Ordering::Relaxed);
+        }
+        let slot = self.slot(key);
+        let now = Instant::now();
+        let mut record = slot.lock();
+        let (before, unknown_effects) = match record.as_ref().filter(|r| r.expires_at > now) {
+            None => (Prior::Fresh, 0),
+            Some(r) if r.fingerprint != *fingerprint => return Begin::Mismatch,
+            Some(r) => match &r.state {
+                State::Done(outcome) => return Begin::Replay(StoredOutcome::clone(outcome)),
+                State::Running { lock_until, .. } if *lock_until > now => {
+                    return Begin::InFlight {
+                        retry_after: *lock_until - now,
+                    }
+                }
+                // The holder vanished: its effect is unknown.
+                State::Running { .. } => (Prior::LockExpired, r.unknown_effects + 1),
+                State::UnknownEffect => (Prior::UnknownEffect, r.unknown_effects),
+            },
+        };
+        let token = u128::from(self.inner.next_token.fetch_add(1, Ordering::Relaxed));
+        *record = Some(Record {
+            fingerprint: *fingerprint,
+            expires_at: now + self.inner.key_ttl.max(lock_ttl),
+            unknown_effects,
+            state: State::Running {
+                token,
+                lock_until: now + lock_ttl,
+                before,
+            },
+        });
+        Begin::Started(Lease::new(
+            key.clone(),
+            *fingerprint,
+            token,
+            before,
+            unknown_effects,
+        ))
+    }
+
+    /// Applies `settle` to the lease's record if the lease still holds its key; returns the
+    /// slot when it did.
+    fn settle_now(
+        &self,
+        lease: &Lease,
+        settle: impl FnOnce(&mut Option<Record>, Instant),
+    ) -> Option<Arc<Slot>> {
+        let slot = self.inner.slots.get(lease.key())?;
+        let now = Instant::now();
+        let mut record = slot.lock();
+        let holds = record.as_ref().is_some_and(|r| {
+            r.expires_at > now
+                && matches!(r.state, State::Running { token, .. } if token == lease.token())
+        });
+        if !holds {
+            return None;
+        }
+        settle(&mut record, now);
+        drop(record);
+        Some(slot)
+    }
+
+    /// Weighs a slot again after it took an outcome larger than its reserve, so the byte budget
+    /// holds. Only if the cache still holds this very slot.
+    fn reweigh(&self, key: &IdempotencyKey, slot: &Arc<Slot>, outcome: &StoredOutcome) {
+        let needed = clamp(base_weight(key) + outcome.weight());
+        if needed <= slot.weight.load(Ordering::Relaxed) {
+            return;
+        }
+        slot.weight.store(needed, Ordering::Relaxed);
+        self.inner
+            .slots
+            .entry_by_ref(key)
+            .and_compute_with(|entry| match entry {
+                Some(entry) if Arc::ptr_eq(entry.value(), slot) => Op::Put(Arc::clone(slot)),
+                _ => Op::Nop,
+            });
+    }
+}
+
+impl Default for MemoryStore {
+    fn default() -> Self {
+        MemoryStore::new()
+    }
+}
+
+impl std::fmt::Debug for MemoryStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryStore")
+            .field("key_ttl", &self.inner.key_ttl)
+            .field("entries", &self.inner.slots.entry_count())
+            .finish()
+    }
+}
+
+fn settled(slot: Option<Arc<Slot>>) -> Settled {
+    match slot {
+        Some(_) => Settled::Recorded,
+        None => Settled::LeaseLost,
+    }
+}
+
+impl IdempotencyStore for MemoryStore {
+    fn begin<'a>(
+        &'a self,
+        key: &'a IdempotencyKey,
+        fingerprint: &'a Fingerprint,
+        lock_ttl: Duration,
+    ) -> StoreFuture<'a, Begin> {
+        let answer = self.begin_now(key, fingerprint, lock_ttl);
+        Box::pin(std::future::ready(Ok(answer)))
+    }
+
+    fn complete<'a>(
+        &'a self,
+        lease: &'a Lease,
+        outcome: &'a StoredOutcome,
+    ) -> StoreFuture<'a, Settled> {
+        let key_ttl = self.inner.key_ttl;
+        let slot = self.settle_now(lease, |record, now| {
+            if let Some(r) = record {
+                r.expires_at = now + key_ttl;
+                r.state = State::Done(Arc::new(outcome.clone()));
+            }
+        });
+        if let Some(slot) = &slot {
+            self.reweigh(lease.key(), slot, outcome);
+        }
+        Box::pin(std::future::ready(Ok(settled(slot))))
+    }
+
+    fn record_unknown_effect<'a>(&'a self, lease: &'a Lease) -> StoreFuture<'a, Settled> {
+        let key_ttl = self.inner.key_ttl;
+        let slot = self.settle_now(lease, |record, now| {
+            if let Some(r) = record {
+                r.expires_at = now + key_ttl;
+                r.unknown_effects += 1;
+                r.state = State::UnknownEffect;
+            }
+        });
+        Box::pin(std::future::ready(Ok(settled(slot))))
+    }
+
+    fn release<'a>(&'a self, lease: &'a Lease) -> StoreFuture<'a, Settled> {
+        let key_ttl = self.inner.key_ttl;
+        let slot = self.settle_now(lease, |record, now| {
+            let fresh = matches!(
+                record,
+                Some(Record {
+                    state: State::Running {
+                        before: Prior::Fresh,
+                        ..
+                    },
+                    ..
+                })
+            );
+            if fresh {
+                *record = None;
+            } else if let Some(r) = record {
+                // An earlier call's effect is still unknown: keep saying so.
+                r.expires_at = now + key_ttl;
+                r.state = State::UnknownEffect;
+            }
+        });
+        Box::pin(std::future::ready(Ok(settled(slot))))
+    }
+}
+
+/// Builds a [`MemoryStore`].
+#[derive(Debug, Clone)]
+pub struct MemoryStoreBuilder {
+    max_bytes: u64,
+    key_ttl: Duration,
+}
+
+impl MemoryStoreBuilder {
+    /// The memory budget in bytes (approximate: key, record and stored outcome). Default 64 MiB.
+    pub fn max_bytes(mut self, max_bytes: u64) -> Self {
+        self.max_bytes = max_bytes;
+        self
+    }
+
+    /// How long a key is remembered after its last change. Default 24 h.
+    pub fn key_ttl(mut self, key_ttl: Duration) -> Self {
+        self.key_ttl = key_ttl;
+        self
+    }
+
+    /// Builds the store.
+    pub fn build(self) -> MemoryStore {
+        let max_lock_ms = Arc::new(AtomicU64::new(
+            u64::try_from(DEFAULT_LOCK_TTL.as_millis()).unwrap_or(u64::MAX),
+        ));
+        let slots = Cache::builder()
+            .max_capacity(self.max_bytes)
+            .weigher(|_: &IdempotencyKey, slot: &Arc<Slot>| slot.weight.load(Ordering::Relaxed))
+            .eviction_policy(EvictionPolicy::lru())
+            .expire_after(KeepAlive {
+                key_ttl: self.key_ttl,
+                max_lock_ms: Arc::clone(&max_lock_ms),
+            })
+            .build_with_hasher(foldhash::quality::RandomState::default());
+        MemoryStore {
+            inner: Arc::new(Inner {
+                slots,
+                key_ttl: self.key_ttl,
+                max_lock_ms,
+                next_token: AtomicU64::new(1),
+            }),
+        }
+    }
+}

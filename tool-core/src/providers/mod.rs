@@ -1,0 +1,649 @@
+//! Model providers: export a tool set to OpenAI, Anthropic, Gemini or MCP, parse the tool calls
+//! their responses carry into [`ToolCall`](crate::ToolCall)s, and format [`Outcome`](crate::Outcome)s back into the messages
+//! each provider expects.
+//!
+//! ```
+//! use std::future::Future;
+//! use serde_json::json;
+//! use toolwright_core::providers::{openai, Provider};
+//! use toolwright_core::{Invocation, Registry, Tool, ToolError, ToolMeta};
+//!
+//! #[derive(serde::Deserialize, schemars::JsonSchema)]
+//! #[serde(deny_unknown_fields)]
+//! struct EchoArgs {
+//!     /// Text to repeat.
+//!     text: String,
+//! }
+//!
+//! struct Echo;
+//! impl Tool for Echo {
+//!     type Args = EchoArgs;
+//!     type Output = String;
+//!     const META: ToolMeta = ToolMeta::new("echo", "Repeat the text back.").read_only();
+//!     fn invoke(&self, args: EchoArgs, _: &Invocation<'_>) -> impl Future<Output = Result<String, ToolError>> + Send {
+//!         async move { Ok(args.text) }
+//!     }
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let registry = Registry::builder().tool(Echo).build()?;
+//!
+//! // 1. The request's `tools` field, in one line.
+//! let tools = registry.export(Provider::OpenAi)?;
+//! assert_eq!(tools[0]["function"]["strict"], json!(true));
+//!
+//! // 2. The calls in the provider's response.
+//! let response = json!({"choices": [{"message": {"role": "assistant", "tool_calls": [
+//!     {"id": "call_1", "type": "function", "function": {"name": "echo", "arguments": "{\"text\":\"hi\"}"}}
+//! ]}}]});
+//! for call in openai::parse_calls(&response)? {
+//!     // 3. Run each through the pipeline and send the outcome back.
+//!     let outcome = registry.call(call).await;
+//!     let message = openai::tool_message(&outcome);
+//!     assert_eq!(message["tool_call_id"], "call_1");
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! Every export is the value of the provider's `tools` request field (for MCP, the `tools` of
+//! a `tools/list` result). A schema a provider cannot express is an [`ExportError`] naming the
+//! tool, the path and the construct, never a silently wrong schema; what each provider gets
+//! transformed, restated or refused is listed on [`Provider`]. Malformed provider JSON is a
+//! [`ParseError`] naming the path and what was expected there, never a panic.
+
+use std::fmt;
+
+use serde_json::{Map, Value};
+
+use crate::registry::Registry;
+use crate::tool::ToolSpec;
+
+pub mod anthropic;
+pub mod gemini;
+pub mod mcp;
+pub mod openai;
+mod schema;
+
+/// The providers a tool set can be exported to.
+///
+/// | provider | strict by default | schema |
+/// |---|---|---|
+/// | [`OpenAi`](Provider::OpenAi) (Chat Completions) | yes | rewritten for Structured Outputs |
+/// | [`OpenAiResponses`](Provider::OpenAiResponses) | yes | rewritten for Structured Outputs |
+/// | [`Anthropic`](Provider::Anthropic) | no (`.strict(true)` opts in) | as is; rewritten under strict |
+/// | [`Gemini`](Provider::Gemini) | n/a | rewritten to the OpenAPI `Schema` subset (`parameters`) |
+/// | [`GeminiJsonSchema`](Provider::GeminiJsonSchema) | n/a | lightly rewritten (`parametersJsonSchema`) |
+/// | [`Mcp`](Provider::Mcp) | n/a | as is, plus the envelope as `outputSchema` |
+///
+/// Rewrites transform what they can without loss (`oneOf` of constants to `enum`, `const` to a
+/// one-value `enum`, a `$ref` with siblings inlined, nullable types in the provider's form),
+/// restate in the description what the provider rejects but a sentence can carry (length
+/// bounds, formats, defaults, uniqueness), and refuse the rest ([`Construct`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Provider {
+    /// OpenAI Chat Completions: `{"type":"function","function":{name, description, parameters,
+    /// strict}}`.
+    OpenAi,
+    /// OpenAI Responses API: `{"type":"function", name, description, parameters, strict}`.
+    OpenAiResponses,
+    /// Anthropic Messages: `{name, description, input_schema}`, with `strict` when asked.
+    Anthropic,
+    /// Gemini `functionDeclarations` with `parameters` in the OpenAPI 3.0 `Schema` subset.
+    Gemini,
+    /// Gemini `functionDeclarations` with `parametersJsonSchema`.
+    GeminiJsonSchema,
+    /// MCP tool definitions (`tools/list`).
+    Mcp,
+}
+
+impl Provider {
+    /// Every provider, for iterating in tests and tools.
+    pub const ALL: &'static [Provider] = &[
+        Provider::OpenAi,
+        Provider::OpenAiResponses,
+        Provider::Anthropic,
+        Provider::Gemini,
+        Provider::GeminiJsonSchema,
+        Provider::Mcp,
+    ];
+
+    /// An export to this provider with strict mode on or off. Strict mode exists for OpenAI
+    /// (on by default) and Anthropic (off by default); Gemini and MCP have none and ignore it.
+    pub fn strict(self, strict: bool) -> Export {
+        Export::new(self).strict(strict)
+    }
+
+    /// The provider's human name, as error messages show it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Provider::OpenAi => "OpenAI Chat Completions",
+            Provider::OpenAiResponses => "OpenAI Responses",
+            Provider::Anthropic => "Anthropic Messages",
+            Provider::Gemini => "Gemini",
+            Provider::GeminiJsonSchema => "Gemini (parametersJsonSchema)",
+            Provider::Mcp => "MCP",
+        }
+    }
+
+    const fn strict_by_default(self) -> bool {
+        matches!(self, Provider::OpenAi | Provider::OpenAiResponses)
+    }
+}
+
+impl fmt::Display for Provider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// How to export: the provider and its options. `Provider` converts into it, so the common case
+/// is `registry.export(Provider::Anthropic)`.
+///
+/// ```
+/// use toolwright_core::providers::{mcp::McpHints, Export, Provider};
+///
+/// let openai_loose = Provider::OpenAi.strict(false);
+/// let mcp = Export::new(Provider::Mcp).mcp_hints("search_web", McpHints::new().open_world(true));
+/// # let _ = (openai_loose, mcp);
+/// ```
+#[derive(Debug, Clone)]
+pub struct Export {
+    provider: Provider,
+    strict: bool,
+    mcp_hints: Vec<(String, mcp::McpHints)>,
+}
+
+impl Export {
+    /// An export with the provider's defaults.
+    pub fn new(provider: Provider) -> Self {
+        Export {
+            provider,
+            strict: provider.strict_by_default(),
+            mcp_hints: Vec::new(),
+        }
+    }
+
+    /// Turns strict mode on or off (OpenAI and Anthropic; ignored elsewhere).
+    pub fn strict(mut self, strict: bool) -> Self {
+        self.strict = strict;
+        self
+    }
+
+    /// MCP annotations the tool's metadata cannot know (`destructiveHint`, `openWorldHint`) for
+    /// the tool named `tool`.
+    pub fn mcp_hints(mut self, tool: impl Into<String>, hints: mcp::McpHints) -> Self {
+        self.mcp_hints.push((tool.into(), hints));
+        self
+    }
+
+    /// The provider.
+    pub fn provider(&self) -> Provider {
+        self.provider
+    }
+
+    /// Whether the export uses strict mode.
+    pub fn is_strict(&self) -> bool {
+        self.strict
+            && matches!(
+                self.provider,
+                Provider::OpenAi | Provider::OpenAiResponses | Provider::Anthropic
+            )
+    }
+
+    /// One tool's definition.
+    pub fn tool(&self, spec: &ToolSpec) -> Result<Value, ExportError> {
+        let mut problems = Vec::new();
+        let definition = self.definition(spec, &mut problems);
+        if problems.is_empty() {
+            Ok(definition)
+        } else {
+            Err(ExportError {
+                provider: self.provider,
+                problems,
+            })
+        }
+    }
+
+    /// The value of the provider's `tools` request field for these tools. Every problem of
+    /// every tool is reported at once.
+    pub fn tools<'a, I>(&self, specs: I) -> Result<Value, ExportError>
+    where
+        I: IntoIterator<Item = &'a ToolSpec>,
+    {
+        let mut problems = Vec::new();
+        let definitions: Vec<Value> = specs
+            .into_iter()
+            .map(|spec| self.definition(spec, &mut problems))
+            .collect();
+        if !problems.is_empty() {
+            return Err(ExportError {
+                provider: self.provider,
+                problems,
+            });
+        }
+        Ok(match self.provider {
+            Provider::Gemini | Provider::GeminiJsonSchema => gemini::tools_field(definitions),
+            _ => Value::Array(definitions),
+        })
+    }
+
+    fn definition(&self, spec: &ToolSpec, problems: &mut Vec<Unsupported>) -> Value {
+        let strict = self.is_strict();
+        let name_ok = match self.provider {
+            Provider::Gemini | Provider::GeminiJsonSchema => gemini::valid_name(spec.name()),
+            Provider::Mcp => mcp::valid_name(spec.name()),
+            _ => openai_style_name(spec.name()),
+        };
+        if !name_ok {
+            problems.push(Unsupported {
+                tool: spec.name().to_owned(),
+                path: String::new(),
+                construct: Construct::ToolName,
+                dialect: Some(self.provider.name()),
+            });
+        }
+        let dialect = match self.provider {
+            Provider::OpenAi | Provider::OpenAiResponses if strict => {
+                Some(schema::Dialect::OpenAiStrict)
+            }
+            Provider::Anthropic if strict => Some(schema::Dialect::AnthropicStrict),
+            Provider::Gemini => Some(schema::Dialect::GeminiOpenApi),
+            Provider::GeminiJsonSchema => Some(schema::Dialect::GeminiJsonSchema),
+            _ => None,
+        };
+        let parameters = match dialect {
+            Some(dialect) => match schema::rewrite(dialect, spec.name(), spec.input_schema()) {
+                Ok(schema) => schema,
+                Err(found) => {
+                    problems.extend(found);
+                    Value::Null
+                }
+            },
+            None => spec.input_schema().clone(),
+        };
+        match self.provider {
+            Provider::OpenAi => openai::chat_tool(spec, parameters, strict),
+            Provider::OpenAiResponses => openai::responses_tool(spec, parameters, strict),
+            Provider::Anthropic => anthropic::tool(spec, parameters, strict),
+            Provider::Gemini => gemini::declaration(spec, "parameters", parameters),
+            Provider::GeminiJsonSchema => {
+                gemini::declaration(spec, "parametersJsonSchema", parameters)
+            }
+            Provider::Mcp => {
+                let hints = self
+                    .mcp_hints
+                    .iter()
+                    .rev()
+                    .find(|(name, _)| name == spec.name())
+                    .map(|(_, h)| *h)
+                    .unwrap_or_default();
+                mcp::tool(spec, parameters, hints)
+            }
+        }
+    }
+}
+
+impl From<Provider> for Export {
+    fn from(provider: Provider) -> Self {
+        Export::new(provider)
+    }
+}
+
+impl Registry {
+    /// Every tool's definition for a provider: the value of its `tools` request field.
+    ///
+    /// ```
+    /// # use toolwright_core::{Registry, providers::Provider};
+    /// # fn demo(registry: &Registry) -> Result<(), toolwright_core::providers::ExportError> {
+    /// let openai = registry.export(Provider::OpenAi)?;                 // strict
+    /// let anthropic = registry.export(Provider::Anthropic.strict(true))?;
+    /// let gemini = registry.export(Provider::Gemini)?;
+    /// let mcp = registry.export(Provider::Mcp)?;
+    /// # let _ = (openai, anthropic, gemini, mcp); Ok(()) }
+    /// ```
+    pub fn export(&self, export: impl Into<Export>) -> Result<Value, ExportError> {
+        export.into().tools(self.specs())
+    }
+}
+
+/// OpenAI's and Anthropic's tool-name rule: `^[a-zA-Z0-9_-]{1,64}$`.
+fn openai_style_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+/// A construct a provider cannot express.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Construct {
+    /// A map: an object whose keys are not declared (`additionalProperties` with a schema).
+    Map,
+    /// A schema that admits any JSON value (`serde_json::Value`).
+    AnyValue,
+    /// A type that contains itself, where the provider allows no recursion.
+    RecursiveType {
+        /// The definition's name.
+        name: String,
+    },
+    /// A tuple (`prefixItems`).
+    Tuple,
+    /// A constraining keyword the provider lacks and no sentence can stand in for.
+    Keyword {
+        /// The keyword.
+        keyword: String,
+    },
+    /// A `$ref` that does not point into the schema's own `$defs`.
+    ExternalRef {
+        /// The reference.
+        reference: String,
+    },
+    /// The tool's name breaks the provider's naming rule.
+    ToolName,
+    /// A parameter's name breaks the provider's naming rule.
+    ParameterName {
+        /// The parameter.
+        name: String,
+    },
+    /// The schema is larger than the provider allows.
+    Limit {
+        /// What is counted.
+        what: &'static str,
+        /// The provider's limit.
+        limit: usize,
+        /// The schema's count.
+        actual: usize,
+    },
+}
+
+impl fmt::Display for Construct {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Construct::Map => f.write_str(
+                "a map (an object with undeclared keys, `additionalProperties`); use a list of key/value structs",
+            ),
+            Construct::AnyValue => {
+                f.write_str("a value of any shape (`serde_json::Value`); give it a concrete type")
+            }
+            Construct::RecursiveType { name } => write!(
+                f,
+                "the recursive type `{name}` (it contains itself); bound the nesting with separate types"
+            ),
+            Construct::Tuple => f.write_str("a tuple (`prefixItems`); use a struct with named fields"),
+            Construct::Keyword { keyword } => write!(f, "the keyword `{keyword}`"),
+            Construct::ExternalRef { reference } => {
+                write!(f, "the reference `{reference}`, which is not in the schema's `$defs`")
+            }
+            Construct::ToolName => f.write_str("the tool name, which breaks the provider's naming rule"),
+            Construct::ParameterName { name } => write!(
+                f,
+                "the parameter name `{name}`: it must start with a letter or `_` and hold only letters, digits and `_` (rename it with `#[serde(rename)]`)"
+            ),
+            Construct::Limit { what, limit, actual } => {
+                write!(f, "{actual} {what}, more than the limit of {limit}")
+            }
+        }
+    }
+}
+
+/// One construct of one tool that a provider cannot express.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unsupported {
+    tool: String,
+    path: String,
+    construct: Construct,
+    dialect: Option<&'static str>,
+}
+
+impl Unsupported {
+    /// The tool.
+    pub fn tool(&self) -> &str {
+        &self.tool
+    }
+
+    /// JSON Pointer into the exported parameters schema (`/properties/tags`), `/` for the whole
+    /// schema, empty for the tool itself (its name).
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// What cannot be expressed.
+    pub fn construct(&self) -> &Construct {
+        &self.construct
+    }
+}
+
+impl fmt::Display for Unsupported {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "tool `{}`", self.tool)?;
+        if !self.path.is_empty() {
+            write!(f, " at `{}`", self.path)?;
+        }
+        write!(f, ": {}", self.construct)?;
+        if let Some(dialect) = self.dialect {
+            write!(f, " ({dialect} cannot express it)")?;
+        }
+        Ok(())
+    }
+}
+
+/// Why a tool set could not be exported: every construct of every tool the provider cannot
+/// express.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExportError {
+    provider: Provider,
+    problems: Vec<Unsupported>,
+}
+
+impl ExportError {
+    /// The provider exported to.
+    pub fn provider(&self) -> Provider {
+        self.provider
+    }
+
+    /// Every problem found, in tool order.
+    pub fn problems(&self) -> &[Unsupported] {
+        &self.problems
+    }
+}
+
+impl fmt::Display for ExportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "cannot export to {}: ", self.provider)?;
+        for (i, problem) in self.problems.iter().enumerate() {
+            if i > 0 {
+                f.write_str("; ")?;
+            }
+            write!(f, "{problem}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ExportError {}
+
+/// The classes of malformed provider JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ParseErrorKind {
+    /// A field the provider always sends is absent.
+    Missing,
+    /// A field has the wrong JSON type.
+    WrongType,
+    /// The value is none of the shapes the parser reads (a response, a message, a list).
+    UnknownShape,
+}
+
+/// Provider JSON that is not what the provider sends: where, and what was expected there.
+///
+/// ```
+/// use serde_json::json;
+/// use toolwright_core::providers::{openai, ParseErrorKind};
+///
+/// let bad = json!({"choices": [{"message": {"tool_calls": [{"id": "c1", "type": "function", "function": {"name": "x", "arguments": {"a": 1}}}]}}]});
+/// let err = openai::parse_calls(&bad).unwrap_err();
+/// assert_eq!(err.kind(), ParseErrorKind::WrongType);
+/// assert_eq!(err.path(), "/choices/0/message/tool_calls/0/function/arguments");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseError {
+    provider: Provider,
+    kind: ParseErrorKind,
+    path: String,
+    message: String,
+}
+
+impl ParseError {
+    /// The provider whose JSON it was.
+    pub fn provider(&self) -> Provider {
+        self.provider
+    }
+
+    /// The class of the problem.
+    pub fn kind(&self) -> ParseErrorKind {
+        self.kind
+    }
+
+    /// JSON Pointer to the offending value (`""` for the whole input).
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "malformed {} JSON", self.provider)?;
+        if !self.path.is_empty() {
+            write!(f, " at `{}`", self.path)?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+impl std::error::Error for ParseError {}
+
+fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// A position in provider JSON, for reading it with every error naming its path.
+pub(crate) struct Node<'a> {
+    provider: Provider,
+    value: &'a Value,
+    path: String,
+}
+
+impl<'a> Node<'a> {
+    pub(crate) fn root(provider: Provider, value: &'a Value) -> Self {
+        Node {
+            provider,
+            value,
+            path: String::new(),
+        }
+    }
+
+    pub(crate) fn value(&self) -> &'a Value {
+        self.value
+    }
+
+    pub(crate) fn error(&self, kind: ParseErrorKind, message: impl Into<String>) -> ParseError {
+        ParseError {
+            provider: self.provider,
+            kind,
+            path: self.path.clone(),
+            message: message.into(),
+        }
+    }
+
+    fn child(&self, key: &str, value: &'a Value) -> Node<'a> {
+        Node {
+            provider: self.provider,
+            value,
+            path: format!(
+                "{}/{}",
+                self.path,
+                key.replace('~', "~0").replace('/', "~1")
+            ),
+        }
+    }
+
+    /// A field that must be present (and not null).
+    pub(crate) fn field(&self, key: &str) -> Result<Node<'a>, ParseError> {
+        let map = self.object()?;
+        match map.get(key) {
+            Some(Value::Null) | None => Err(self
+                .child(key, &Value::Null)
+                .error(ParseErrorKind::Missing, format!("`{key}` is missing"))),
+            Some(value) => Ok(self.child(key, value)),
+        }
+    }
+
+    /// A field that may be absent or null.
+    pub(crate) fn optional(&self, key: &str) -> Option<Node<'a>> {
+        match self.value.as_object()?.get(key) {
+            Some(Value::Null) | None => None,
+            Some(value) => Some(self.child(key, value)),
+        }
+    }
+
+    pub(crate) fn object(&self) -> Result<&'a Map<String, Value>, ParseError> {
+        self.value
+            .as_object()
+            .ok_or_else(|| self.wrong("an object"))
+    }
+
+    pub(crate) fn str(&self) -> Result<&'a str, ParseError> {
+        self.value.as_str().ok_or_else(|| self.wrong("a string"))
+    }
+
+    pub(crate) fn items(&self) -> Result<Vec<Node<'a>>, ParseError> {
+        let items = self
+            .value
+            .as_array()
+            .ok_or_else(|| self.wrong("an array"))?;
+        Ok(items
+            .iter()
+            .enumerate()
+            .map(|(i, v)| self.child(&i.to_string(), v))
+            .collect())
+    }
+
+    pub(crate) fn wrong(&self, expected: &str) -> ParseError {
+        self.error(
+            ParseErrorKind::WrongType,
+            format!("expected {expected}, got {}", kind_of(self.value)),
+        )
+    }
+}
+
+/// Argument text for providers that send arguments as a JSON object: the object serialized
+/// compactly (the registry parses it like any other argument text).
+pub(crate) fn argument_text(arguments: Option<&Value>) -> String {
+    match arguments {
+        None => "{}".to_owned(),
+        Some(value) => value.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_names_follow_the_shared_openai_anthropic_rule() {
+        assert!(openai_style_name("refund_order-2"));
+        assert!(!openai_style_name(""));
+        assert!(!openai_style_name("has space"));
+        assert!(!openai_style_name(&"x".repeat(65)));
+    }
+}
