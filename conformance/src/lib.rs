@@ -459,8 +459,12 @@ pub fn fixtures() -> Vec<Fixture> {
         out.push(Fixture::new(kind, name, None, tools));
     }
 
+    // Paused time: the pipeline's retries and Retry-After waits (`supplier_stock` fails with a
+    // 30 s Retry-After) pass instantly, so the fixtures show real retry envelopes without
+    // waiting for them.
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
+        .start_paused(true)
         .build()
         .expect("a current-thread runtime");
     let mut outcomes: Vec<Outcome> = calls()
