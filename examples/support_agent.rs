@@ -12,6 +12,7 @@
 //! Each comes back as an envelope the model can act on; none crashes the agent.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
@@ -172,6 +173,25 @@ async fn estimate_delivery(
     Ok(format!("{first} days"))
 }
 
+/// Check how many units of an item the warehouse has.
+#[tool(timeout_ms = 1000, read_only)]
+async fn check_stock(
+    /// The item, as named in the order.
+    #[arg(length(min = 1, max = 100))]
+    item: String,
+) -> Result<u32, ToolError> {
+    // The warehouse API drops every other request with a 503: a read-only tool is retried
+    // with jittered backoff, and the model never sees the first failure.
+    static CALLS: AtomicU32 = AtomicU32::new(0);
+    if CALLS.fetch_add(1, Ordering::Relaxed).is_multiple_of(2) {
+        return Err(ToolError::from_status(
+            503,
+            "the warehouse API answered 503",
+        ));
+    }
+    Ok(if item.contains("desk") { 2 } else { 40 })
+}
+
 fn shop() -> Shop {
     let order = |id: &str, customer: &str, item: &str, total: f64, status: &str| Order {
         id: id.into(),
@@ -286,6 +306,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             r#"{"order_id":"A1003"}"#,
         ),
         (&session, "call_13", "get_order", r#"{"order_id":"A1003"}"#),
+        (
+            &session,
+            "call_14",
+            "check_stock",
+            r#"{"item":"standing desk"}"#,
+        ),
     ];
 
     let mut tally: BTreeMap<String, usize> = BTreeMap::new();
@@ -295,6 +321,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .call_in(session, ToolCall::new(*id, *name, *arguments))
             .await;
         println!("<- {}", outcome.to_model_string_without_schema());
+        if outcome.attempts() > 1 {
+            for attempt in outcome.attempt_history() {
+                println!(
+                    "   attempt {} after {:>3} ms backoff: {}",
+                    attempt.number(),
+                    attempt.waited().as_millis(),
+                    attempt
+                        .error()
+                        .map_or("success".to_owned(), |k| k.to_string())
+                );
+            }
+        }
         let label = outcome
             .error_kind()
             .map_or_else(|| outcome.status().to_string(), |k| k.to_string());
