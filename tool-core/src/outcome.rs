@@ -305,6 +305,8 @@ pub struct Outcome {
     pub(crate) elapsed: Duration,
     pub(crate) data: Option<Box<RawValue>>,
     pub(crate) degraded: bool,
+    /// Answered from the idempotency store: the tool body did not run for this call.
+    pub(crate) replayed: bool,
     pub(crate) raw_arguments: Option<String>,
     /// The attempts, when there is more to tell than "one attempt, and it answered" (which
     /// [`Outcome::attempt_history`] rebuilds): kept off the success path and out of the size of
@@ -329,6 +331,7 @@ impl Outcome {
             elapsed: Duration::ZERO,
             data: Some(data),
             degraded: false,
+            replayed: false,
             raw_arguments: None,
             history: None,
             retry_stop: None,
@@ -345,6 +348,7 @@ impl Outcome {
             elapsed: Duration::ZERO,
             data: None,
             degraded: false,
+            replayed: false,
             raw_arguments: None,
             history: None,
             retry_stop: None,
@@ -466,6 +470,14 @@ impl Outcome {
         self.degraded
     }
 
+    /// `true` when the outcome was answered from the idempotency store: an earlier call with the
+    /// same idempotency key finished, and this one replays its result (errors included) without
+    /// running the tool body. [`attempts`](Outcome::attempts) is the original call's count; the
+    /// envelope says `"replayed": true`.
+    pub fn is_replayed(&self) -> bool {
+        self.replayed
+    }
+
     /// The argument text of a call that failed (at any seam), kept for debugging; `None` for
     /// successes. It is never logged by toolwright and is not part of the model-facing envelope.
     pub fn raw_arguments(&self) -> Option<&str> {
@@ -497,6 +509,7 @@ impl Outcome {
             expected_schema: failure.and_then(|f| f.expected_schema.as_deref()),
             data: self.data.as_deref(),
             attempts: (self.attempts > 0).then_some(self.attempts),
+            replayed: self.replayed.then_some(true),
         }
     }
 
@@ -553,6 +566,8 @@ struct Envelope<'a> {
     data: Option<&'a RawValue>,
     #[serde(skip_serializing_if = "Option::is_none")]
     attempts: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    replayed: Option<bool>,
 }
 
 #[cfg(test)]

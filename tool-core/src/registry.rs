@@ -32,7 +32,10 @@ use crate::execute::{
     BreakerHandle, BreakerPolicy, Clock, Env, Executed, Guard, RandomSource, RetryBudget,
     RetryPolicy, Settings,
 };
-use crate::idempotency::IdempotencyKey;
+use crate::idempotency::{
+    Disposition, Fingerprint, IdempotencyKey, IdempotencyStore, KeyMode, MemoryStore, Prior,
+    Settled, StoredOutcome, DEFAULT_LOCK_TTL,
+};
 use crate::interpret;
 use crate::outcome::{ErrorKind, Failure, Outcome, Seam};
 use crate::tool::{StateRequirement, Tool, ToolSpec};
@@ -41,6 +44,10 @@ use crate::validate::{preview_str, Violations};
 
 /// The per-attempt timeout of tools that declare none.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How much longer than a call's whole deadline its idempotency lock lasts: room for the clock
+/// reads and the store's own round trips around the attempts.
+const LOCK_SLACK: Duration = Duration::from_secs(5);
 
 type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
@@ -63,6 +70,8 @@ struct Entry<T: Tool> {
     spec: ToolSpec,
     shape: ShapeValidator,
     guard: Guard,
+    /// Not idempotent: every call goes through the idempotency store.
+    exactly_once: bool,
 }
 
 impl<T: Tool> DynTool for Entry<T> {
@@ -108,24 +117,152 @@ impl<T: Tool> Entry<T> {
             Err(failure) => return self.rejected(call_id, arguments, *failure, started),
         };
 
-        // Execution seam: breaker permit, then attempts bounded by the timeout and one deadline,
-        // transient failures retried within the attempt cap and the retry budget.
+        if self.exactly_once {
+            // Boxed: the idempotent path's future keeps its size, and pays nothing for the store.
+            return Box::pin(self.run_once(call_id, arguments, args, session, registry, started))
+                .await;
+        }
         let key = spec
             .meta
             .takes_idempotency_key
             .then(|| IdempotencyKey::derive(session.idempotency_scope(), &spec.name, &call_id));
-        let mut first = Some(args);
-        let (id, text, key, state) = (
-            call_id.as_str(),
-            arguments.as_str(),
+        self.execute(
+            call_id,
+            arguments,
+            args,
             key.as_ref(),
-            &registry.state,
+            session,
+            registry,
+            started,
+        )
+        .await
+        .0
+    }
+
+    /// A non-idempotent call under its idempotency key: begin it in the store (replay, refuse a
+    /// duplicate or a mismatch), run the attempts with the key, settle once.
+    async fn run_once(
+        &self,
+        call_id: String,
+        arguments: String,
+        args: T::Args,
+        session: &Session,
+        registry: &Inner,
+        started: Instant,
+    ) -> Outcome {
+        let spec = &self.spec;
+        let store = &*registry.store;
+        let mode = session.key_mode().unwrap_or(registry.key_mode);
+        let fingerprint = Fingerprint::of(&spec.name, &arguments);
+        let key = mode.key(
+            session.idempotency_scope(),
+            &spec.name,
+            &call_id,
+            &fingerprint,
         );
+        // The lock outlives the whole call (every attempt and wait), so a slow call is never
+        // taken over while it runs.
+        let lock_ttl = DEFAULT_LOCK_TTL.max(self.guard.deadline() + LOCK_SLACK);
+        // Before the breaker's permit: a replay or a refusal never spends a half-open probe.
+        let lease = match store.begin(&key, &fingerprint, lock_ttl).await {
+            Ok(begin) => begin.into_lease(&call_id, &spec.name),
+            // Fail closed: without the record the framework cannot tell a retry from a new
+            // action. The tool did not fail, so its breaker never hears of it.
+            Err(e) => Err(Outcome::failed(
+                call_id.clone(),
+                Arc::clone(&spec.name),
+                ToolError::from(e).into_failure(),
+            )),
+        };
+        let lease = match lease {
+            Ok(lease) => lease,
+            Err(mut outcome) => {
+                if outcome.failure.is_some() && !outcome.replayed {
+                    outcome.raw_arguments = Some(arguments);
+                }
+                outcome.elapsed = started.elapsed();
+                return outcome;
+            }
+        };
+        if lease.prior() != Prior::Fresh {
+            tracing::info!(
+                target: "toolwright::idempotency",
+                tool = %spec.name,
+                key = %lease.key(),
+                prior = ?lease.prior(),
+                unknown_effects = lease.unknown_effects(),
+                "an earlier call under this key ended with its effect unknown; going downstream again with the same key"
+            );
+        }
+
+        let (outcome, uncertain) = self
+            .execute(
+                call_id,
+                arguments,
+                args,
+                Some(lease.key()),
+                session,
+                registry,
+                started,
+            )
+            .await;
+
+        // Settle once. An attempt that may have acted leaves the effect unknown even when a
+        // later one was refused (a conflict, an open breaker): never forget it.
+        let settled = match Disposition::of(&outcome, true) {
+            Disposition::Complete => {
+                store
+                    .complete(&lease, &StoredOutcome::from_outcome(&outcome))
+                    .await
+            }
+            Disposition::Release if !uncertain => store.release(&lease).await,
+            Disposition::Release | Disposition::UnknownEffect => {
+                store.record_unknown_effect(&lease).await
+            }
+        };
+        match settled {
+            Ok(Settled::Recorded) => {}
+            Ok(Settled::LeaseLost) => tracing::warn!(
+                target: "toolwright::idempotency",
+                tool = %spec.name,
+                key = %lease.key(),
+                "the call outlived its idempotency lock and another call took the key over; its outcome was not recorded"
+            ),
+            Err(e) => tracing::warn!(
+                target: "toolwright::idempotency",
+                tool = %spec.name,
+                key = %lease.key(),
+                error = %e,
+                "the outcome could not be recorded in the idempotency store; the key's lock will expire"
+            ),
+        }
+        outcome
+    }
+
+    /// The execution and interpretation seams: breaker permit, then attempts bounded by the
+    /// timeout and one deadline, transient failures retried within the attempt cap and the retry
+    /// budget. Also says whether some attempt may have acted without the call knowing
+    /// ([`Executed::uncertain`]).
+    #[allow(clippy::too_many_arguments)]
+    async fn execute(
+        &self,
+        call_id: String,
+        arguments: String,
+        args: T::Args,
+        key: Option<&IdempotencyKey>,
+        session: &Session,
+        registry: &Inner,
+        started: Instant,
+    ) -> (Outcome, bool) {
+        let spec = &self.spec;
+        let mut first = Some(args);
+        let (id, text, state) = (call_id.as_str(), arguments.as_str(), &registry.state);
         let Executed {
             result,
             history,
             stop,
             open_since,
+            uncertain,
         } = self
             .guard
             .run(&registry.env, started, |attempt| {
@@ -179,7 +316,7 @@ impl<T: Tool> Entry<T> {
         outcome.history = history.into_kept();
         outcome.retry_stop = stop;
         outcome.elapsed = finished.saturating_duration_since(started);
-        outcome
+        (outcome, uncertain)
     }
 
     /// The validation seam: shape, then field rules, then semantics, then authorization.
@@ -264,6 +401,8 @@ struct Inner {
     names: Arc<[String]>,
     state: Arc<StateMap>,
     env: Env,
+    store: Arc<dyn IdempotencyStore>,
+    key_mode: KeyMode,
 }
 
 /// The tools a model may call, and the pipeline each call runs through. Cheap to clone.
@@ -384,6 +523,8 @@ pub struct RegistryBuilder {
     settings: Settings,
     breakers: HashMap<String, BreakerPolicy>,
     env: Env,
+    store: Option<Arc<dyn IdempotencyStore>>,
+    key_mode: KeyMode,
 }
 
 impl Default for RegistryBuilder {
@@ -401,6 +542,8 @@ impl Default for RegistryBuilder {
             },
             breakers: HashMap::new(),
             env: Env::default(),
+            store: None,
+            key_mode: KeyMode::default(),
         }
     }
 }
@@ -420,6 +563,7 @@ impl RegistryBuilder {
                 origin,
             );
             Box::new(Entry {
+                exactly_once: !(spec.meta.idempotent || spec.meta.read_only),
                 spec,
                 tool,
                 shape: ShapeValidator::default(),
@@ -500,6 +644,30 @@ impl RegistryBuilder {
         self
     }
 
+    /// Where non-idempotent tools record what each idempotency key came to (default: a
+    /// [`MemoryStore`] of this registry alone). Give every replica the same shared store (the
+    /// `RedisStore` of the `redis` feature) so a call re-delivered to another replica is
+    /// recognized too. Idempotent and read-only tools never touch the store.
+    ///
+    /// ```
+    /// # use toolwright_core::{MemoryStore, Registry};
+    /// let store = MemoryStore::builder().max_bytes(8 << 20).build();
+    /// let registry = Registry::builder().idempotency_store(store).build().unwrap();
+    /// # let _ = registry;
+    /// ```
+    pub fn idempotency_store(mut self, store: impl IdempotencyStore) -> Self {
+        self.store = Some(Arc::new(store));
+        self
+    }
+
+    /// How idempotency keys are derived when the session does not say
+    /// ([`Session::with_key_mode`]): [`KeyMode::CallId`] (default) or
+    /// [`KeyMode::Fingerprint`]; [`KeyMode`] explains when each is right.
+    pub fn key_mode(mut self, mode: KeyMode) -> Self {
+        self.key_mode = mode;
+        self
+    }
+
     /// Builds the registry; fails on duplicate names and on missing shared state.
     pub fn build(self) -> Result<Registry, BuildError> {
         let mut tools = ToolMap::with_capacity_and_hasher(self.pending.len(), Default::default());
@@ -541,6 +709,10 @@ impl RegistryBuilder {
                 names,
                 state: Arc::new(self.state),
                 env: self.env,
+                store: self
+                    .store
+                    .unwrap_or_else(|| Arc::new(MemoryStore::new()) as Arc<dyn IdempotencyStore>),
+                key_mode: self.key_mode,
             }),
         })
     }

@@ -26,6 +26,7 @@ use crate::outcome::{ErrorKind, Failure, Outcome, Status};
 /// assert_eq!(replay.status(), Status::Error);
 /// assert_eq!(replay.error_kind(), Some(ErrorKind::NotFound));
 /// assert_eq!(replay.call_id(), "call_2");
+/// assert!(replay.is_replayed());
 /// assert!(!replay.retryable()); // the kind's default, as it was when stored
 /// ```
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -66,7 +67,8 @@ impl StoredOutcome {
     }
 
     /// The outcome to hand back for a replayed call: the stored status, error and data, under the
-    /// id of the call that asked again. `attempts` is the original call's count.
+    /// id of the call that asked again, marked [replayed](Outcome::is_replayed). `attempts` is
+    /// the original call's count.
     pub fn into_outcome(self, call_id: impl Into<String>, tool: impl Into<Arc<str>>) -> Outcome {
         let call_id = call_id.into();
         let tool = tool.into();
@@ -103,6 +105,7 @@ impl StoredOutcome {
         };
         outcome.attempts = self.attempts;
         outcome.degraded = self.degraded;
+        outcome.replayed = true;
         outcome
     }
 
