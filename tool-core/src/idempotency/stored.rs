@@ -198,9 +198,10 @@ mod tests {
         assert_eq!(replay.status(), Status::Success);
         assert_eq!(replay.attempts(), 2);
         assert_eq!(replay.error_kind(), None);
+        assert!(replay.is_replayed());
         assert_eq!(
             replay.to_model_string(),
-            r#"{"status":"success","data":{"refund_id":"R9","amount":5},"attempts":2}"#
+            r#"{"status":"success","data":{"refund_id":"R9","amount":5},"attempts":2,"replayed":true}"#
         );
     }
 
@@ -214,7 +215,9 @@ mod tests {
         let stored =
             StoredOutcome::from_json(&StoredOutcome::from_outcome(&original).to_json()).unwrap();
         let replay = stored.into_outcome("c1", "refund_order");
-        assert_eq!(replay.to_model_json(), original.to_model_json());
+        let mut envelope = original.to_model_json();
+        envelope["replayed"] = true.into();
+        assert_eq!(replay.to_model_json(), envelope);
         assert_eq!(replay.retry_after(), Some(Duration::from_millis(1500)));
     }
 
