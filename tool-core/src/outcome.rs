@@ -409,8 +409,11 @@ impl Outcome {
     }
 
     /// How many attempts the framework made: 1 for a call that validation rejected (the
-    /// tool body never ran), 0 for an unknown tool and for a call an open circuit breaker
-    /// refused, and for a call that ran, how many times the tool body was started.
+    /// tool body never ran), 0 for an unknown tool, for a call an open circuit breaker
+    /// refused and for one the idempotency store refused (`duplicate_in_flight`,
+    /// `idempotency_mismatch`, the store unreachable), and for a call that ran, how many times
+    /// the tool body was started. A [replayed](Outcome::is_replayed) outcome reports the
+    /// attempts of the call it replays.
     pub fn attempts(&self) -> u32 {
         self.attempts
     }

@@ -33,7 +33,7 @@ use crate::execute::{
     RetryPolicy, Settings,
 };
 use crate::idempotency::{
-    Disposition, Fingerprint, IdempotencyKey, IdempotencyStore, KeyMode, MemoryStore, Prior,
+    Disposition, Fingerprint, IdempotencyKey, IdempotencyStore, KeyMode, Lease, MemoryStore, Prior,
     Settled, StoredOutcome, DEFAULT_LOCK_TTL,
 };
 use crate::interpret;
@@ -101,6 +101,10 @@ impl<T: Tool> DynTool for Entry<T> {
 impl<T: Tool> Entry<T> {
     /// Validate -> Bound -> Classify for one call. Monomorphized per tool, so the fast path
     /// parses the argument text straight into `T::Args` with no intermediate `Value`.
+    ///
+    /// A non-idempotent call also begins its idempotency key before the attempts (and may be
+    /// answered from the store instead) and settles it after; both steps are boxed and out of
+    /// line, so an idempotent tool's call pays one branch for them.
     async fn run(
         &self,
         call_id: String,
@@ -117,146 +121,40 @@ impl<T: Tool> Entry<T> {
             Err(failure) => return self.rejected(call_id, arguments, *failure, started),
         };
 
-        if self.exactly_once {
-            // Boxed: the idempotent path's future keeps its size, and pays nothing for the store.
-            return Box::pin(self.run_once(call_id, arguments, args, session, registry, started))
-                .await;
-        }
-        let key = spec
-            .meta
-            .takes_idempotency_key
-            .then(|| IdempotencyKey::derive(session.idempotency_scope(), &spec.name, &call_id));
-        self.execute(
-            call_id,
-            arguments,
-            args,
-            key.as_ref(),
-            session,
-            registry,
-            started,
-        )
-        .await
-        .0
-    }
-
-    /// A non-idempotent call under its idempotency key: begin it in the store (replay, refuse a
-    /// duplicate or a mismatch), run the attempts with the key, settle once.
-    async fn run_once(
-        &self,
-        call_id: String,
-        arguments: String,
-        args: T::Args,
-        session: &Session,
-        registry: &Inner,
-        started: Instant,
-    ) -> Outcome {
-        let spec = &self.spec;
-        let store = &*registry.store;
-        let mode = session.key_mode().unwrap_or(registry.key_mode);
-        let fingerprint = Fingerprint::of(&spec.name, &arguments);
-        let key = mode.key(
-            session.idempotency_scope(),
-            &spec.name,
-            &call_id,
-            &fingerprint,
-        );
-        // The lock outlives the whole call (every attempt and wait), so a slow call is never
-        // taken over while it runs.
-        let lock_ttl = DEFAULT_LOCK_TTL.max(self.guard.deadline() + LOCK_SLACK);
-        // Before the breaker's permit: a replay or a refusal never spends a half-open probe.
-        let lease = match store.begin(&key, &fingerprint, lock_ttl).await {
-            Ok(begin) => begin.into_lease(&call_id, &spec.name),
-            // Fail closed: without the record the framework cannot tell a retry from a new
-            // action. The tool did not fail, so its breaker never hears of it.
-            Err(e) => Err(Outcome::failed(
-                call_id.clone(),
-                Arc::clone(&spec.name),
-                ToolError::from(e).into_failure(),
-            )),
-        };
-        let lease = match lease {
-            Ok(lease) => lease,
-            Err(mut outcome) => {
-                if outcome.failure.is_some() && !outcome.replayed {
-                    outcome.raw_arguments = Some(arguments);
+        // Idempotency: before the breaker's permit, so a replay or a refusal never spends a
+        // half-open probe.
+        let lease = if self.exactly_once {
+            match Box::pin(self.begin(&call_id, &arguments, session, registry)).await {
+                Ok(lease) => Some(lease),
+                Err(mut outcome) => {
+                    if outcome.failure.is_some() && !outcome.replayed {
+                        outcome.raw_arguments = Some(arguments);
+                    }
+                    outcome.elapsed = started.elapsed();
+                    return outcome;
                 }
-                outcome.elapsed = started.elapsed();
-                return outcome;
             }
+        } else {
+            None
         };
-        if lease.prior() != Prior::Fresh {
-            tracing::info!(
-                target: "toolwright::idempotency",
-                tool = %spec.name,
-                key = %lease.key(),
-                prior = ?lease.prior(),
-                unknown_effects = lease.unknown_effects(),
-                "an earlier call under this key ended with its effect unknown; going downstream again with the same key"
-            );
-        }
 
-        let (outcome, uncertain) = self
-            .execute(
-                call_id,
-                arguments,
-                args,
-                Some(lease.key()),
-                session,
-                registry,
-                started,
-            )
-            .await;
-
-        // Settle once. An attempt that may have acted leaves the effect unknown even when a
-        // later one was refused (a conflict, an open breaker): never forget it.
-        let settled = match Disposition::of(&outcome, true) {
-            Disposition::Complete => {
-                store
-                    .complete(&lease, &StoredOutcome::from_outcome(&outcome))
-                    .await
-            }
-            Disposition::Release if !uncertain => store.release(&lease).await,
-            Disposition::Release | Disposition::UnknownEffect => {
-                store.record_unknown_effect(&lease).await
-            }
+        // Execution seam: breaker permit, then attempts bounded by the timeout and one deadline,
+        // transient failures retried within the attempt cap and the retry budget. The key is
+        // the lease's when there is one (also in fingerprint mode), the same on every attempt.
+        let key = match &lease {
+            Some(lease) => Some(lease.key().clone()),
+            None => spec
+                .meta
+                .takes_idempotency_key
+                .then(|| IdempotencyKey::derive(session.idempotency_scope(), &spec.name, &call_id)),
         };
-        match settled {
-            Ok(Settled::Recorded) => {}
-            Ok(Settled::LeaseLost) => tracing::warn!(
-                target: "toolwright::idempotency",
-                tool = %spec.name,
-                key = %lease.key(),
-                "the call outlived its idempotency lock and another call took the key over; its outcome was not recorded"
-            ),
-            Err(e) => tracing::warn!(
-                target: "toolwright::idempotency",
-                tool = %spec.name,
-                key = %lease.key(),
-                error = %e,
-                "the outcome could not be recorded in the idempotency store; the key's lock will expire"
-            ),
-        }
-        outcome
-    }
-
-    /// The execution and interpretation seams: breaker permit, then attempts bounded by the
-    /// timeout and one deadline, transient failures retried within the attempt cap and the retry
-    /// budget. Also says whether some attempt may have acted without the call knowing
-    /// ([`Executed::uncertain`]).
-    #[allow(clippy::too_many_arguments)]
-    async fn execute(
-        &self,
-        call_id: String,
-        arguments: String,
-        args: T::Args,
-        key: Option<&IdempotencyKey>,
-        session: &Session,
-        registry: &Inner,
-        started: Instant,
-    ) -> (Outcome, bool) {
-        let spec = &self.spec;
         let mut first = Some(args);
-        let (id, text, state) = (call_id.as_str(), arguments.as_str(), &registry.state);
+        let (id, text, key, state) = (
+            call_id.as_str(),
+            arguments.as_str(),
+            key.as_ref(),
+            &registry.state,
+        );
         let Executed {
             result,
             history,
@@ -316,7 +214,92 @@ impl<T: Tool> Entry<T> {
         outcome.history = history.into_kept();
         outcome.retry_stop = stop;
         outcome.elapsed = finished.saturating_duration_since(started);
-        (outcome, uncertain)
+        if let Some(lease) = lease {
+            Box::pin(self.settle(registry, lease, &outcome, uncertain)).await;
+        }
+        outcome
+    }
+
+    /// Begins a non-idempotent call under its idempotency key: the lease to run under, or the
+    /// outcome to answer instead (a replay, `duplicate_in_flight`, `idempotency_mismatch`, or
+    /// `unavailable` when the store cannot answer).
+    async fn begin(
+        &self,
+        call_id: &str,
+        arguments: &str,
+        session: &Session,
+        registry: &Inner,
+    ) -> Result<Lease, Outcome> {
+        let spec = &self.spec;
+        let mode = session.key_mode().unwrap_or(registry.key_mode);
+        let fingerprint = Fingerprint::of(&spec.name, arguments);
+        let key = mode.key(
+            session.idempotency_scope(),
+            &spec.name,
+            call_id,
+            &fingerprint,
+        );
+        // The lock outlives the whole call (every attempt and wait), so a slow call is never
+        // taken over while it runs.
+        let lock_ttl = DEFAULT_LOCK_TTL.max(self.guard.deadline() + LOCK_SLACK);
+        let lease = match registry.store.begin(&key, &fingerprint, lock_ttl).await {
+            Ok(begin) => begin.into_lease(call_id, &spec.name)?,
+            // Fail closed: without the record the framework cannot tell a retry from a new
+            // action. The tool did not fail, so its breaker never hears of it.
+            Err(e) => {
+                return Err(Outcome::failed(
+                    call_id.to_owned(),
+                    Arc::clone(&spec.name),
+                    ToolError::from(e).into_failure(),
+                ))
+            }
+        };
+        if lease.prior() != Prior::Fresh {
+            tracing::info!(
+                target: "toolwright::idempotency",
+                tool = %spec.name,
+                key = %lease.key(),
+                prior = ?lease.prior(),
+                unknown_effects = lease.unknown_effects(),
+                "an earlier call under this key ended with its effect unknown; going downstream again with the same key"
+            );
+        }
+        Ok(lease)
+    }
+
+    /// Settles a finished call once. `uncertain`: some attempt may have acted, so a call that
+    /// ends refused (a conflict, an open breaker) records an unknown effect rather than
+    /// forgetting it. A store failure is only logged: the real outcome still goes to the model.
+    async fn settle(&self, registry: &Inner, lease: Lease, outcome: &Outcome, uncertain: bool) {
+        let store = &*registry.store;
+        let settled = match Disposition::of(outcome, true) {
+            Disposition::Complete => {
+                store
+                    .complete(&lease, &StoredOutcome::from_outcome(outcome))
+                    .await
+            }
+            Disposition::Release if !uncertain => store.release(&lease).await,
+            Disposition::Release | Disposition::UnknownEffect => {
+                store.record_unknown_effect(&lease).await
+            }
+        };
+        let name = &self.spec.name;
+        match settled {
+            Ok(Settled::Recorded) => {}
+            Ok(Settled::LeaseLost) => tracing::warn!(
+                target: "toolwright::idempotency",
+                tool = %name,
+                key = %lease.key(),
+                "the call outlived its idempotency lock and another call took the key over; its outcome was not recorded"
+            ),
+            Err(e) => tracing::warn!(
+                target: "toolwright::idempotency",
+                tool = %name,
+                key = %lease.key(),
+                error = %e,
+                "the outcome could not be recorded in the idempotency store; the key's lock will expire"
+            ),
+        }
     }
 
     /// The validation seam: shape, then field rules, then semantics, then authorization.
