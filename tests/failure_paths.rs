@@ -954,9 +954,11 @@ async fn every_status_class_from_a_tool_body_reaches_the_envelope() {
     ];
     let registry = registry();
     for (status, kind, retryable, attempts) in cases {
+        // One call id per case: the tool is not idempotent, so the same id with other
+        // arguments would be an `idempotency_mismatch`.
         let outcome = registry
             .call(ToolCall::new(
-                "c1",
+                format!("c{status}"),
                 "call_dependency",
                 format!(r#"{{"status":{status}}}"#),
             ))

@@ -305,6 +305,8 @@ pub struct Outcome {
     pub(crate) elapsed: Duration,
     pub(crate) data: Option<Box<RawValue>>,
     pub(crate) degraded: bool,
+    /// Answered from the idempotency store: the tool body did not run for this call.
+    pub(crate) replayed: bool,
     pub(crate) raw_arguments: Option<String>,
     /// The attempts, when there is more to tell than "one attempt, and it answered" (which
     /// [`Outcome::attempt_history`] rebuilds): kept off the success path and out of the size of
@@ -329,6 +331,7 @@ impl Outcome {
             elapsed: Duration::ZERO,
             data: Some(data),
             degraded: false,
+            replayed: false,
             raw_arguments: None,
             history: None,
             retry_stop: None,
@@ -345,6 +348,7 @@ impl Outcome {
             elapsed: Duration::ZERO,
             data: None,
             degraded: false,
+            replayed: false,
             raw_arguments: None,
             history: None,
             retry_stop: None,
@@ -405,8 +409,11 @@ impl Outcome {
     }
 
     /// How many attempts the framework made: 1 for a call that validation rejected (the
-    /// tool body never ran), 0 for an unknown tool and for a call an open circuit breaker
-    /// refused, and for a call that ran, how many times the tool body was started.
+    /// tool body never ran), 0 for an unknown tool, for a call an open circuit breaker
+    /// refused and for one the idempotency store refused (`duplicate_in_flight`,
+    /// `idempotency_mismatch`, the store unreachable), and for a call that ran, how many times
+    /// the tool body was started. A [replayed](Outcome::is_replayed) outcome reports the
+    /// attempts of the call it replays.
     pub fn attempts(&self) -> u32 {
         self.attempts
     }
@@ -466,6 +473,14 @@ impl Outcome {
         self.degraded
     }
 
+    /// `true` when the outcome was answered from the idempotency store: an earlier call with the
+    /// same idempotency key finished, and this one replays its result (errors included) without
+    /// running the tool body. [`attempts`](Outcome::attempts) is the original call's count; the
+    /// envelope says `"replayed": true`.
+    pub fn is_replayed(&self) -> bool {
+        self.replayed
+    }
+
     /// The argument text of a call that failed (at any seam), kept for debugging; `None` for
     /// successes. It is never logged by toolwright and is not part of the model-facing envelope.
     pub fn raw_arguments(&self) -> Option<&str> {
@@ -497,6 +512,7 @@ impl Outcome {
             expected_schema: failure.and_then(|f| f.expected_schema.as_deref()),
             data: self.data.as_deref(),
             attempts: (self.attempts > 0).then_some(self.attempts),
+            replayed: self.replayed.then_some(true),
         }
     }
 
@@ -553,6 +569,8 @@ struct Envelope<'a> {
     data: Option<&'a RawValue>,
     #[serde(skip_serializing_if = "Option::is_none")]
     attempts: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    replayed: Option<bool>,
 }
 
 #[cfg(test)]

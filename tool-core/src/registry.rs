@@ -32,7 +32,10 @@ use crate::execute::{
     BreakerHandle, BreakerPolicy, Clock, Env, Executed, Guard, RandomSource, RetryBudget,
     RetryPolicy, Settings,
 };
-use crate::idempotency::IdempotencyKey;
+use crate::idempotency::{
+    Disposition, Fingerprint, IdempotencyKey, IdempotencyStore, KeyMode, Lease, MemoryStore, Prior,
+    Settled, StoredOutcome, DEFAULT_LOCK_TTL,
+};
 use crate::interpret;
 use crate::outcome::{ErrorKind, Failure, Outcome, Seam};
 use crate::tool::{StateRequirement, Tool, ToolSpec};
@@ -41,6 +44,10 @@ use crate::validate::{preview_str, Violations};
 
 /// The per-attempt timeout of tools that declare none.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How much longer than a call's whole deadline its idempotency lock lasts: room for the clock
+/// reads and the store's own round trips around the attempts.
+const LOCK_SLACK: Duration = Duration::from_secs(5);
 
 type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
@@ -63,6 +70,8 @@ struct Entry<T: Tool> {
     spec: ToolSpec,
     shape: ShapeValidator,
     guard: Guard,
+    /// Not idempotent: every call goes through the idempotency store.
+    exactly_once: bool,
 }
 
 impl<T: Tool> DynTool for Entry<T> {
@@ -92,6 +101,10 @@ impl<T: Tool> DynTool for Entry<T> {
 impl<T: Tool> Entry<T> {
     /// Validate -> Bound -> Classify for one call. Monomorphized per tool, so the fast path
     /// parses the argument text straight into `T::Args` with no intermediate `Value`.
+    ///
+    /// A non-idempotent call also begins its idempotency key before the attempts (and may be
+    /// answered from the store instead) and settles it after; both steps are boxed and out of
+    /// line, so an idempotent tool's call pays one branch for them.
     async fn run(
         &self,
         call_id: String,
@@ -108,12 +121,33 @@ impl<T: Tool> Entry<T> {
             Err(failure) => return self.rejected(call_id, arguments, *failure, started),
         };
 
+        // Idempotency: before the breaker's permit, so a replay or a refusal never spends a
+        // half-open probe.
+        let lease = if self.exactly_once {
+            match Box::pin(self.begin(&call_id, &arguments, session, registry)).await {
+                Ok(lease) => Some(lease),
+                Err(mut outcome) => {
+                    if outcome.failure.is_some() && !outcome.replayed {
+                        outcome.raw_arguments = Some(arguments);
+                    }
+                    outcome.elapsed = started.elapsed();
+                    return outcome;
+                }
+            }
+        } else {
+            None
+        };
+
         // Execution seam: breaker permit, then attempts bounded by the timeout and one deadline,
-        // transient failures retried within the attempt cap and the retry budget.
-        let key = spec
-            .meta
-            .takes_idempotency_key
-            .then(|| IdempotencyKey::derive(session.idempotency_scope(), &spec.name, &call_id));
+        // transient failures retried within the attempt cap and the retry budget. The key is
+        // the lease's when there is one (also in fingerprint mode), the same on every attempt.
+        let key = match &lease {
+            Some(lease) => Some(lease.key().clone()),
+            None => spec
+                .meta
+                .takes_idempotency_key
+                .then(|| IdempotencyKey::derive(session.idempotency_scope(), &spec.name, &call_id)),
+        };
         let mut first = Some(args);
         let (id, text, key, state) = (
             call_id.as_str(),
@@ -126,6 +160,7 @@ impl<T: Tool> Entry<T> {
             history,
             stop,
             open_since,
+            uncertain,
         } = self
             .guard
             .run(&registry.env, started, |attempt| {
@@ -179,7 +214,92 @@ impl<T: Tool> Entry<T> {
         outcome.history = history.into_kept();
         outcome.retry_stop = stop;
         outcome.elapsed = finished.saturating_duration_since(started);
+        if let Some(lease) = lease {
+            Box::pin(self.settle(registry, lease, &outcome, uncertain)).await;
+        }
         outcome
+    }
+
+    /// Begins a non-idempotent call under its idempotency key: the lease to run under, or the
+    /// outcome to answer instead (a replay, `duplicate_in_flight`, `idempotency_mismatch`, or
+    /// `unavailable` when the store cannot answer).
+    async fn begin(
+        &self,
+        call_id: &str,
+        arguments: &str,
+        session: &Session,
+        registry: &Inner,
+    ) -> Result<Lease, Outcome> {
+        let spec = &self.spec;
+        let mode = session.key_mode().unwrap_or(registry.key_mode);
+        let fingerprint = Fingerprint::of(&spec.name, arguments);
+        let key = mode.key(
+            session.idempotency_scope(),
+            &spec.name,
+            call_id,
+            &fingerprint,
+        );
+        // The lock outlives the whole call (every attempt and wait), so a slow call is never
+        // taken over while it runs.
+        let lock_ttl = DEFAULT_LOCK_TTL.max(self.guard.deadline() + LOCK_SLACK);
+        let lease = match registry.store.begin(&key, &fingerprint, lock_ttl).await {
+            Ok(begin) => begin.into_lease(call_id, &spec.name)?,
+            // Fail closed: without the record the framework cannot tell a retry from a new
+            // action. The tool did not fail, so its breaker never hears of it.
+            Err(e) => {
+                return Err(Outcome::failed(
+                    call_id.to_owned(),
+                    Arc::clone(&spec.name),
+                    ToolError::from(e).into_failure(),
+                ))
+            }
+        };
+        if lease.prior() != Prior::Fresh {
+            tracing::info!(
+                target: "toolwright::idempotency",
+                tool = %spec.name,
+                key = %lease.key(),
+                prior = ?lease.prior(),
+                unknown_effects = lease.unknown_effects(),
+                "an earlier call under this key ended with its effect unknown; going downstream again with the same key"
+            );
+        }
+        Ok(lease)
+    }
+
+    /// Settles a finished call once. `uncertain`: some attempt may have acted, so a call that
+    /// ends refused (a conflict, an open breaker) records an unknown effect rather than
+    /// forgetting it. A store failure is only logged: the real outcome still goes to the model.
+    async fn settle(&self, registry: &Inner, lease: Lease, outcome: &Outcome, uncertain: bool) {
+        let store = &*registry.store;
+        let settled = match Disposition::of(outcome, true) {
+            Disposition::Complete => {
+                store
+                    .complete(&lease, &StoredOutcome::from_outcome(outcome))
+                    .await
+            }
+            Disposition::Release if !uncertain => store.release(&lease).await,
+            Disposition::Release | Disposition::UnknownEffect => {
+                store.record_unknown_effect(&lease).await
+            }
+        };
+        let name = &self.spec.name;
+        match settled {
+            Ok(Settled::Recorded) => {}
+            Ok(Settled::LeaseLost) => tracing::warn!(
+                target: "toolwright::idempotency",
+                tool = %name,
+                key = %lease.key(),
+                "the call outlived its idempotency lock and another call took the key over; its outcome was not recorded"
+            ),
+            Err(e) => tracing::warn!(
+                target: "toolwright::idempotency",
+                tool = %name,
+                key = %lease.key(),
+                error = %e,
+                "the outcome could not be recorded in the idempotency store; the key's lock will expire"
+            ),
+        }
     }
 
     /// The validation seam: shape, then field rules, then semantics, then authorization.
@@ -264,6 +384,8 @@ struct Inner {
     names: Arc<[String]>,
     state: Arc<StateMap>,
     env: Env,
+    store: Arc<dyn IdempotencyStore>,
+    key_mode: KeyMode,
 }
 
 /// The tools a model may call, and the pipeline each call runs through. Cheap to clone.
@@ -384,6 +506,8 @@ pub struct RegistryBuilder {
     settings: Settings,
     breakers: HashMap<String, BreakerPolicy>,
     env: Env,
+    store: Option<Arc<dyn IdempotencyStore>>,
+    key_mode: KeyMode,
 }
 
 impl Default for RegistryBuilder {
@@ -401,6 +525,8 @@ impl Default for RegistryBuilder {
             },
             breakers: HashMap::new(),
             env: Env::default(),
+            store: None,
+            key_mode: KeyMode::default(),
         }
     }
 }
@@ -420,6 +546,7 @@ impl RegistryBuilder {
                 origin,
             );
             Box::new(Entry {
+                exactly_once: !(spec.meta.idempotent || spec.meta.read_only),
                 spec,
                 tool,
                 shape: ShapeValidator::default(),
@@ -500,6 +627,30 @@ impl RegistryBuilder {
         self
     }
 
+    /// Where non-idempotent tools record what each idempotency key came to (default: a
+    /// [`MemoryStore`] of this registry alone). Give every replica the same shared store (the
+    /// `RedisStore` of the `redis` feature) so a call re-delivered to another replica is
+    /// recognized too. Idempotent and read-only tools never touch the store.
+    ///
+    /// ```
+    /// # use toolwright_core::{MemoryStore, Registry};
+    /// let store = MemoryStore::builder().max_bytes(8 << 20).build();
+    /// let registry = Registry::builder().idempotency_store(store).build().unwrap();
+    /// # let _ = registry;
+    /// ```
+    pub fn idempotency_store(mut self, store: impl IdempotencyStore) -> Self {
+        self.store = Some(Arc::new(store));
+        self
+    }
+
+    /// How idempotency keys are derived when the session does not say
+    /// ([`Session::with_key_mode`]): [`KeyMode::CallId`] (default) or
+    /// [`KeyMode::Fingerprint`]; [`KeyMode`] explains when each is right.
+    pub fn key_mode(mut self, mode: KeyMode) -> Self {
+        self.key_mode = mode;
+        self
+    }
+
     /// Builds the registry; fails on duplicate names and on missing shared state.
     pub fn build(self) -> Result<Registry, BuildError> {
         let mut tools = ToolMap::with_capacity_and_hasher(self.pending.len(), Default::default());
@@ -541,6 +692,10 @@ impl RegistryBuilder {
                 names,
                 state: Arc::new(self.state),
                 env: self.env,
+                store: self
+                    .store
+                    .unwrap_or_else(|| Arc::new(MemoryStore::new()) as Arc<dyn IdempotencyStore>),
+                key_mode: self.key_mode,
             }),
         })
     }

@@ -86,7 +86,8 @@ pub use random::{RandomSource, SeededRandom, ThreadRandom};
 pub use retry::{RetryPolicy, RetryStop};
 
 use crate::error::ToolError;
-use crate::outcome::{ErrorKind, Failure};
+use crate::idempotency::Disposition;
+use crate::outcome::{ErrorKind, Failure, Status};
 use breaker::{Breaker, Rejection, Verdict};
 use budget::Budget;
 use clock::{ceil_millis, nanos_since, ClockHandle};
@@ -222,6 +223,9 @@ pub(crate) struct Executed<T> {
     /// When the attempt that produced the result began, if its record still needs its elapsed:
     /// the registry sets it from the clock read it makes for the outcome ([`History::close`]).
     pub(crate) open_since: Option<Instant>,
+    /// Some attempt failed in a way that may have acted (a timeout, a 5xx, a panic, none of them
+    /// proven never started): the call's effect is unknown unless a later attempt settled it.
+    pub(crate) uncertain: bool,
 }
 
 /// The execution seam of one tool, resolved when the registry is built.
@@ -272,6 +276,11 @@ impl Guard {
         &self.breaker
     }
 
+    /// The whole call's deadline: every attempt and every wait between them.
+    pub(crate) fn deadline(&self) -> Duration {
+        self.deadline
+    }
+
     /// Runs the attempts of one call that entered the registry at `started`. `body` makes the
     /// future of one attempt.
     pub(crate) async fn run<T, F, Fut>(
@@ -303,9 +312,11 @@ impl Guard {
                 history: History::Empty,
                 stop: None,
                 open_since: None,
+                uncertain: false,
             };
         }
         let mut history = History::Empty;
+        let mut uncertain = false;
         let mut waited = Duration::ZERO;
         let mut number = 1;
         // The first attempt starts as the call arrives (validation takes microseconds).
@@ -319,6 +330,7 @@ impl Guard {
                         stop: (number > 1).then_some(RetryStop::CircuitOpen),
                         history,
                         open_since: None,
+                        uncertain,
                     };
                 }
             };
@@ -368,6 +380,7 @@ impl Guard {
                         history,
                         stop: None,
                         open_since,
+                        uncertain,
                     };
                 }
                 Err(error) => error,
@@ -380,6 +393,9 @@ impl Guard {
                 Verdict::Neutral
             };
             permit.record(verdict, end_at);
+            uncertain |=
+                Disposition::for_kind(Status::Error, Some(error.kind()), never_started(&error))
+                    == Disposition::UnknownEffect;
             history.push(AttemptRecord {
                 number,
                 waited,
@@ -424,6 +440,7 @@ impl Guard {
                 history,
                 stop,
                 open_since: None,
+                uncertain,
             };
         }
     }

@@ -41,6 +41,31 @@
 //!   [`release`](IdempotencyStore::release); [`Disposition`] is the rule that picks one.
 //! - [`MemoryStore`], the embedded default (bounded in size and time, nothing to install), and
 //!   `RedisStore` behind the `redis` feature, so several replicas share keys.
+//!
+//! # In the pipeline
+//!
+//! Every call of a tool that is neither idempotent nor read-only goes through the registry's
+//! store ([`RegistryBuilder::idempotency_store`](crate::RegistryBuilder::idempotency_store),
+//! default a [`MemoryStore`]); idempotent and read-only tools never touch it. After validation,
+//! and before the circuit breaker is asked for a permit (so a replay or a refusal never spends
+//! a half-open probe), the call's key is derived ([`KeyMode`]: the session's, else
+//! [`RegistryBuilder::key_mode`](crate::RegistryBuilder::key_mode)) and begun:
+//!
+//! - completed earlier: the stored outcome is answered, errors included, marked
+//!   [`Outcome::is_replayed`](crate::Outcome::is_replayed) (`"replayed": true`); the tool body
+//!   does not run;
+//! - running elsewhere: `duplicate_in_flight` with `retry_after_ms`; used with other arguments:
+//!   `idempotency_mismatch`;
+//! - the store unreachable: `unavailable`, never started (fail closed); the tool's breaker does
+//!   not count it;
+//! - otherwise the attempts run, every one with the same key
+//!   ([`Invocation::idempotency_key`](crate::Invocation::idempotency_key)), and the call settles
+//!   once as [`Disposition`] says, with one refinement: if any attempt may have acted (a
+//!   timeout, a 5xx, a panic, not proven never started), a call that ends refused (a
+//!   `conflict`, an open breaker) records an unknown effect rather than forgetting it.
+//!
+//! A call whose future is dropped never settles: its lock expires and the next call under the
+//! key takes it over as an unknown effect.
 
 mod fingerprint;
 mod memory;

@@ -26,6 +26,7 @@ use crate::outcome::{ErrorKind, Failure, Outcome, Status};
 /// assert_eq!(replay.status(), Status::Error);
 /// assert_eq!(replay.error_kind(), Some(ErrorKind::NotFound));
 /// assert_eq!(replay.call_id(), "call_2");
+/// assert!(replay.is_replayed());
 /// assert!(!replay.retryable()); // the kind's default, as it was when stored
 /// ```
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -66,7 +67,8 @@ impl StoredOutcome {
     }
 
     /// The outcome to hand back for a replayed call: the stored status, error and data, under the
-    /// id of the call that asked again. `attempts` is the original call's count.
+    /// id of the call that asked again, marked [replayed](Outcome::is_replayed). `attempts` is
+    /// the original call's count.
     pub fn into_outcome(self, call_id: impl Into<String>, tool: impl Into<Arc<str>>) -> Outcome {
         let call_id = call_id.into();
         let tool = tool.into();
@@ -103,6 +105,7 @@ impl StoredOutcome {
         };
         outcome.attempts = self.attempts;
         outcome.degraded = self.degraded;
+        outcome.replayed = true;
         outcome
     }
 
@@ -195,9 +198,10 @@ mod tests {
         assert_eq!(replay.status(), Status::Success);
         assert_eq!(replay.attempts(), 2);
         assert_eq!(replay.error_kind(), None);
+        assert!(replay.is_replayed());
         assert_eq!(
             replay.to_model_string(),
-            r#"{"status":"success","data":{"refund_id":"R9","amount":5},"attempts":2}"#
+            r#"{"status":"success","data":{"refund_id":"R9","amount":5},"attempts":2,"replayed":true}"#
         );
     }
 
@@ -211,7 +215,9 @@ mod tests {
         let stored =
             StoredOutcome::from_json(&StoredOutcome::from_outcome(&original).to_json()).unwrap();
         let replay = stored.into_outcome("c1", "refund_order");
-        assert_eq!(replay.to_model_json(), original.to_model_json());
+        let mut envelope = original.to_model_json();
+        envelope["replayed"] = true.into();
+        assert_eq!(replay.to_model_json(), envelope);
         assert_eq!(replay.retry_after(), Some(Duration::from_millis(1500)));
     }
 
