@@ -287,24 +287,24 @@ fn convert(
                 format!("`{field}` must be less than {limit}, got {instance}"),
             );
         }
-        ValidationErrorKind::MinLength { limit } | ValidationErrorKind::MaxLength { limit } => {
-            let count = instance.as_str().map_or(0, |s| s.chars().count()) as u64;
-            let at_least = matches!(kind, ValidationErrorKind::MinLength { .. });
-            let expected = length_expected(at_least, *limit, "characters");
-            let got = counted(count, "characters");
-            push(
-                path.into(),
-                "length",
-                expected.clone(),
-                Some(got.clone()),
-                format!("`{field}` must be {expected}, got {got}"),
+        ValidationErrorKind::MinLength { limit }
+        | ValidationErrorKind::MaxLength { limit }
+        | ValidationErrorKind::MinItems { limit }
+        | ValidationErrorKind::MaxItems { limit } => {
+            // One wording for strings and lists; only the count and its unit differ.
+            let (count, unit) = match instance {
+                Value::Array(a) => (a.len() as u64, "items"),
+                other => (
+                    other.as_str().map_or(0, |s| s.chars().count()) as u64,
+                    "characters",
+                ),
+            };
+            let at_least = matches!(
+                kind,
+                ValidationErrorKind::MinLength { .. } | ValidationErrorKind::MinItems { .. }
             );
-        }
-        ValidationErrorKind::MinItems { limit } | ValidationErrorKind::MaxItems { limit } => {
-            let count = instance.as_array().map_or(0, Vec::len) as u64;
-            let at_least = matches!(kind, ValidationErrorKind::MinItems { .. });
-            let expected = length_expected(at_least, *limit, "items");
-            let got = counted(count, "items");
+            let expected = length_expected(at_least, *limit, unit);
+            let got = counted(count, unit);
             push(
                 path.into(),
                 "length",
