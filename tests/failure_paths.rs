@@ -622,6 +622,28 @@ async fn a_nested_error_inside_a_list_of_structs_has_its_full_path() {
     assert_eq!(message(&outcome), "`legs` must be non-empty, got 0 items");
 }
 
+#[tokio::test]
+async fn a_list_too_long_and_a_missing_field_are_both_reported_on_the_shape_path() {
+    // The missing `to` fails the typed parse, so the slow path reports the list length too.
+    let leg = r#"{"from":"SFO","to":"LAX"}"#;
+    let text = format!(r#"{{"legs":[{leg},{leg},{leg},{leg},{{"from":"JFK"}}]}}"#);
+    let outcome = call("plan_trip", &text).await;
+    assert_rejected(&outcome, ErrorKind::SchemaMismatch);
+    let messages: Vec<&str> = outcome
+        .violations()
+        .iter()
+        .map(|v| v.message.as_str())
+        .collect();
+    assert!(
+        messages.contains(&"`legs` must be at most 4 items long, got 5 items"),
+        "{messages:?}"
+    );
+    assert!(
+        messages.contains(&"`legs[4].to` is required but missing"),
+        "{messages:?}"
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // Lookup, semantics, authorization
 // ---------------------------------------------------------------------------------------------
