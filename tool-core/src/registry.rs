@@ -17,11 +17,13 @@ use std::any::Any;
 use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::future::Either;
+use futures_util::FutureExt as _;
 use tokio::time::Instant;
 
 use crate::call::{Invocation, Session, StateMap, ToolCall};
@@ -29,8 +31,8 @@ use crate::error::ToolError;
 use crate::execute::clock::ClockHandle;
 use crate::execute::random::RandomHandle;
 use crate::execute::{
-    BreakerHandle, BreakerPolicy, Clock, Env, Executed, Guard, RandomSource, RetryBudget,
-    RetryPolicy, Settings,
+    AttemptInfo, BreakerHandle, BreakerPolicy, Clock, Env, Executed, Guard, RandomSource,
+    RetryBudget, RetryPolicy, Settings, Step,
 };
 use crate::idempotency::{
     Disposition, Fingerprint, IdempotencyKey, IdempotencyStore, KeyMode, Lease, MemoryStore, Prior,
@@ -102,9 +104,9 @@ impl<T: Tool> Entry<T> {
     /// Validate -> Bound -> Classify for one call. Monomorphized per tool, so the fast path
     /// parses the argument text straight into `T::Args` with no intermediate `Value`.
     ///
-    /// A non-idempotent call also begins its idempotency key before the attempts (and may be
-    /// answered from the store instead) and settles it after; both steps are boxed and out of
-    /// line, so an idempotent tool's call pays one branch for them.
+    /// The future stays small (it is boxed once per call): a non-idempotent call continues in
+    /// [`Entry::run_once`], boxed on its own, and retries in [`Guard::retry`], boxed only when
+    /// the first attempt failed.
     async fn run(
         &self,
         call_id: String,
@@ -113,100 +115,192 @@ impl<T: Tool> Entry<T> {
         registry: &Inner,
     ) -> Outcome {
         let started = Instant::now();
-        let spec = &self.spec;
 
         // Validation seam.
         let args = match self.validate(&arguments, session) {
             Ok(args) => args,
             Err(failure) => return self.rejected(call_id, arguments, *failure, started),
         };
+        if self.exactly_once {
+            return Box::pin(self.run_once(call_id, arguments, args, started, session, registry))
+                .await;
+        }
 
-        // Idempotency: before the breaker's permit, so a replay or a refusal never spends a
-        // half-open probe.
-        let lease = if self.exactly_once {
-            match Box::pin(self.begin(&call_id, &arguments, session, registry)).await {
-                Ok(lease) => Some(lease),
-                Err(mut outcome) => {
-                    if outcome.failure.is_some() && !outcome.replayed {
-                        outcome.raw_arguments = Some(arguments);
-                    }
-                    outcome.elapsed = started.elapsed();
-                    return outcome;
+        // Execution seam. A tool that takes an idempotency key gets one derived from the call,
+        // the same on every attempt.
+        let spec = &self.spec;
+        let key = spec
+            .meta
+            .takes_idempotency_key
+            .then(|| IdempotencyKey::derive(session.idempotency_scope(), &spec.name, &call_id));
+        let executed = self
+            .execute(
+                &call_id,
+                &arguments,
+                args,
+                key.as_ref(),
+                started,
+                session,
+                registry,
+            )
+            .await;
+        self.finish(call_id, arguments, executed, started)
+    }
+
+    /// A non-idempotent call: begin its idempotency key before the attempts (it may be answered
+    /// from the store instead), settle it after.
+    async fn run_once(
+        &self,
+        call_id: String,
+        arguments: String,
+        args: T::Args,
+        started: Instant,
+        session: &Session,
+        registry: &Inner,
+    ) -> Outcome {
+        // Before the breaker's permit, so a replay or a refusal never spends a half-open probe.
+        let lease = match self.begin(&call_id, &arguments, session, registry).await {
+            Ok(lease) => lease,
+            Err(mut outcome) => {
+                if outcome.failure.is_some() && !outcome.replayed {
+                    outcome.raw_arguments = Some(arguments);
                 }
+                outcome.elapsed = started.elapsed();
+                return outcome;
             }
-        } else {
-            None
         };
+        // The lease's key, also in fingerprint mode, the same on every attempt.
+        let executed = self
+            .execute(
+                &call_id,
+                &arguments,
+                args,
+                Some(lease.key()),
+                started,
+                session,
+                registry,
+            )
+            .await;
+        let uncertain = executed.uncertain;
+        let outcome = self.finish(call_id, arguments, executed, started);
+        self.settle(registry, lease, &outcome, uncertain).await;
+        outcome
+    }
 
-        // Execution seam: breaker permit, then attempts bounded by the timeout and one deadline,
-        // transient failures retried within the attempt cap and the retry budget. The key is
-        // the lease's when there is one (also in fingerprint mode), the same on every attempt.
-        let key = match &lease {
-            Some(lease) => Some(lease.key().clone()),
-            None => spec
-                .meta
-                .takes_idempotency_key
-                .then(|| IdempotencyKey::derive(session.idempotency_scope(), &spec.name, &call_id)),
+    /// The execution seam: a breaker permit, then attempts bounded by the timeout and one
+    /// deadline, transient failures retried within the attempt cap and the retry budget.
+    ///
+    /// The first attempt runs here; the retry loop is boxed and entered only after a failure, so
+    /// the future of a call that succeeds at once carries none of its state.
+    #[allow(clippy::too_many_arguments)]
+    async fn execute(
+        &self,
+        call_id: &str,
+        arguments: &str,
+        args: T::Args,
+        key: Option<&IdempotencyKey>,
+        started: Instant,
+        session: &Session,
+        registry: &Inner,
+    ) -> Executed<T::Output> {
+        let (guard, env) = (&self.guard, &registry.env);
+        let mut run = guard.start(env, started);
+        if guard.is_unguarded() {
+            let info = AttemptInfo {
+                number: 1,
+                deadline: run.deadline,
+                attempt_deadline: run.deadline,
+            };
+            let invocation = self.invocation(call_id, key, session, registry, info);
+            let result = self.tool.invoke(args, &invocation).await;
+            return Executed::unguarded(result);
+        }
+        let admitted = match guard.admit(&run) {
+            Ok(admitted) => admitted,
+            Err(rejection) => return guard.refused(&mut run, rejection),
         };
-        let mut first = Some(args);
-        let (id, text, key, state) = (
-            call_id.as_str(),
-            arguments.as_str(),
-            key.as_ref(),
-            &registry.state,
-        );
+        let info = admitted.info;
+        let invocation = self.invocation(call_id, key, session, registry, info);
+        let (output, waited) = env
+            .clock
+            .run_until(
+                info.attempt_deadline,
+                AssertUnwindSafe(self.tool.invoke(args, &invocation)).catch_unwind(),
+            )
+            .await;
+        let wake = match guard.settle(env, &mut run, admitted, output, waited) {
+            Step::Done(executed) => return executed,
+            Step::RetryAt(wake) => wake,
+        };
+        let retries = guard.retry(env, run, wake, |info| {
+            // `Args` is not `Clone`: a retry parses the validated text again (deterministic).
+            let args = serde_json::from_str::<T::Args>(arguments);
+            let invocation = self.invocation(call_id, key, session, registry, info);
+            async move {
+                let args = args.map_err(|e| {
+                    ToolError::new(
+                        ErrorKind::InvalidJson,
+                        format!("the arguments could not be read again for a retry: {e}"),
+                    )
+                })?;
+                self.tool.invoke(args, &invocation).await
+            }
+        });
+        Box::pin(retries).await
+    }
+
+    /// What one attempt sees of the call.
+    fn invocation<'a>(
+        &'a self,
+        call_id: &'a str,
+        key: Option<&'a IdempotencyKey>,
+        session: &'a Session,
+        registry: &'a Inner,
+        info: AttemptInfo,
+    ) -> Invocation<'a> {
+        Invocation {
+            call_id,
+            tool: &self.spec.name,
+            session,
+            key,
+            attempt: info.number,
+            deadline: info.deadline,
+            attempt_deadline: info.attempt_deadline,
+            state: &registry.state,
+            clock: &registry.env.clock,
+        }
+    }
+
+    /// The interpretation seam, and the outcome of the call: its data or failure, its attempts,
+    /// and how long it took.
+    #[inline]
+    fn finish(
+        &self,
+        call_id: String,
+        arguments: String,
+        executed: Executed<T::Output>,
+        started: Instant,
+    ) -> Outcome {
         let Executed {
             result,
-            history,
+            mut history,
             stop,
             open_since,
-            uncertain,
-        } = self
-            .guard
-            .run(&registry.env, started, |attempt| {
-                // `Args` is not `Clone`: a retry parses the validated text again (deterministic).
-                let args = first
-                    .take()
-                    .map_or_else(|| serde_json::from_str::<T::Args>(text), Ok);
-                async move {
-                    let args = args.map_err(|e| {
-                        ToolError::new(
-                            ErrorKind::InvalidJson,
-                            format!("the arguments could not be read again for a retry: {e}"),
-                        )
-                    })?;
-                    let invocation = Invocation {
-                        call_id: id,
-                        tool: &spec.name,
-                        session,
-                        key,
-                        attempt: attempt.number,
-                        deadline: attempt.deadline,
-                        attempt_deadline: attempt.attempt_deadline,
-                        state,
-                        clock: &registry.env.clock,
-                    };
-                    self.tool.invoke(args, &invocation).await
-                }
-            })
-            .await;
-
-        // Interpretation seam.
+            ..
+        } = executed;
+        let name = Arc::clone(&self.spec.name);
         let mut outcome = match result {
-            Ok(output) => match interpret::result(&spec.name, &output) {
-                Ok((status, data)) => {
-                    Outcome::success(call_id, Arc::clone(&spec.name), status, data)
-                }
-                Err(failure) => Outcome::failed(call_id, Arc::clone(&spec.name), failure),
+            Ok(output) => match interpret::result(&self.spec.name, &output) {
+                Ok((status, data)) => Outcome::success(call_id, name, status, data),
+                Err(failure) => Outcome::failed(call_id, name, failure),
             },
-            Err(failure) => Outcome::failed(call_id, Arc::clone(&spec.name), failure),
+            Err(failure) => Outcome::failed(call_id, name, failure),
         };
         if outcome.failure.is_some() {
             // Kept for debugging a failed call; dropped on success, never in the envelope.
             outcome.raw_arguments = Some(arguments);
         }
         let finished = Instant::now();
-        let mut history = history;
         if let Some(begin) = open_since {
             history.close(finished.saturating_duration_since(begin));
         }
@@ -214,9 +308,6 @@ impl<T: Tool> Entry<T> {
         outcome.history = history.into_kept();
         outcome.retry_stop = stop;
         outcome.elapsed = finished.saturating_duration_since(started);
-        if let Some(lease) = lease {
-            Box::pin(self.settle(registry, lease, &outcome, uncertain)).await;
-        }
         outcome
     }
 

@@ -88,7 +88,8 @@ pub use retry::{RetryPolicy, RetryStop};
 use crate::error::ToolError;
 use crate::idempotency::Disposition;
 use crate::outcome::{ErrorKind, Failure, Status};
-use breaker::{Breaker, Rejection, Verdict};
+pub(crate) use breaker::Rejection;
+use breaker::{Breaker, Permit, Verdict};
 use budget::Budget;
 use clock::{ceil_millis, nanos_since, ClockHandle};
 use random::RandomHandle;
@@ -228,6 +229,49 @@ pub(crate) struct Executed<T> {
     pub(crate) uncertain: bool,
 }
 
+impl<T> Executed<T> {
+    /// A body run bare: no attempts recorded, no breaker, no retries.
+    pub(crate) fn unguarded(result: Result<T, ToolError>) -> Self {
+        Executed {
+            result: result.map_err(ToolError::into_failure),
+            history: History::Empty,
+            stop: None,
+            open_since: None,
+            uncertain: false,
+        }
+    }
+}
+
+/// Where a call is in its attempts, between two of them.
+pub(crate) struct Run {
+    /// When the whole call must be done.
+    pub(crate) deadline: Instant,
+    /// When the next (or current) attempt began.
+    begin: Instant,
+    number: u32,
+    /// The wait before the current attempt.
+    waited: Duration,
+    history: History,
+    uncertain: bool,
+}
+
+/// An attempt the breaker let through: its permit (given back if the attempt is dropped
+/// unfinished) and its bounds.
+pub(crate) struct Admitted<'g> {
+    permit: Permit<'g>,
+    begin_at: u64,
+    limit: Limit,
+    pub(crate) info: AttemptInfo,
+}
+
+/// What [`Guard::settle`] decided.
+pub(crate) enum Step<T> {
+    /// The call is over.
+    Done(Executed<T>),
+    /// Retry once the clock reads this instant.
+    RetryAt(Instant),
+}
+
 /// The execution seam of one tool, resolved when the registry is built.
 pub(crate) struct Guard {
     tool: Arc<str>,
@@ -281,167 +325,211 @@ impl Guard {
         self.deadline
     }
 
-    /// Runs the attempts of one call that entered the registry at `started`. `body` makes the
-    /// future of one attempt.
-    pub(crate) async fn run<T, F, Fut>(
-        &self,
-        env: &Env,
-        started: Instant,
-        mut body: F,
-    ) -> Executed<T>
-    where
-        F: FnMut(AttemptInfo) -> Fut,
-        Fut: Future<Output = Result<T, ToolError>>,
-    {
+    /// Whether the body runs bare ([`RegistryBuilder::unguarded_for_benchmarks`](crate::RegistryBuilder::unguarded_for_benchmarks)).
+    pub(crate) fn is_unguarded(&self) -> bool {
+        self.unguarded
+    }
+
+    /// The attempts of a call that entered the registry at `started`, before the first.
+    ///
+    /// A call runs as: [`Guard::admit`] an attempt, run its body bounded by
+    /// `attempt_deadline`, [`Guard::settle`] what it came to; when that says to retry,
+    /// [`Guard::retry`] does the rest. The caller runs the first attempt itself, so a call that
+    /// succeeds at once is one future without the retry loop's state inside it.
+    #[inline]
+    pub(crate) fn start(&self, env: &Env, started: Instant) -> Run {
         // The deadline counts from the call's arrival; an injected clock has its own time line,
         // on which the call arrives now.
         let started = match &env.clock {
             ClockHandle::Tokio => started,
             ClockHandle::Custom(clock) => clock.now(),
         };
-        let deadline = started + self.deadline;
-        if self.unguarded {
-            let info = AttemptInfo {
-                number: 1,
-                deadline,
-                attempt_deadline: deadline,
-            };
-            let result = body(info).await.map_err(ToolError::into_failure);
-            return Executed {
-                result,
-                history: History::Empty,
-                stop: None,
-                open_since: None,
-                uncertain: false,
-            };
+        Run {
+            deadline: started + self.deadline,
+            // The first attempt starts as the call arrives (validation takes microseconds).
+            begin: started,
+            number: 1,
+            waited: Duration::ZERO,
+            history: History::Empty,
+            uncertain: false,
         }
-        let mut history = History::Empty;
-        let mut uncertain = false;
-        let mut waited = Duration::ZERO;
-        let mut number = 1;
-        // The first attempt starts as the call arrives (validation takes microseconds).
-        let mut begin = started;
-        loop {
-            let permit = match self.breaker.admit(begin) {
-                Ok(permit) => permit,
-                Err(rejection) => {
-                    return Executed {
-                        result: Err(self.rejected(rejection, history.last_error())),
-                        stop: (number > 1).then_some(RetryStop::CircuitOpen),
-                        history,
-                        open_since: None,
-                        uncertain,
-                    };
-                }
-            };
-            let begin_at = nanos_since(self.origin, begin);
-            if number == 1 && self.attempts > 1 {
-                self.budget.deposit(begin_at);
-            }
-            let (cut, limit) = if begin + self.timeout <= deadline {
-                (begin + self.timeout, Limit::Timeout(self.timeout))
-            } else {
-                (deadline, Limit::Deadline(self.deadline))
-            };
-            let info = AttemptInfo {
-                number,
-                deadline,
-                attempt_deadline: cut,
-            };
-            let (output, waited_on_io) = env
-                .clock
-                .run_until(cut, AssertUnwindSafe(body(info)).catch_unwind())
-                .await;
-            let error = match classify_attempt(&self.tool, limit, output) {
-                Ok(value) => {
-                    // A body that answered on its first poll costs no clock read here: the
-                    // breaker files its success under the attempt's start, and the registry
-                    // closes its record with the clock read it makes for the outcome anyway.
-                    // One that waited (on I/O, on a timer) may have run long: read the clock.
-                    let (end_at, elapsed, open_since) = match &env.clock {
-                        ClockHandle::Tokio if !waited_on_io => {
-                            (begin_at, Duration::ZERO, Some(begin))
-                        }
-                        clock => {
-                            let end = clock.now();
-                            let elapsed = end.saturating_duration_since(begin);
-                            (nanos_since(self.origin, end), elapsed, None)
-                        }
-                    };
-                    permit.record(Verdict::Success, end_at);
-                    history.push(AttemptRecord {
-                        number,
-                        waited,
-                        elapsed,
-                        error: None,
-                    });
-                    return Executed {
-                        result: Ok(value),
-                        history,
-                        stop: None,
-                        open_since,
-                        uncertain,
-                    };
-                }
-                Err(error) => error,
-            };
-            let end = env.clock.now();
-            let end_at = nanos_since(self.origin, end);
-            let verdict = if error.kind().counts_against_breaker() {
-                Verdict::Failure
-            } else {
-                Verdict::Neutral
-            };
-            permit.record(verdict, end_at);
-            uncertain |=
-                Disposition::for_kind(Status::Error, Some(error.kind()), never_started(&error))
-                    == Disposition::UnknownEffect;
-            history.push(AttemptRecord {
-                number,
-                waited,
-                elapsed: end.saturating_duration_since(begin),
-                error: Some(error.kind()),
-            });
+    }
 
-            let stop = if !error.kind().is_transient() {
-                None
-            } else if !self.retry_safe && !never_started(&error) {
-                Some(RetryStop::NotIdempotent)
-            } else if number >= self.attempts {
-                Some(RetryStop::Attempts)
+    /// Asks the breaker to run the next attempt: its permit and bounds, or why not (then
+    /// [`Guard::refused`] ends the call).
+    #[inline]
+    pub(crate) fn admit(&self, run: &Run) -> Result<Admitted<'_>, Rejection> {
+        let permit = self.breaker.admit(run.begin)?;
+        let begin_at = nanos_since(self.origin, run.begin);
+        if run.number == 1 && self.attempts > 1 {
+            self.budget.deposit(begin_at);
+        }
+        let (cut, limit) = if run.begin + self.timeout <= run.deadline {
+            (run.begin + self.timeout, Limit::Timeout(self.timeout))
+        } else {
+            (run.deadline, Limit::Deadline(self.deadline))
+        };
+        Ok(Admitted {
+            permit,
+            begin_at,
+            limit,
+            info: AttemptInfo {
+                number: run.number,
+                deadline: run.deadline,
+                attempt_deadline: cut,
+            },
+        })
+    }
+
+    /// The end of a call the breaker turned away.
+    #[cold]
+    pub(crate) fn refused<T>(&self, run: &mut Run, rejection: Rejection) -> Executed<T> {
+        Executed {
+            result: Err(self.rejected(rejection, run.history.last_error())),
+            stop: (run.number > 1).then_some(RetryStop::CircuitOpen),
+            history: std::mem::take(&mut run.history),
+            open_since: None,
+            uncertain: run.uncertain,
+        }
+    }
+
+    /// What an admitted attempt came to: the call's end, or the instant to retry at.
+    /// `output` is `None` when the attempt was cut at its deadline, `waited` whether the body
+    /// ever returned `Pending`.
+    #[inline]
+    pub(crate) fn settle<T>(
+        &self,
+        env: &Env,
+        run: &mut Run,
+        admitted: Admitted<'_>,
+        output: Option<std::thread::Result<Result<T, ToolError>>>,
+        waited: bool,
+    ) -> Step<T> {
+        let Admitted {
+            permit,
+            begin_at,
+            limit,
+            info,
+        } = admitted;
+        let (number, begin) = (info.number, run.begin);
+        let error = match classify_attempt(&self.tool, limit, output) {
+            Ok(value) => {
+                // A body that answered on its first poll costs no clock read here: the
+                // breaker files its success under the attempt's start, and the registry
+                // closes its record with the clock read it makes for the outcome anyway.
+                // One that waited (on I/O, on a timer) may have run long: read the clock.
+                let (end_at, elapsed, open_since) = match &env.clock {
+                    ClockHandle::Tokio if !waited => (begin_at, Duration::ZERO, Some(begin)),
+                    clock => {
+                        let end = clock.now();
+                        let elapsed = end.saturating_duration_since(begin);
+                        (nanos_since(self.origin, end), elapsed, None)
+                    }
+                };
+                permit.record(Verdict::Success, end_at);
+                run.history.push(AttemptRecord {
+                    number,
+                    waited: run.waited,
+                    elapsed,
+                    error: None,
+                });
+                return Step::Done(Executed {
+                    result: Ok(value),
+                    history: std::mem::take(&mut run.history),
+                    stop: None,
+                    open_since,
+                    uncertain: run.uncertain,
+                });
+            }
+            Err(error) => error,
+        };
+        let end = env.clock.now();
+        let end_at = nanos_since(self.origin, end);
+        let verdict = if error.kind().counts_against_breaker() {
+            Verdict::Failure
+        } else {
+            Verdict::Neutral
+        };
+        permit.record(verdict, end_at);
+        run.uncertain |=
+            Disposition::for_kind(Status::Error, Some(error.kind()), never_started(&error))
+                == Disposition::UnknownEffect;
+        run.history.push(AttemptRecord {
+            number,
+            waited: run.waited,
+            elapsed: end.saturating_duration_since(begin),
+            error: Some(error.kind()),
+        });
+
+        let stop = if !error.kind().is_transient() {
+            None
+        } else if !self.retry_safe && !never_started(&error) {
+            Some(RetryStop::NotIdempotent)
+        } else if number >= self.attempts {
+            Some(RetryStop::Attempts)
+        } else {
+            let wait = error
+                .retry_after()
+                .unwrap_or_else(|| self.policy.delay(number - 1, &env.random));
+            if end + wait >= run.deadline {
+                Some(RetryStop::Deadline)
+            } else if !self.budget.withdraw(end_at) {
+                Some(RetryStop::Budget)
             } else {
-                let wait = error
-                    .retry_after()
-                    .unwrap_or_else(|| self.policy.delay(number - 1, &env.random));
-                if end + wait >= deadline {
-                    Some(RetryStop::Deadline)
-                } else if !self.budget.withdraw(end_at) {
-                    Some(RetryStop::Budget)
-                } else {
-                    tracing::debug!(
-                        target: "toolwright::execute",
-                        tool = %self.tool,
-                        attempt = number,
-                        error_type = error.kind().as_str(),
-                        elapsed_ms = ceil_millis(end.saturating_duration_since(begin)),
-                        wait_ms = ceil_millis(wait),
-                        "attempt failed; retrying"
-                    );
-                    env.clock.sleep_until(end + wait).await;
-                    waited = wait;
-                    number += 1;
-                    begin = env.clock.now();
-                    continue;
-                }
+                tracing::debug!(
+                    target: "toolwright::execute",
+                    tool = %self.tool,
+                    attempt = number,
+                    error_type = error.kind().as_str(),
+                    elapsed_ms = ceil_millis(end.saturating_duration_since(begin)),
+                    wait_ms = ceil_millis(wait),
+                    "attempt failed; retrying"
+                );
+                run.waited = wait;
+                run.number += 1;
+                return Step::RetryAt(end + wait);
+            }
+        };
+        let failure = self.stopped(error, stop, run.history.as_slice());
+        Step::Done(Executed {
+            result: Err(failure),
+            history: std::mem::take(&mut run.history),
+            stop,
+            open_since: None,
+            uncertain: run.uncertain,
+        })
+    }
+
+    /// The attempts after the first: waits until `wake`, runs the next attempt, and so on until
+    /// one settles the call. `body` makes the future of one attempt.
+    pub(crate) async fn retry<T, F, Fut>(
+        &self,
+        env: &Env,
+        mut run: Run,
+        wake: Instant,
+        mut body: F,
+    ) -> Executed<T>
+    where
+        F: FnMut(AttemptInfo) -> Fut,
+        Fut: Future<Output = Result<T, ToolError>>,
+    {
+        let mut wake = wake;
+        loop {
+            env.clock.sleep_until(wake).await;
+            run.begin = env.clock.now();
+            let admitted = match self.admit(&run) {
+                Ok(admitted) => admitted,
+                Err(rejection) => return self.refused(&mut run, rejection),
             };
-            let failure = self.stopped(error, stop, history.as_slice());
-            return Executed {
-                result: Err(failure),
-                history,
-                stop,
-                open_since: None,
-                uncertain,
-            };
+            let cut = admitted.info.attempt_deadline;
+            let (output, waited) = env
+                .clock
+                .run_until(cut, AssertUnwindSafe(body(admitted.info)).catch_unwind())
+                .await;
+            match self.settle(env, &mut run, admitted, output, waited) {
+                Step::Done(executed) => return executed,
+                Step::RetryAt(at) => wake = at,
+            }
         }
     }
 
