@@ -7,12 +7,20 @@
 //! (the floor's `&str` input exists before its timer too) and every output is dropped after it
 //! stops; a third side also times `ToolCall::new` from borrowed text.
 //!
+//! A fourth side, the *structural floor*, is the floor plus what any type-erased dispatcher with
+//! this pipeline's contract pays before doing anything of its own: the call's future boxed
+//! behind `dyn Future` (tools of different types share one map), the owned call's name and
+//! argument strings freed, and two clock reads (arrival, for the deadline; end, for `elapsed`).
+//! `registry.call / structural` is what the pipeline itself costs beyond that.
+//!
 //! `cargo bench --bench dispatch_interleaved` (optionally `-- ROUNDS N`; `-- profile N` runs
 //! only N successful registry calls and N floor calls, for a profiler such as callgrind).
 
 mod common;
 
+use std::future::Future;
 use std::hint::black_box;
+use std::pin::Pin;
 use std::time::{Duration, Instant};
 
 use toolwright::{Outcome, Registry};
@@ -39,6 +47,31 @@ async fn floor(n: usize, out: &mut Vec<String>) -> f64 {
     let start = Instant::now();
     for _ in 0..n {
         out.push(common::floor(black_box(common::VALID)).await);
+    }
+    let ns = start.elapsed().as_nanos() as f64 / n as f64;
+    out.clear();
+    ns
+}
+
+/// Nanoseconds per call of the structural floor over `n` owned calls: the floor run inside a
+/// boxed `dyn Future` that reads the clock when it starts and when it ends, freeing the call's
+/// name and argument text.
+async fn structural(n: usize, out: &mut Vec<String>) -> f64 {
+    out.clear();
+    let calls: Vec<(String, String)> = (0..n)
+        .map(|_| ("quote_shipping".to_owned(), common::VALID.to_owned()))
+        .collect();
+    let start = Instant::now();
+    for (name, arguments) in calls {
+        let call: Pin<Box<dyn Future<Output = String> + Send>> = Box::pin(async move {
+            let started = tokio::time::Instant::now();
+            let data = common::floor(black_box(&arguments)).await;
+            drop(name);
+            drop(arguments);
+            black_box(started.elapsed());
+            data
+        });
+        out.push(call.await);
     }
     let ns = start.elapsed().as_nanos() as f64 / n as f64;
     out.clear();
@@ -121,6 +154,8 @@ fn main() {
         let mut calls = Vec::with_capacity(rounds);
         let mut ratios = Vec::with_capacity(rounds);
         let mut ratios_with_new = Vec::with_capacity(rounds);
+        let mut structurals = Vec::with_capacity(rounds);
+        let mut ratios_structural = Vec::with_capacity(rounds);
         let mut rules = Vec::with_capacity(rounds);
         let mut shapes = Vec::with_capacity(rounds);
         for round in 0..rounds {
@@ -135,6 +170,9 @@ fn main() {
                 (a, b)
             };
             let c = call_with_new(&registry, n, &mut outcomes).await;
+            let d = structural(n, &mut strings).await;
+            structurals.push(d);
+            ratios_structural.push(b / d);
             floors.push(a);
             calls.push(b);
             ratios.push(b / a);
@@ -146,6 +184,7 @@ fn main() {
 
         let ratio = median(&mut ratios);
         let ratio_with_new = median(&mut ratios_with_new);
+        let ratio_structural = median(&mut ratios_structural);
         let rule_median = median(&mut rules);
         let shape_median = median(&mut shapes);
         println!("interleaved dispatch: {rounds} rounds x {n} calls per side");
@@ -166,6 +205,15 @@ fn main() {
             "  ratio incl. ToolCall::new     median {ratio_with_new:.3}  (p10 {:.3}, p90 {:.3})",
             percentile(&ratios_with_new, 0.10),
             percentile(&ratios_with_new, 0.90)
+        );
+        println!(
+            "  structural floor              median {:>8.1} ns/call",
+            median(&mut structurals)
+        );
+        println!(
+            "  ratio registry.call / struct. median {ratio_structural:.3}  (p10 {:.3}, p90 {:.3})",
+            percentile(&ratios_structural, 0.10),
+            percentile(&ratios_structural, 0.90)
         );
         println!(
             "  failing, 2 rule violations    median {rule_median:>8.1} ns/call (p90 {:.1})",
