@@ -76,7 +76,7 @@ pub struct ArgAttrs {
     pub written: Option<TokenStream>,
 }
 
-fn key_of(meta: &ParseNestedMeta) -> String {
+pub fn key_of(meta: &ParseNestedMeta) -> String {
     meta.path
         .get_ident()
         .map(ToString::to_string)
@@ -92,7 +92,7 @@ fn key_of(meta: &ParseNestedMeta) -> String {
 }
 
 /// Consumes whatever value follows a key we could not use, so parsing can go on.
-fn skip_value(meta: &ParseNestedMeta) -> syn::Result<()> {
+pub fn skip_value(meta: &ParseNestedMeta) -> syn::Result<()> {
     if meta.input.peek(Token![=]) {
         let value = meta.value()?;
         let _: Expr = value.parse()?;
@@ -103,7 +103,7 @@ fn skip_value(meta: &ParseNestedMeta) -> syn::Result<()> {
 }
 
 /// Levenshtein distance, for "did you mean" hints.
-fn distance(a: &str, b: &str) -> usize {
+pub fn distance(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
     let mut prev: Vec<usize> = (0..=b.len()).collect();
     for (i, ca) in a.chars().enumerate() {

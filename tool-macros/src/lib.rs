@@ -1,13 +1,15 @@
-//! The `#[tool]` attribute of [toolwright](https://docs.rs/toolwright). Use it through the
-//! `toolwright` crate, which documents it in full.
+//! The `#[tool]` and `#[data]` attributes of [toolwright](https://docs.rs/toolwright). Use them
+//! through the `toolwright` crate, which documents them in full.
 //!
-//! The macro reads parse -> model -> validate -> expand, one module each: `attr` parses the
+//! `#[tool]` reads parse -> model -> validate -> expand, one module each: `attr` parses the
 //! attribute arguments, `ast` builds the tool's model from the function, `valid` reports
-//! every mistake at its span, `expand` generates code.
+//! every mistake at its span, `expand` generates code. `#[data]`, a few derives and two flags,
+//! does the same steps in `data`.
 
 mod ast;
 mod attr;
 mod ctxt;
+mod data;
 mod expand;
 mod valid;
 
@@ -37,6 +39,24 @@ pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
             quote!(#errors #item).into()
         }
     }
+}
+
+/// Derives serde's `Serialize` and `Deserialize` and schemars' `JsonSchema` for a struct or enum
+/// that a tool takes or returns, through `toolwright`'s own copies of those crates, so
+/// Cargo.toml needs `toolwright` alone.
+///
+/// - `#[data]`: all three, for a type the model both sends and receives;
+/// - `#[data(input)]`: `Deserialize` + `JsonSchema`, for an argument type;
+/// - `#[data(output)]`: `Serialize` + `JsonSchema`, for a result type (which may then hold
+///   `&'static str`).
+///
+/// Put it above the type's other attributes: `#[serde(...)]` and `#[schemars(...)]` on the type
+/// and its fields work as with the derives written out, and `///` docs on fields and variants
+/// become descriptions in the schema. The `toolwright` crate documentation has an example
+/// ("Your own types").
+#[proc_macro_attribute]
+pub fn data(attr: TokenStream, item: TokenStream) -> TokenStream {
+    data::data(attr.into(), item.into()).into()
 }
 
 /// Parse, model and validate: the tool, and every mistake found.
