@@ -75,6 +75,63 @@
 //! An `Option<T>` parameter is not required. Validation failures report **every** violation,
 //! each with its JSON path, what was expected and what came.
 //!
+//! ## Your own types
+//!
+//! A parameter or result can be any struct or enum with `#[toolwright::data]` on it (also in
+//! the prelude as `data`): it derives serde's `Serialize` and `Deserialize` and schemars'
+//! `JsonSchema` through toolwright, so Cargo.toml still names only `toolwright` (and tokio).
+//! `#[data(input)]` derives only what an argument needs, `#[data(output)]` only what a result
+//! needs (a result may then hold a `&'static str`). serde's and schemars' own attributes work
+//! below it, and `///` docs on fields and variants become descriptions in the schema.
+//!
+//! ```
+//! use toolwright::prelude::*;
+//!
+//! /// How fast the parcel travels.
+//! #[data]
+//! #[derive(Debug, Clone, Copy)]
+//! #[serde(rename_all = "snake_case")]
+//! enum Speed {
+//!     Standard,
+//!     NextDay,
+//! }
+//!
+//! /// Where and how to ship.
+//! #[data(input)]
+//! struct Shipment {
+//!     /// The order to ship.
+//!     order_id: String,
+//!     speed: Speed,
+//! }
+//!
+//! #[data(output)]
+//! struct Label {
+//!     tracking: String,
+//!     carrier: &'static str,
+//! }
+//!
+//! /// Buy a shipping label for an order.
+//! #[tool(idempotent = true)]
+//! async fn ship(shipment: Shipment) -> Result<Label, ToolError> {
+//!     let carrier = match shipment.speed {
+//!         Speed::Standard => "post",
+//!         Speed::NextDay => "courier",
+//!     };
+//!     Ok(Label { tracking: format!("T-{}", shipment.order_id), carrier })
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! let registry = Registry::builder().tool(Ship).build().unwrap();
+//! let args = r#"{"shipment":{"order_id":"A1","speed":"next_day"}}"#;
+//! let outcome = registry.call(ToolCall::new("c1", "ship", args)).await;
+//! assert_eq!(outcome.status(), Status::Success);
+//! # }
+//! ```
+//!
+//! To name the traits or values yourself, use the re-exports [`serde`], [`serde_json`] and
+//! [`schemars`], e.g. `toolwright::serde_json::Value`.
+//!
 //! ## Timeouts, retries, budgets, breakers
 //!
 //! Every attempt runs under the tool's timeout, with panics contained; one deadline covers all
@@ -114,7 +171,19 @@
 #![warn(missing_docs)]
 
 pub use toolwright_core::*;
-pub use toolwright_macros::tool;
+pub use toolwright_macros::{data, tool};
+
+/// The serde toolwright is built on, so a tool crate can name `toolwright::serde::Serialize`
+/// without its own dependency. [`data`] derives through it.
+pub use serde;
+
+/// The serde_json toolwright is built on: tool schemas and envelopes are
+/// `toolwright::serde_json::Value`s.
+pub use serde_json;
+
+/// The schemars (1.x) toolwright is built on: `toolwright::schemars::JsonSchema` is what a tool's
+/// argument and result types implement. [`data`] derives through it.
+pub use schemars;
 
 /// Everything a tool author needs: `use toolwright::prelude::*;`.
 pub mod prelude {
@@ -122,7 +191,7 @@ pub mod prelude {
         ErrorKind, IdempotencyKey, Outcome, Registry, Seam, Session, State, Status, Tool, ToolCall,
         ToolContext, ToolError,
     };
-    pub use toolwright_macros::tool;
+    pub use toolwright_macros::{data, tool};
 }
 
 /// Not public API: what `#[tool]`-generated code refers to, so users depend on `toolwright`
@@ -150,7 +219,7 @@ pub mod __private {
     #[diagnostic::on_unimplemented(
         message = "`{Self}` cannot be a tool result: it must implement `Serialize` and `JsonSchema`",
         label = "the model receives this value as JSON, described by a schema",
-        note = "derive both on the returned type and every type inside it: `#[derive(serde::Serialize, schemars::JsonSchema)]` (with `serde`, feature `derive`, and `schemars` in Cargo.toml)",
+        note = "put `#[toolwright::data(output)]` on the returned type and on every type inside it (or derive `serde::Serialize` and `schemars::JsonSchema` yourself, with both crates in Cargo.toml)",
         note = "a tool result must also be `Send + 'static`: no references, `Rc` or `RefCell`"
     )]
     pub trait ToolOutput: serde::Serialize + schemars::JsonSchema + Send + 'static {}
