@@ -12,12 +12,12 @@
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 
-use serde::{Deserialize, Serialize};
 use toolwright::prelude::*;
 use toolwright::providers::{Export, Provider};
 
 /// Seat class.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, schemars::JsonSchema)]
+#[toolwright::data]
+#[derive(Debug, Clone, Copy)]
 #[serde(rename_all = "snake_case")]
 enum Cabin {
     /// The cheapest seats.
@@ -29,7 +29,8 @@ enum Cabin {
 }
 
 /// A flight offer.
-#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[toolwright::data(output)]
+#[derive(Debug)]
 struct Offer {
     id: String,
     price: f64,
@@ -60,7 +61,8 @@ async fn search_flights(
 }
 
 /// One person on the booking.
-#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[toolwright::data(input)]
+#[derive(Debug)]
 #[serde(deny_unknown_fields)]
 struct Traveller {
     /// Full name as on the passport.
@@ -72,7 +74,8 @@ struct Traveller {
 }
 
 /// How the booking is paid.
-#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[toolwright::data(input)]
+#[derive(Debug)]
 #[serde(tag = "method", rename_all = "snake_case", deny_unknown_fields)]
 enum Payment {
     /// A card already on file.
@@ -88,7 +91,8 @@ enum Payment {
 }
 
 /// A confirmed booking.
-#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[toolwright::data(output)]
+#[derive(Debug)]
 struct Booking {
     booking_id: String,
     total: f64,
@@ -180,7 +184,7 @@ fn main() -> ExitCode {
     }
     match export.tools(exportable) {
         Ok(tools) => {
-            match serde_json::to_string_pretty(&tools) {
+            match toolwright::serde_json::to_string_pretty(&tools) {
                 Ok(text) => println!("{text}"),
                 Err(e) => eprintln!("{e}"),
             }

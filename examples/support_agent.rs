@@ -14,12 +14,11 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
-
-use serde::{Deserialize, Serialize};
 use toolwright::prelude::*;
 
 /// One order in the shop's database.
-#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+#[toolwright::data]
+#[derive(Debug, Clone)]
 struct Order {
     id: String,
     customer: String,
@@ -35,7 +34,8 @@ struct Shop {
 }
 
 /// A refund the payment system accepted.
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[toolwright::data(output)]
+#[derive(Debug, Clone)]
 struct Refund {
     refund_id: String,
     order_id: String,
@@ -359,7 +359,7 @@ impl Printable for Outcome {
             if obj.remove("expected_schema").is_some() {
                 obj.insert(
                     "expected_schema".into(),
-                    serde_json::Value::String("{...}".into()),
+                    toolwright::serde_json::Value::String("{...}".into()),
                 );
             }
         }
