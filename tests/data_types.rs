@@ -56,6 +56,9 @@ async fn ship(
     /// The shipment to buy a label for.
     shipment: Shipment,
 ) -> Result<Label, ToolError> {
+    if shipment.to.street.trim().is_empty() {
+        return Err(ToolError::invalid("the street is empty"));
+    }
     let carrier = match shipment.speed {
         Speed::Standard => "post",
         Speed::NextDay => "courier",
