@@ -508,6 +508,9 @@ impl tracing::Subscriber for Transitions {
 async fn transitions_are_emitted_as_tracing_events() {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let _guard = tracing::subscriber::set_default(Transitions(Arc::clone(&seen)));
+    // Another test thread may have hit the breaker's log sites first, with no subscriber, and
+    // left them cached as uninteresting: ask every call site again.
+    tracing::callsite::rebuild_interest_cache();
 
     let script = Arc::new(Script::always(Step::Answer));
     let registry = builder(&script).build().unwrap();
