@@ -9,6 +9,7 @@
 //! The `error_type` strings of [`ErrorKind`] are a contract with the model and with the code
 //! outside this crate that reads them: they never change.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;
@@ -304,7 +305,8 @@ pub struct Outcome {
     pub(crate) attempts: u32,
     pub(crate) elapsed: Duration,
     pub(crate) data: Option<Box<RawValue>>,
-    pub(crate) degraded: bool,
+    /// Answered by the tool's fallback, standing in for this failure of the tool itself.
+    pub(crate) degraded: Option<ErrorKind>,
     /// Answered from the idempotency store: the tool body did not run for this call.
     pub(crate) replayed: bool,
     pub(crate) raw_arguments: Option<String>,
@@ -330,7 +332,7 @@ impl Outcome {
             attempts: 1,
             elapsed: Duration::ZERO,
             data: Some(data),
-            degraded: false,
+            degraded: None,
             replayed: false,
             raw_arguments: None,
             history: None,
@@ -347,7 +349,7 @@ impl Outcome {
             attempts: 0,
             elapsed: Duration::ZERO,
             data: None,
-            degraded: false,
+            degraded: None,
             replayed: false,
             raw_arguments: None,
             history: None,
@@ -468,8 +470,15 @@ impl Outcome {
             .and_then(|raw| serde_json::from_str(raw.get()).ok())
     }
 
-    /// `true` when the data came from a fallback rather than the tool itself.
+    /// `true` when the data came from a fallback rather than the tool itself
+    /// (`#[tool(fallback = path)]`); the envelope says `"degraded": true, "source": "fallback"`.
     pub fn is_degraded(&self) -> bool {
+        self.degraded.is_some()
+    }
+
+    /// For a [degraded](Outcome::is_degraded) outcome, why the tool itself could not answer
+    /// (`circuit_open`, `unavailable`, `timeout` or `rate_limited`).
+    pub fn degraded_by(&self) -> Option<ErrorKind> {
         self.degraded
     }
 
@@ -491,15 +500,21 @@ impl Outcome {
         let failure = self.failure.as_deref();
         Envelope {
             status: self.status,
-            degraded: self.degraded.then_some(true),
-            source: self.degraded.then_some("fallback"),
+            degraded: self.degraded.map(|_| true),
+            source: self.degraded.map(|_| "fallback"),
             error_type: failure.map(|f| f.kind),
             seam: failure.map(|f| f.kind.seam()),
             retryable: failure.map(|f| f.retryable),
             message: match (failure, self.status) {
-                (Some(f), _) => Some(f.message.as_str()),
-                (None, Status::Empty) => Some("No results found."),
-                (None, Status::Pending) => Some("The action is waiting for approval."),
+                (Some(f), _) => Some(Cow::Borrowed(f.message.as_str())),
+                (None, _) if self.degraded.is_some() => Some(Cow::Owned(format!(
+                    "`{}` is unavailable right now; this answer comes from its fallback and may be stale or incomplete: say so",
+                    self.tool
+                ))),
+                (None, Status::Empty) => Some(Cow::Borrowed("No results found.")),
+                (None, Status::Pending) => {
+                    Some(Cow::Borrowed("The action is waiting for approval."))
+                }
                 _ => None,
             },
             errors: failure
@@ -556,7 +571,7 @@ struct Envelope<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     retryable: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    message: Option<&'a str>,
+    message: Option<Cow<'a, str>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     errors: Option<&'a [Violation]>,
     #[serde(skip_serializing_if = "Option::is_none")]

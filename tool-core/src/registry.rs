@@ -133,7 +133,7 @@ impl<T: Tool> Entry<T> {
             .meta
             .takes_idempotency_key
             .then(|| IdempotencyKey::derive(session.idempotency_scope(), &spec.name, &call_id));
-        let executed = self
+        let mut executed = self
             .execute(
                 &call_id,
                 &arguments,
@@ -144,7 +144,20 @@ impl<T: Tool> Entry<T> {
                 registry,
             )
             .await;
-        self.finish(call_id, arguments, executed, started)
+        let degraded = match self.fallback_for(&executed) {
+            Some(kind) => {
+                let fallback = self.fall_back(
+                    &mut executed,
+                    kind,
+                    (&call_id, &arguments, key.as_ref()),
+                    session,
+                    registry,
+                );
+                Box::pin(fallback).await
+            }
+            None => None,
+        };
+        self.finish(call_id, arguments, executed, degraded, started)
     }
 
     /// A non-idempotent call: begin its idempotency key before the attempts (it may be answered
@@ -170,7 +183,7 @@ impl<T: Tool> Entry<T> {
             }
         };
         // The lease's key, also in fingerprint mode, the same on every attempt.
-        let executed = self
+        let mut executed = self
             .execute(
                 &call_id,
                 &arguments,
@@ -181,8 +194,16 @@ impl<T: Tool> Entry<T> {
                 registry,
             )
             .await;
+        let degraded = match self.fallback_for(&executed) {
+            Some(kind) => {
+                let call = (call_id.as_str(), arguments.as_str(), Some(lease.key()));
+                self.fall_back(&mut executed, kind, call, session, registry)
+                    .await
+            }
+            None => None,
+        };
         let uncertain = executed.uncertain;
-        let outcome = self.finish(call_id, arguments, executed, started);
+        let outcome = self.finish(call_id, arguments, executed, degraded, started);
         self.settle(registry, lease, &outcome, uncertain).await;
         outcome
     }
@@ -271,14 +292,113 @@ impl<T: Tool> Entry<T> {
         }
     }
 
+    /// Whether the tool's fallback should answer for this call, and for which failure: it has
+    /// one, the call ended because the tool is unavailable (an open breaker, a transient failure
+    /// that was not or could no longer be retried), and no attempt may have acted, unless
+    /// repeating the tool is harmless anyway.
+    fn fallback_for(&self, executed: &Executed<T::Output>) -> Option<ErrorKind> {
+        if !T::META.fallback {
+            return None;
+        }
+        let kind = executed.result.as_ref().err()?.kind;
+        let unavailable = matches!(
+            kind,
+            ErrorKind::CircuitOpen
+                | ErrorKind::Unavailable
+                | ErrorKind::Timeout
+                | ErrorKind::RateLimited
+        );
+        let safe = !executed.uncertain || self.spec.meta.idempotent;
+        (unavailable && safe).then_some(kind)
+    }
+
+    /// Runs the fallback once, under the tool's timeout with panics contained. Its answer
+    /// replaces the failure (the outcome is then degraded, and this returns the failure it
+    /// stands in for); its own failure is added to the tool's failure message.
+    #[cold]
+    async fn fall_back(
+        &self,
+        executed: &mut Executed<T::Output>,
+        kind: ErrorKind,
+        (call_id, arguments, key): (&str, &str, Option<&IdempotencyKey>),
+        session: &Session,
+        registry: &Inner,
+    ) -> Option<ErrorKind> {
+        let name = &self.spec.name;
+        let clock = &registry.env.clock;
+        let cut = clock.now() + self.spec.timeout;
+        let info = AttemptInfo {
+            number: 1,
+            deadline: cut,
+            attempt_deadline: cut,
+        };
+        let invocation = self.invocation(call_id, key, session, registry, info);
+        // `Args` is not `Clone`: the validated text is parsed again (deterministic).
+        let answer = match serde_json::from_str::<T::Args>(arguments) {
+            Ok(args) => {
+                let body = AssertUnwindSafe(self.tool.fallback(args, &invocation)).catch_unwind();
+                match clock.run_until(cut, body).await.0 {
+                    Some(Ok(result)) => result,
+                    Some(Err(_)) => Err(ToolError::new(
+                        ErrorKind::ToolPanicked,
+                        "it failed with an internal error",
+                    )),
+                    None => Err(ToolError::timeout(format!(
+                        "it did not answer within {} ms",
+                        self.spec.timeout.as_millis()
+                    ))),
+                }
+            }
+            Err(e) => Err(ToolError::new(
+                ErrorKind::InvalidJson,
+                format!("the arguments could not be read again: {e}"),
+            )),
+        };
+        match answer {
+            Ok(value) => {
+                tracing::info!(
+                    target: "toolwright::execute",
+                    tool = %name,
+                    error_type = kind.as_str(),
+                    "the tool is unavailable; its fallback answered"
+                );
+                executed.result = Ok(value);
+                Some(kind)
+            }
+            Err(e) => {
+                tracing::warn!(
+                    target: "toolwright::execute",
+                    tool = %name,
+                    error_type = kind.as_str(),
+                    fallback_error_type = e.kind().as_str(),
+                    "the tool is unavailable and its fallback failed too"
+                );
+                if let Err(failure) = &mut executed.result {
+                    let end = if failure.message.ends_with('.') {
+                        ""
+                    } else {
+                        "."
+                    };
+                    failure.message = format!(
+                        "{}{end} Its fallback failed too: {}",
+                        failure.message,
+                        e.message()
+                    );
+                }
+                None
+            }
+        }
+    }
+
     /// The interpretation seam, and the outcome of the call: its data or failure, its attempts,
-    /// and how long it took.
+    /// and how long it took. `degraded`: the fallback answered, for this failure.
     #[inline]
     fn finish(
         &self,
         call_id: String,
         arguments: String,
         executed: Executed<T::Output>,
+        degraded: Option<ErrorKind>,
         started: Instant,
     ) -> Outcome {
         let Executed {
@@ -308,6 +428,9 @@ impl<T: Tool> Entry<T> {
         outcome.history = history.into_kept();
         outcome.retry_stop = stop;
         outcome.elapsed = finished.saturating_duration_since(started);
+        if outcome.failure.is_none() {
+            outcome.degraded = degraded;
+        }
         outcome
     }
 
@@ -756,6 +879,10 @@ impl RegistryBuilder {
                 .copied()
                 .unwrap_or(self.settings.breaker);
             let tool = make(&self.settings, breaker, origin);
+            if tool.spec().meta.requires_approval {
+                // Refused rather than run without the approval the tool asks for.
+                return Err(BuildError::ApprovalUnsupported(name.to_owned()));
+            }
             for need in tool.required_state() {
                 if !self.state.contains_key(&need.type_id) {
                     return Err(BuildError::MissingState {
@@ -807,6 +934,9 @@ pub enum BuildError {
     },
     /// [`RegistryBuilder::breaker_for`] names a tool the registry does not have.
     UnknownBreakerTool(String),
+    /// A tool declares [`ToolMeta::requires_approval`](crate::ToolMeta::requires_approval),
+    /// which this version does not enforce yet; it is refused rather than run unapproved.
+    ApprovalUnsupported(String),
 }
 
 impl fmt::Display for BuildError {
@@ -818,6 +948,10 @@ impl fmt::Display for BuildError {
             BuildError::MissingState { tool, state } => {
                 write!(f, "tool `{tool}` takes `State<{state}>`, but the registry has no `{state}`: add `.state(value)` to the builder")
             }
+            BuildError::ApprovalUnsupported(name) => write!(
+                f,
+                "tool `{name}` requires approval, which this version of toolwright does not enforce; remove `requires_approval` rather than run it unapproved"
+            ),
             BuildError::UnknownBreakerTool(name) => {
                 write!(
                     f,

@@ -96,6 +96,26 @@ pub trait Tool: Send + Sync + 'static {
         args: Self::Args,
         invocation: &Invocation<'_>,
     ) -> impl Future<Output = Result<Self::Output, ToolError>> + Send;
+
+    /// The answer when the tool itself is unavailable (`#[tool(fallback = path)]`): a cached
+    /// snapshot, a narrower source, a queued request. Called only when [`ToolMeta::fallback`]
+    /// is declared, once, after the call ended `circuit_open`, `unavailable`, `timeout` or
+    /// `rate_limited` and no attempt may have acted (or the tool is idempotent). Its result
+    /// reaches the model marked `"degraded": true, "source": "fallback"`; its failure leaves
+    /// the tool's own failure in place. It runs under the tool's timeout, with panics contained,
+    /// and is never retried.
+    fn fallback(
+        &self,
+        args: Self::Args,
+        invocation: &Invocation<'_>,
+    ) -> impl Future<Output = Result<Self::Output, ToolError>> + Send {
+        let _ = (args, invocation);
+        async {
+            Err(ToolError::unavailable(
+                "the tool declares a fallback but does not implement `Tool::fallback`",
+            ))
+        }
+    }
 }
 
 /// A piece of shared state a tool needs, see [`Tool::required_state`].
@@ -266,6 +286,7 @@ pub struct ToolMeta {
     pub(crate) retries: Option<u32>,
     pub(crate) scopes: &'static [&'static str],
     pub(crate) requires_approval: bool,
+    pub(crate) fallback: bool,
     pub(crate) takes_idempotency_key: bool,
     pub(crate) fields: &'static [FieldMeta],
 }
@@ -282,6 +303,7 @@ impl ToolMeta {
             retries: None,
             scopes: &[],
             requires_approval: false,
+            fallback: false,
             takes_idempotency_key: false,
             fields: &[],
         }
@@ -321,6 +343,12 @@ impl ToolMeta {
     /// Declares that a human must approve each call.
     pub const fn requires_approval(mut self) -> Self {
         self.requires_approval = true;
+        self
+    }
+
+    /// Declares that [`Tool::fallback`] answers when the tool is unavailable.
+    pub const fn fallback(mut self) -> Self {
+        self.fallback = true;
         self
     }
 
@@ -434,6 +462,11 @@ impl ToolSpec {
     /// Whether a human must approve each call.
     pub fn requires_approval(&self) -> bool {
         self.meta.requires_approval
+    }
+
+    /// Whether the tool has a fallback ([`Tool::fallback`]).
+    pub fn has_fallback(&self) -> bool {
+        self.meta.fallback
     }
 
     /// Whether the tool body receives an idempotency key.

@@ -44,8 +44,10 @@ pub struct StoredOutcome {
     data: Option<Box<RawValue>>,
     #[serde(default)]
     attempts: u32,
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    degraded: bool,
+    /// Answered by a fallback, for this failure of the tool (never stored today: a degraded
+    /// outcome is released, the tool itself did not act).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    degraded: Option<ErrorKind>,
 }
 
 impl StoredOutcome {
