@@ -57,6 +57,7 @@
 //! | `scopes = ["..."]` | scopes the [`Session`] must hold, else `unauthorized` |
 //! | `validate = path` | cross-field rule `fn(&Args) -> Result<(), E>` -> `semantic_invalid` |
 //! | `authorize = path` | `fn(&Args, &Session) -> Result<(), E>` -> `unauthorized` |
+//! | `fallback = path` | an `async fn` with the tool's parameters and result type that answers when the tool is unavailable (below) |
 //!
 //! ### `#[arg(...)]` keys
 //!
@@ -131,6 +132,40 @@
 //!
 //! To name the traits or values yourself, use the re-exports [`serde`], [`serde_json`] and
 //! [`schemars`], e.g. `toolwright::serde_json::Value`.
+//!
+//! ## Fallbacks
+//!
+//! `#[tool(fallback = path)]` names an `async fn` with the tool's parameters and result type
+//! that answers when the tool is unavailable: after `circuit_open`, or `unavailable`,
+//! `timeout`, `rate_limited` once retries are over, if the tool is idempotent or no attempt may
+//! have acted. The model reads `"degraded": true, "source": "fallback"` and a message saying the
+//! answer may be stale; a definitive failure (`not_found`, ...) is never replaced, and a
+//! fallback that fails leaves the tool's own failure.
+//!
+//! ```
+//! use toolwright::prelude::*;
+//!
+//! /// Today's exchange rate, from the live feed.
+//! #[tool(read_only, timeout_ms = 500, fallback = last_rate)]
+//! async fn exchange_rate(currency: String) -> Result<f64, ToolError> {
+//!     Err(ToolError::unavailable(format!("the rate feed for {currency} is down")))
+//! }
+//!
+//! /// Yesterday's closing rate.
+//! async fn last_rate(currency: String) -> Result<f64, ToolError> {
+//!     Ok(if currency == "EUR" { 1.08 } else { 1.0 })
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
+//! # async fn main() {
+//! let registry = Registry::builder().tool(ExchangeRate).build().unwrap();
+//! let call = ToolCall::new("c1", "exchange_rate", r#"{"currency":"EUR"}"#);
+//! let outcome = registry.call(call).await;
+//! assert!(outcome.is_degraded());
+//! assert_eq!(outcome.degraded_by(), Some(ErrorKind::Unavailable));
+//! assert_eq!(outcome.to_model_json()["source"], "fallback");
+//! # }
+//! ```
 //!
 //! ## Timeouts, retries, budgets, breakers
 //!
@@ -352,6 +387,28 @@ pub mod __private {
     /// Adapts a tool function's result.
     pub fn into_result<T, E: IntoToolError>(result: Result<T, E>) -> Result<T, ToolError> {
         result.map_err(IntoToolError::into_tool_error)
+    }
+
+    /// What a `#[tool(fallback = ..)]` function may return for a tool whose result is `T`.
+    #[diagnostic::on_unimplemented(
+        message = "a `#[tool(fallback = ..)]` function must return what the tool returns, `Result<{T}, E>`, not `{Self}`",
+        label = "this fallback returns `{Self}`",
+        note = "write `async fn fallback(<the tool's parameters>) -> Result<{T}, ToolError>`: the same parameters as the tool, in the same order, and the tool's result type"
+    )]
+    pub trait FallbackResult<T> {
+        /// As the tool's own result.
+        fn into_tool_result(self) -> Result<T, ToolError>;
+    }
+
+    impl<T, E: IntoToolError> FallbackResult<T> for Result<T, E> {
+        fn into_tool_result(self) -> Result<T, ToolError> {
+            into_result(self)
+        }
+    }
+
+    /// Adapts a fallback function's result.
+    pub fn fallback_result<T, R: FallbackResult<T>>(result: R) -> Result<T, ToolError> {
+        result.into_tool_result()
     }
 
     /// The error of a tool whose shared state is missing (the registry refuses to build in that

@@ -1,9 +1,7 @@
 use toolwright::prelude::*;
 
-fn cached_refund() {}
-
 /// Refund an order.
-#[tool(requires_approval, fallback = cached_refund)]
+#[tool(requires_approval)]
 async fn refund_order(order_id: String) -> Result<String, ToolError> {
     Ok(order_id)
 }

@@ -18,11 +18,12 @@ pub const TOOL_KEYS: &[&str] = &[
     "scopes",
     "validate",
     "authorize",
+    "fallback",
 ];
 
 /// Keys DESIGN.md reserves for later work: accepted by name, refused with an honest message
 /// instead of being silently ignored.
-const TOOL_KEYS_NOT_YET: &[&str] = &["requires_approval", "fallback"];
+const TOOL_KEYS_NOT_YET: &[&str] = &["requires_approval"];
 
 pub const ARG_KEYS: &[&str] = &[
     "range",
@@ -45,6 +46,7 @@ pub struct ToolAttrs {
     pub scopes: Vec<LitStr>,
     pub validate: Option<Path>,
     pub authorize: Option<Path>,
+    pub fallback: Option<Path>,
 }
 
 /// A number literal as written: `1`, `0.5`, `-3`.
@@ -284,6 +286,12 @@ pub fn parse_tool_attrs(cx: &Ctxt, tokens: TokenStream) -> ToolAttrs {
             "authorize" => {
                 let path: Path = meta.value()?.parse()?;
                 if attrs.authorize.replace(path).is_some() {
+                    duplicate(cx, &meta, &key, "#[tool]");
+                }
+            }
+            "fallback" => {
+                let path: Path = meta.value()?.parse()?;
+                if attrs.fallback.replace(path).is_some() {
                     duplicate(cx, &meta, &key, "#[tool]");
                 }
             }
