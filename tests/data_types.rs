@@ -238,6 +238,13 @@ async fn a_wrong_enum_value_is_a_schema_mismatch_naming_the_field() {
     };
     assert!(message.contains("`shipment.speed`"), "{message}");
     assert!(message.contains("tomorrow"), "{message}");
+    // The variants carry docs, so schemars writes a `oneOf` of `const`s; the model is still
+    // told the allowed values, not which keyword failed.
+    assert_eq!(
+        message,
+        r#"`shipment.speed` must be one of "standard", "next_day", got string "tomorrow""#
+    );
+    assert_eq!(envelope["errors"][0]["rule"], "one_of");
 }
 
 #[tokio::test]

@@ -337,6 +337,22 @@ fn convert(
                 format!("`{field}` must be {expected}, got {got}"),
             );
         }
+        ValidationErrorKind::OneOfNotValid { context } | ValidationErrorKind::AnyOf { context }
+            if constants(context).is_some() =>
+        {
+            // An enum whose variants carry docs is a `oneOf` of documented `const`s: say which
+            // values are allowed, not which keyword failed.
+            let values = constants(context).unwrap_or_default();
+            let shown: Vec<String> = values.iter().map(|v| v.to_string()).collect();
+            let expected = format!("one of {}", shown.join(", "));
+            push(
+                path.into(),
+                "one_of",
+                expected.clone(),
+                Some(got.clone()),
+                format!("`{field}` must be {expected}, got {got}"),
+            );
+        }
         ValidationErrorKind::Enum { options }
         | ValidationErrorKind::Constant {
             expected_value: options,
@@ -368,6 +384,27 @@ fn convert(
             );
         }
     }
+}
+
+/// The values of a `oneOf`/`anyOf` whose every branch failed on one `const` (or `enum`): the
+/// allowed values, in order. `None` when any branch failed otherwise.
+fn constants<'a>(
+    branches: &'a [Vec<jsonschema::ValidationError<'static>>],
+) -> Option<Vec<&'a Value>> {
+    let mut values = Vec::new();
+    for branch in branches {
+        match branch.as_slice() {
+            [only] => match only.kind() {
+                ValidationErrorKind::Constant { expected_value } => values.push(&**expected_value),
+                ValidationErrorKind::Enum { options } => {
+                    values.extend(options.as_array()?.iter());
+                }
+                _ => return None,
+            },
+            _ => return None,
+        }
+    }
+    (!values.is_empty()).then_some(values)
 }
 
 /// Longest serde error text echoed back, in characters.
