@@ -8,7 +8,8 @@
 //! The "model" here is a fixed list of proposals, the kind a real model produces on a long
 //! day: correct calls, a hallucinated tool name, a number sent as a string, an out-of-range and
 //! an over-long value in one call, an invented argument, truncated JSON, a business rule broken,
-//! an id that does not exist, an action the conversation may not take, and a tool that panics.
+//! an id that does not exist, an action the conversation may not take, a tool that panics, a
+//! flaky dependency retried, and one that is down, answered by the tool's fallback.
 //! Each comes back as an envelope the model can act on; none crashes the agent.
 
 use std::collections::{BTreeMap, HashMap};
@@ -192,6 +193,26 @@ async fn check_stock(
     Ok(if item.contains("desk") { 2 } else { 40 })
 }
 
+/// Where a shipped order's parcel is now.
+#[tool(timeout_ms = 1000, read_only, fallback = last_scan)]
+async fn track_parcel(
+    /// The shipped order.
+    #[arg(pattern = "^A[0-9]{4}$")]
+    order_id: String,
+) -> Result<String, ToolError> {
+    // The carrier's tracking API is down today: every request gets a 503.
+    let _ = order_id;
+    Err(ToolError::from_status(
+        503,
+        "the carrier's tracking API answered 503",
+    ))
+}
+
+/// The fallback of `track_parcel`: the last scan the shop recorded, possibly hours old.
+async fn last_scan(order_id: String) -> Result<String, ToolError> {
+    Ok(format!("{order_id}: last scanned at the Leipzig hub"))
+}
+
 fn shop() -> Shop {
     let order = |id: &str, customer: &str, item: &str, total: f64, status: &str| Order {
         id: id.into(),
@@ -312,6 +333,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             "check_stock",
             r#"{"item":"standing desk"}"#,
         ),
+        (
+            &session,
+            "call_15",
+            "track_parcel",
+            r#"{"order_id":"A1002"}"#,
+        ),
     ];
 
     let mut tally: BTreeMap<String, usize> = BTreeMap::new();
@@ -333,15 +360,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 );
             }
         }
-        let label = outcome
-            .error_kind()
-            .map_or_else(|| outcome.status().to_string(), |k| k.to_string());
+        let label = match outcome.degraded_by() {
+            Some(kind) => format!("fallback ({kind})"),
+            None => outcome
+                .error_kind()
+                .map_or_else(|| outcome.status().to_string(), |k| k.to_string()),
+        };
         *tally.entry(label).or_default() += 1;
     }
 
     println!("\n{} calls, none crashed the agent:", script.len());
     for (label, count) in &tally {
-        println!("  {label:<18} {count}");
+        println!("  {label:<24} {count}");
     }
     Ok(())
 }
