@@ -39,6 +39,7 @@ use crate::idempotency::{
     Settled, StoredOutcome, DEFAULT_LOCK_TTL,
 };
 use crate::interpret;
+use crate::observe::{self, ArgumentLog};
 use crate::outcome::{ErrorKind, Failure, Outcome, Seam};
 use crate::tool::{StateRequirement, Tool, ToolSpec};
 use crate::validate::shape::{self, ShapeValidator};
@@ -119,7 +120,7 @@ impl<T: Tool> Entry<T> {
         // Validation seam.
         let args = match self.validate(&arguments, session) {
             Ok(args) => args,
-            Err(failure) => return self.rejected(call_id, arguments, *failure, started),
+            Err(failure) => return self.rejected(call_id, arguments, *failure, started, registry),
         };
         if self.exactly_once {
             return Box::pin(self.run_once(call_id, arguments, args, started, session, registry))
@@ -157,7 +158,15 @@ impl<T: Tool> Entry<T> {
             }
             None => None,
         };
-        self.finish(call_id, arguments, executed, degraded, started)
+        self.finish(
+            call_id,
+            arguments,
+            executed,
+            degraded,
+            key.as_ref(),
+            started,
+            registry,
+        )
     }
 
     /// A non-idempotent call: begin its idempotency key before the attempts (it may be answered
@@ -175,10 +184,17 @@ impl<T: Tool> Entry<T> {
         let lease = match self.begin(&call_id, &arguments, session, registry).await {
             Ok(lease) => lease,
             Err(mut outcome) => {
+                outcome.elapsed = started.elapsed();
+                observe::call(
+                    &outcome,
+                    None,
+                    Some(&arguments),
+                    T::META.fields,
+                    registry.argument_log,
+                );
                 if outcome.failure.is_some() && !outcome.replayed {
                     outcome.raw_arguments = Some(arguments);
                 }
-                outcome.elapsed = started.elapsed();
                 return outcome;
             }
         };
@@ -203,7 +219,15 @@ impl<T: Tool> Entry<T> {
             None => None,
         };
         let uncertain = executed.uncertain;
-        let outcome = self.finish(call_id, arguments, executed, degraded, started);
+        let outcome = self.finish(
+            call_id,
+            arguments,
+            executed,
+            degraded,
+            Some(lease.key()),
+            started,
+            registry,
+        );
         self.settle(registry, lease, &outcome, uncertain).await;
         outcome
     }
@@ -393,13 +417,16 @@ impl<T: Tool> Entry<T> {
     /// The interpretation seam, and the outcome of the call: its data or failure, its attempts,
     /// and how long it took. `degraded`: the fallback answered, for this failure.
     #[inline]
+    #[allow(clippy::too_many_arguments)]
     fn finish(
         &self,
         call_id: String,
         arguments: String,
         executed: Executed<T::Output>,
         degraded: Option<ErrorKind>,
+        key: Option<&IdempotencyKey>,
         started: Instant,
+        registry: &Inner,
     ) -> Outcome {
         let Executed {
             result,
@@ -416,10 +443,6 @@ impl<T: Tool> Entry<T> {
             },
             Err(failure) => Outcome::failed(call_id, name, failure),
         };
-        if outcome.failure.is_some() {
-            // Kept for debugging a failed call; dropped on success, never in the envelope.
-            outcome.raw_arguments = Some(arguments);
-        }
         let finished = Instant::now();
         if let Some(begin) = open_since {
             history.close(finished.saturating_duration_since(begin));
@@ -430,6 +453,17 @@ impl<T: Tool> Entry<T> {
         outcome.elapsed = finished.saturating_duration_since(started);
         if outcome.failure.is_none() {
             outcome.degraded = degraded;
+        }
+        observe::call(
+            &outcome,
+            key,
+            Some(&arguments),
+            T::META.fields,
+            registry.argument_log,
+        );
+        if outcome.failure.is_some() {
+            // Kept for debugging a failed call; dropped on success, never in the envelope.
+            outcome.raw_arguments = Some(arguments);
         }
         outcome
     }
@@ -568,11 +602,19 @@ impl<T: Tool> Entry<T> {
         arguments: String,
         failure: Failure,
         started: Instant,
+        registry: &Inner,
     ) -> Outcome {
         let mut outcome = Outcome::failed(call_id, Arc::clone(&self.spec.name), failure);
         outcome.attempts = 1;
-        outcome.raw_arguments = Some(arguments);
         outcome.elapsed = started.elapsed();
+        observe::call(
+            &outcome,
+            None,
+            Some(&arguments),
+            T::META.fields,
+            registry.argument_log,
+        );
+        outcome.raw_arguments = Some(arguments);
         outcome
     }
 }
@@ -600,6 +642,7 @@ struct Inner {
     env: Env,
     store: Arc<dyn IdempotencyStore>,
     key_mode: KeyMode,
+    argument_log: ArgumentLog,
 }
 
 /// The tools a model may call, and the pipeline each call runs through. Cheap to clone.
@@ -691,6 +734,8 @@ impl Registry {
         );
         failure.available_tools = Some(Arc::clone(&self.inner.names));
         let mut outcome = Outcome::failed(call_id, Arc::from(name), failure);
+        // No tool, so no field is known to be sensitive: the arguments are never logged.
+        observe::call(&outcome, None, None, &[], self.inner.argument_log);
         outcome.raw_arguments = Some(arguments);
         outcome
     }
@@ -722,6 +767,7 @@ pub struct RegistryBuilder {
     env: Env,
     store: Option<Arc<dyn IdempotencyStore>>,
     key_mode: KeyMode,
+    argument_log: ArgumentLog,
 }
 
 impl Default for RegistryBuilder {
@@ -741,6 +787,7 @@ impl Default for RegistryBuilder {
             env: Env::default(),
             store: None,
             key_mode: KeyMode::default(),
+            argument_log: ArgumentLog::Off,
         }
     }
 }
@@ -865,6 +912,14 @@ impl RegistryBuilder {
         self
     }
 
+    /// Whether the `tracing` events of failed calls carry their arguments (default: never);
+    /// [`ArgumentLog::Redacted`] shows them with every `#[arg(sensitive)]` field replaced. The
+    /// events are described in [`observe`](crate::observe).
+    pub fn log_arguments(mut self, mode: ArgumentLog) -> Self {
+        self.argument_log = mode;
+        self
+    }
+
     /// Builds the registry; fails on duplicate names and on missing shared state.
     pub fn build(self) -> Result<Registry, BuildError> {
         let mut tools = ToolMap::with_capacity_and_hasher(self.pending.len(), Default::default());
@@ -914,6 +969,7 @@ impl RegistryBuilder {
                     .store
                     .unwrap_or_else(|| Arc::new(MemoryStore::new()) as Arc<dyn IdempotencyStore>),
                 key_mode: self.key_mode,
+                argument_log: self.argument_log,
             }),
         })
     }

@@ -1,0 +1,165 @@
+//! What the registry logs: one [`tracing`] event per call and one per attempt, with the fields
+//! a trace needs to tell one real side effect from three (seed 000, "What to log and trace"),
+//! and never the arguments unless asked.
+//!
+//! | target | level | when | fields |
+//! |---|---|---|---|
+//! | `toolwright::call` | `DEBUG` for a success, `INFO` otherwise | every call | `tool`, `call_id`, `status`, `error_type`, `seam`, `attempts`, `elapsed_ms`, `idempotency_key`, `degraded_by`, `replayed`, `retry_stop`, and `arguments` (see below) |
+//! | `toolwright::attempt` | `DEBUG` | every attempt of a call that ran | `tool`, `call_id`, `attempt`, `waited_ms`, `elapsed_ms`, `result` (`success` or the `error_type`), `idempotency_key` |
+//!
+//! Fields that do not apply are left out (`error_type` of a success, `idempotency_key` of a tool
+//! that takes none). The argument text is not logged by default: a spike in `schema_mismatch`
+//! is a safe signal to share, the customer data inside a failed payload is not. With
+//! [`RegistryBuilder::log_arguments`](crate::RegistryBuilder::log_arguments) set to
+//! [`ArgumentLog::Redacted`], the events of failed calls carry the arguments with every
+//! `#[arg(sensitive)]` field replaced by `"[redacted]"`. The raw text stays on the outcome
+//! ([`Outcome::raw_arguments`]) for an access-controlled path of the application's own.
+//!
+//! ```
+//! use toolwright_core::{ArgumentLog, Registry};
+//! let registry = Registry::builder().log_arguments(ArgumentLog::Redacted).build().unwrap();
+//! # let _ = registry;
+//! ```
+
+use serde_json::Value;
+
+use crate::idempotency::IdempotencyKey;
+use crate::outcome::{Outcome, Status};
+use crate::tool::FieldMeta;
+
+/// What the call events say of the arguments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum ArgumentLog {
+    /// Nothing (the default).
+    #[default]
+    Off,
+    /// The arguments of failed calls, every `#[arg(sensitive)]` field replaced by
+    /// `"[redacted]"`; text that is not a JSON object is described, not shown.
+    Redacted,
+}
+
+/// What replaces a sensitive argument's value.
+pub const REDACTED: &str = "[redacted]";
+
+/// What one call came to, as `tracing` events (see the [module docs](self)).
+pub(crate) fn call(
+    outcome: &Outcome,
+    key: Option<&IdempotencyKey>,
+    arguments: Option<&str>,
+    fields: &[FieldMeta],
+    mode: ArgumentLog,
+) {
+    let ok = outcome.status() != Status::Error && !outcome.is_degraded();
+    if ok {
+        if tracing::enabled!(target: "toolwright::call", tracing::Level::DEBUG) {
+            emit(outcome, key, None, true);
+        }
+    } else if tracing::enabled!(target: "toolwright::call", tracing::Level::INFO) {
+        let shown = match (mode, arguments) {
+            (ArgumentLog::Redacted, Some(text)) if outcome.status() == Status::Error => {
+                Some(redacted(text, fields))
+            }
+            _ => None,
+        };
+        emit(outcome, key, shown.as_deref(), false);
+    }
+    if outcome.attempts() > 0
+        && !outcome.is_replayed()
+        && tracing::enabled!(target: "toolwright::attempt", tracing::Level::DEBUG)
+    {
+        for attempt in outcome.attempt_history() {
+            tracing::debug!(
+                target: "toolwright::attempt",
+                tool = outcome.tool(),
+                call_id = outcome.call_id(),
+                attempt = attempt.number(),
+                waited_ms = millis(attempt.waited()),
+                elapsed_ms = millis(attempt.elapsed()),
+                result = attempt.error().map_or("success", |k| k.as_str()),
+                idempotency_key = key.map(|k| k.as_str()),
+                "attempt"
+            );
+        }
+    }
+}
+
+fn emit(outcome: &Outcome, key: Option<&IdempotencyKey>, arguments: Option<&str>, ok: bool) {
+    let kind = outcome.error_kind();
+    // `tracing` fixes an event's level where it is written: one macro per level, same fields.
+    macro_rules! event {
+        ($level:expr) => {
+            tracing::event!(
+                target: "toolwright::call",
+                $level,
+                tool = outcome.tool(),
+                call_id = outcome.call_id(),
+                status = outcome.status().as_str(),
+                error_type = kind.map(|k| k.as_str()),
+                seam = outcome.seam().map(|s| s.as_str()),
+                attempts = outcome.attempts(),
+                elapsed_ms = millis(outcome.elapsed()),
+                idempotency_key = key.map(|k| k.as_str()),
+                degraded_by = outcome.degraded_by().map(|k| k.as_str()),
+                replayed = outcome.is_replayed(),
+                retry_stop = outcome.retry_stop().map(|s| s.as_str()),
+                arguments,
+                "tool call"
+            )
+        };
+    }
+    if ok {
+        event!(tracing::Level::DEBUG);
+    } else {
+        event!(tracing::Level::INFO);
+    }
+}
+
+/// Milliseconds with microsecond precision, for durations that are often under one.
+fn millis(d: std::time::Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// The argument text with every sensitive field's value replaced; text that is not a JSON object
+/// is described by its length only (it may be anything the model sent).
+pub(crate) fn redacted(text: &str, fields: &[FieldMeta]) -> String {
+    match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(mut map)) => {
+            for field in fields.iter().filter(|f| f.is_sensitive()) {
+                if let Some(value) = map.get_mut(field.name()) {
+                    *value = Value::from(REDACTED);
+                }
+            }
+            Value::Object(map).to_string()
+        }
+        _ => format!("<not a JSON object, {} bytes>", text.len()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FIELDS: &[FieldMeta] = &[
+        FieldMeta::new("card_number").sensitive(),
+        FieldMeta::new("amount"),
+    ];
+
+    #[test]
+    fn sensitive_fields_are_redacted_and_the_rest_kept() {
+        let shown = redacted(r#"{"card_number":"4111111111111111","amount":5}"#, FIELDS);
+        assert_eq!(shown, r#"{"card_number":"[redacted]","amount":5}"#);
+    }
+
+    #[test]
+    fn text_that_is_not_an_object_is_never_shown() {
+        assert_eq!(
+            redacted(r#"{"card_number":"4111"#, FIELDS),
+            "<not a JSON object, 20 bytes>"
+        );
+        assert_eq!(
+            redacted(r#"["4111111111111111"]"#, FIELDS),
+            "<not a JSON object, 20 bytes>"
+        );
+    }
+}
