@@ -264,6 +264,30 @@ pub mod __private {
     #[diagnostic::do_not_recommend]
     impl<T: serde::Serialize + schemars::JsonSchema + Send + 'static> ToolOutput for T {}
 
+    /// The type of a tool parameter the model fills: deserializable, with a schema.
+    ///
+    /// serde and schemars derive on a private mirror of the generated `<Fn>Args` struct whose
+    /// where-clause is `for<'__toolwright> P: ToolArgument` for each parameter type `P`, so
+    /// their expansions never check `P` themselves (which reported an unusable type several
+    /// times, with notes inside serde). The registration function proves each bound once, at
+    /// the parameter's type, so an unusable `P` is one error there, with the message below.
+    /// As for [`ToolOutput`], the binder keeps rustc from rejecting the bound as trivially
+    /// false where it is declared.
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot be a tool parameter: it must implement `Deserialize` and `JsonSchema`",
+        label = "the model sends this value as JSON, described by a schema",
+        note = "put `#[toolwright::data]` (or `#[toolwright::data(input)]`) on the type and on every type inside it (or derive `serde::Deserialize` and `schemars::JsonSchema` yourself, with both crates in Cargo.toml)",
+        note = "a tool parameter must also be `Send + 'static`: no references, `Rc` or `RefCell`"
+    )]
+    pub trait ToolArgument:
+        serde::de::DeserializeOwned + schemars::JsonSchema + Send + 'static
+    {
+    }
+
+    // As for `ToolOutput`: the unmet `P: ToolArgument` is reported, not each bound of this impl.
+    #[diagnostic::do_not_recommend]
+    impl<T: serde::de::DeserializeOwned + schemars::JsonSchema + Send + 'static> ToolArgument for T {}
+
     /// A `#[arg(default = "...")]` string literal turned into the parameter's type.
     #[diagnostic::on_unimplemented(
         message = "`default` is a string, but this parameter is a `{Self}`",

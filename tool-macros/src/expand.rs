@@ -6,7 +6,7 @@ use proc_macro2::{Ident, Literal, Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::ext::IdentExt;
 
-use crate::ast::{Output, Param, ParamKind, ToolFn};
+use crate::ast::{token_spans, Output, Param, ParamKind, ToolFn};
 use crate::attr::{NumLit, OneOf};
 
 fn pascal_case(snake: &str) -> String {
@@ -158,6 +158,80 @@ fn rules(param: &Param, field_name: &str) -> (Vec<TokenStream>, Vec<TokenStream>
     (consts, checks)
 }
 
+/// `for<'__toolwright> P: ToolArgument` for a parameter of type `P`, spanned at `P`. The binder
+/// keeps rustc from rejecting the bound as trivially false where it is declared: it is checked
+/// only where the item that carries it is named.
+fn argument_bound(param: &Param) -> TokenStream {
+    let ty = &param.ty;
+    let (first, _) = token_spans(ty);
+    quote_spanned!(first=> for<'__toolwright> #ty: ::toolwright::__private::ToolArgument)
+}
+
+/// The registration function, as a chain with one link per argument.
+///
+/// Link `k` carries the output bound and the bounds of the first `k` arguments; each link calls
+/// the next, and that call, spanned at argument `k`'s type, is the one place where its bound is
+/// proven. So an unusable argument is one error at its own type, and the `Tool` impl (which
+/// carries every bound, as the derives of the argument struct do) is never named with an unmet
+/// bound. Link 0 is named by the collection entry, where the output bound is proven.
+fn registration(
+    tool: &ToolFn,
+    tool_ident: &Ident,
+    output_bound: &TokenStream,
+    arg_bounds: &[TokenStream],
+) -> Vec<TokenStream> {
+    let p = quote!(::toolwright::__private);
+    let args: Vec<&Param> = tool.args().collect();
+    // Link `k + 1` is named after argument `k`, whose bound it adds: rustc's note reads
+    // "required by a bound in `__register_address`".
+    let link = |k: usize| match k {
+        0 => Ident::new("__register", Span::call_site()),
+        k => format_ident!(
+            "__register_{}",
+            args[k - 1].ident.unraw(),
+            span = Span::call_site()
+        ),
+    };
+    // In the links, the bounds are located at `#[tool]`, so that note points there, as it
+    // does for the output bound, rather than at the type a second time.
+    let arg_bounds: Vec<TokenStream> = arg_bounds
+        .iter()
+        .map(|bound| located_at(bound, Span::call_site()))
+        .collect();
+    let types: Vec<&syn::Type> = args.iter().map(|param| &param.ty).collect();
+    (0..=arg_bounds.len())
+        .map(|k| {
+            let name = link(k);
+            let bounds = &arg_bounds[..k];
+            let body = match types.get(k) {
+                // `next::<>` spanned from the first to the last token of the type underlines
+                // all of it.
+                Some(ty) => {
+                    let (first, last) = token_spans(ty);
+                    let next = Ident::new(&link(k + 1).to_string(), first);
+                    let open = quote_spanned!(first=> ::<);
+                    let close = quote_spanned!(last=> >);
+                    quote! {
+                        let next = #next #open #close;
+                        next(builder)
+                    }
+                }
+                None => quote!(builder.tool(#tool_ident)),
+            };
+            quote! {
+                #[allow(unused_lifetimes)]
+                fn #name(builder: #p::RegistryBuilder) -> #p::RegistryBuilder
+                where
+                    #output_bound,
+                    #(#bounds,)*
+                {
+                    #body
+                }
+            }
+        })
+        .collect()
+}
+
 pub fn expand(tool: &ToolFn) -> TokenStream {
     let p = quote!(::toolwright::__private);
     let item = &tool.item;
@@ -179,16 +253,19 @@ pub fn expand(tool: &ToolFn) -> TokenStream {
     };
 
     let mut fields = Vec::new();
+    let mut mirror_fields = Vec::new();
     let mut defaults = Vec::new();
     let mut field_metas = Vec::new();
     let mut checks = Vec::new();
     let mut arg_idents = Vec::new();
+    let mut arg_bounds = Vec::new();
     for param in tool.args() {
         let ident = &param.ident;
         let ty = &param.ty;
         let docs = &param.docs;
         let field_name = ident.unraw().to_string();
         arg_idents.push(ident);
+        arg_bounds.push(argument_bound(param));
 
         let default_attr = param.arg.default.as_ref().map(|expr| {
             let fn_name = format_ident!("__toolwright_default_{}", field_name);
@@ -211,8 +288,12 @@ pub fn expand(tool: &ToolFn) -> TokenStream {
         });
         fields.push(quote! {
             #(#docs)*
-            #default_attr
             #vis #ident: #ty,
+        });
+        mirror_fields.push(quote! {
+            #(#docs)*
+            #default_attr
+            #ident: #ty,
         });
 
         let (consts, field_checks) = rules(param, &field_name);
@@ -359,6 +440,8 @@ pub fn expand(tool: &ToolFn) -> TokenStream {
         "Arguments of the `{name}` tool, as the model sends them (generated by `#[tool]`)."
     );
     let tool_doc = format!("The `{name}` tool (generated by `#[tool]` from [`{fn_ident}`]): register it with `Registry::builder().tool({tool_ident})`.");
+    let registration = registration(tool, &tool_ident, &output_bound, &arg_bounds);
+    let args_name = args_ident.to_string();
     let schemars_crate = "::toolwright::__private::schemars";
     let serde_crate = "::toolwright::__private::serde";
 
@@ -366,9 +449,6 @@ pub fn expand(tool: &ToolFn) -> TokenStream {
         #item
 
         #[doc = #args_doc]
-        #[derive(#p::serde::Deserialize, #p::schemars::JsonSchema)]
-        #[serde(crate = #serde_crate, deny_unknown_fields)]
-        #[schemars(crate = #schemars_crate)]
         #vis struct #args_ident {
             #(#fields)*
         }
@@ -377,13 +457,58 @@ pub fn expand(tool: &ToolFn) -> TokenStream {
             #(#defaults)*
         }
 
+        // serde and schemars derive on a private mirror of the arguments, whose where-clause
+        // assumes every parameter's type usable: their expansions then never check a field's
+        // type themselves, which would report an unusable type several times with notes inside
+        // serde. The public struct forwards to the mirror under the same bounds, and carries
+        // none itself, so users' functions that take it are not checked against them.
+        // The bounds' `for<..>` binders name a lifetime they do not use, on purpose.
+        #[allow(unused_lifetimes)]
+        const _: () = {
+            #[doc = #args_doc]
+            #[derive(#p::serde::Deserialize, #p::schemars::JsonSchema)]
+            #[serde(crate = #serde_crate, rename = #args_name, deny_unknown_fields)]
+            #[schemars(crate = #schemars_crate)]
+            struct __Mirror where #(#arg_bounds,)* {
+                #(#mirror_fields)*
+            }
+
+            impl<'de> #p::serde::Deserialize<'de> for #args_ident where #(#arg_bounds,)* {
+                fn deserialize<D: #p::serde::Deserializer<'de>>(
+                    deserializer: D,
+                ) -> ::core::result::Result<Self, D::Error> {
+                    let __Mirror { #(#arg_idents),* } =
+                        <__Mirror as #p::serde::Deserialize<'de>>::deserialize(deserializer)?;
+                    ::core::result::Result::Ok(#args_ident { #(#arg_idents),* })
+                }
+            }
+
+            impl #p::schemars::JsonSchema for #args_ident where #(#arg_bounds,)* {
+                fn schema_name() -> ::std::borrow::Cow<'static, str> {
+                    <__Mirror as #p::schemars::JsonSchema>::schema_name()
+                }
+
+                fn schema_id() -> ::std::borrow::Cow<'static, str> {
+                    <__Mirror as #p::schemars::JsonSchema>::schema_id()
+                }
+
+                fn inline_schema() -> bool {
+                    <__Mirror as #p::schemars::JsonSchema>::inline_schema()
+                }
+
+                fn json_schema(generator: &mut #p::schemars::SchemaGenerator) -> #p::schemars::Schema {
+                    <__Mirror as #p::schemars::JsonSchema>::json_schema(generator)
+                }
+            }
+        };
+
         #[doc = #tool_doc]
         #[derive(Debug, Clone, Copy, Default)]
         #vis struct #tool_ident;
 
         // The `for<..>` binder of the output bound names a lifetime it does not use, on purpose.
         #[allow(unused_lifetimes)]
-        impl #p::Tool for #tool_ident where #output_bound {
+        impl #p::Tool for #tool_ident where #output_bound, #(#arg_bounds,)* {
             type Args = #args_ident;
             type Output = #ok;
 
@@ -416,10 +541,7 @@ pub fn expand(tool: &ToolFn) -> TokenStream {
         }
 
         const _: () = {
-            #[allow(unused_lifetimes)]
-            fn __register(builder: #p::RegistryBuilder) -> #p::RegistryBuilder where #output_bound {
-                builder.tool(#tool_ident)
-            }
+            #(#registration)*
             #p::inventory::submit! { #p::CollectedTool::new(#register) }
         };
     }
