@@ -57,6 +57,7 @@
 //! | `scopes = ["..."]` | scopes the [`Session`] must hold, else `unauthorized` |
 //! | `validate = path` | cross-field rule `fn(&Args) -> Result<(), E>` -> `semantic_invalid` |
 //! | `authorize = path` | `fn(&Args, &Session) -> Result<(), E>` -> `unauthorized` |
+//! | `requires_approval` | each call runs only when the session's approver approves that exact call; else `pending` or `approval_denied` ([`approval`]) |
 //! | `fallback = path` | an `async fn` with the tool's parameters and result type that answers when the tool is unavailable (below) |
 //!
 //! ### `#[arg(...)]` keys

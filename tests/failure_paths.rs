@@ -14,7 +14,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use toolwright::prelude::*;
-use toolwright::{BuildError, Invocation, ToolMeta};
+use toolwright::BuildError;
 
 // ---------------------------------------------------------------------------------------------
 // Fixtures
@@ -1135,30 +1135,6 @@ async fn duplicate_tool_names_stop_the_build() {
         .build()
         .expect_err("two tools named ping");
     assert_eq!(err, BuildError::DuplicateTool("ping".into()));
-}
-
-/// A hand-written tool that asks for human approval, which no version yet enforces.
-struct WireMoney;
-
-impl Tool for WireMoney {
-    type Args = serde_json::Value;
-    type Output = String;
-    const META: ToolMeta =
-        ToolMeta::new("wire_money", "Wire money to an account.").requires_approval();
-
-    async fn invoke(&self, _: serde_json::Value, _: &Invocation<'_>) -> Result<String, ToolError> {
-        Ok("wired".to_owned())
-    }
-}
-
-#[test]
-fn a_tool_that_requires_approval_is_refused_rather_than_run_unapproved() {
-    let err = Registry::builder()
-        .tool(WireMoney)
-        .build()
-        .expect_err("approval is not enforced yet");
-    assert_eq!(err, BuildError::ApprovalUnsupported("wire_money".into()));
-    assert!(err.to_string().contains("unapproved"), "{err}");
 }
 
 #[tokio::test]

@@ -1,8 +1,12 @@
 use toolwright::prelude::*;
 
 /// Refund an order.
-#[tool(requires_approval)]
-async fn refund_order(order_id: String) -> Result<String, ToolError> {
+#[tool]
+async fn refund_order(
+    /// The order, as a tool returned it.
+    #[arg(grounded = "order")]
+    order_id: String,
+) -> Result<String, ToolError> {
     Ok(order_id)
 }
 

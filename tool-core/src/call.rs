@@ -11,6 +11,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
+use crate::approval::Approver;
 use crate::execute::clock::ClockHandle;
 use crate::idempotency::{IdempotencyKey, KeyMode};
 
@@ -83,6 +84,7 @@ struct SessionInner {
     scopes: Vec<String>,
     idempotency_scope: String,
     key_mode: Option<KeyMode>,
+    approver: Option<Arc<dyn Approver>>,
 }
 
 impl Session {
@@ -95,6 +97,7 @@ impl Session {
             principal: None,
             scopes: Vec::new(),
             key_mode: None,
+            approver: None,
         }))
     }
 
@@ -149,6 +152,18 @@ impl Session {
         self
     }
 
+    /// Who decides the calls of tools that require approval (`#[tool(requires_approval)]`); a
+    /// session without one refuses them (`approval_denied`). See [`approval`](crate::approval).
+    pub fn with_approver<A: Approver>(mut self, approver: Arc<A>) -> Self {
+        Arc::make_mut(&mut self.0).approver = Some(approver);
+        self
+    }
+
+    /// The session's approver.
+    pub fn approver(&self) -> Option<&dyn Approver> {
+        self.0.approver.as_deref()
+    }
+
     /// The key mode this session chose, if any; `None` leaves it to the registry (whose default
     /// is [`KeyMode::CallId`]).
     pub fn key_mode(&self) -> Option<KeyMode> {
@@ -193,6 +208,7 @@ impl fmt::Debug for Session {
             .field("id", &self.0.id)
             .field("principal", &self.0.principal)
             .field("scopes", &self.0.scopes)
+            .field("approver", &self.0.approver.is_some())
             .finish()
     }
 }

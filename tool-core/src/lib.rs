@@ -17,6 +17,7 @@
 
 #![warn(missing_docs)]
 
+pub mod approval;
 pub mod call;
 pub mod error;
 pub mod execute;

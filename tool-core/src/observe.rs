@@ -50,7 +50,7 @@ pub(crate) fn call(
     fields: &[FieldMeta],
     mode: ArgumentLog,
 ) {
-    let ok = outcome.status() != Status::Error && !outcome.is_degraded();
+    let ok = matches!(outcome.status(), Status::Success | Status::Empty) && !outcome.is_degraded();
     if ok {
         if tracing::enabled!(target: "toolwright::call", tracing::Level::DEBUG) {
             emit(outcome, key, None, true);

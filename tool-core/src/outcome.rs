@@ -512,9 +512,10 @@ impl Outcome {
                     self.tool
                 ))),
                 (None, Status::Empty) => Some(Cow::Borrowed("No results found.")),
-                (None, Status::Pending) => {
-                    Some(Cow::Borrowed("The action is waiting for approval."))
-                }
+                (None, Status::Pending) => Some(Cow::Owned(format!(
+                    "`{}` is waiting for a person's approval; tell the user it is waiting and do not call it again",
+                    self.tool
+                ))),
                 _ => None,
             },
             errors: failure

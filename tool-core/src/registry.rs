@@ -26,6 +26,7 @@ use futures_util::future::Either;
 use futures_util::FutureExt as _;
 use tokio::time::Instant;
 
+use crate::approval::{Approval, ApprovalRequest};
 use crate::call::{Invocation, Session, StateMap, ToolCall};
 use crate::error::ToolError;
 use crate::execute::clock::ClockHandle;
@@ -122,6 +123,12 @@ impl<T: Tool> Entry<T> {
             Ok(args) => args,
             Err(failure) => return self.rejected(call_id, arguments, *failure, started, registry),
         };
+        if T::META.requires_approval {
+            // The last step of the validation seam, out of line: most tools never take it.
+            if let Err(refusal) = Box::pin(self.approve(&call_id, &arguments, session)).await {
+                return self.not_approved(call_id, arguments, refusal, started, registry);
+            }
+        }
         if self.exactly_once {
             return Box::pin(self.run_once(call_id, arguments, args, started, session, registry))
                 .await;
@@ -468,6 +475,83 @@ impl<T: Tool> Entry<T> {
         outcome
     }
 
+    /// Asks the session's approver about this exact call (`#[tool(requires_approval)]`).
+    async fn approve(
+        &self,
+        call_id: &str,
+        arguments: &str,
+        session: &Session,
+    ) -> Result<(), Refusal> {
+        let name = &self.spec.name;
+        let Some(approver) = session.approver() else {
+            return Err(Refusal::Denied(Failure::new(
+                ErrorKind::ApprovalDenied,
+                format!("`{name}` needs a person's approval and no one can approve it in this conversation; do not retry, tell the user it cannot be done here"),
+            )));
+        };
+        let request = ApprovalRequest {
+            session,
+            tool: name,
+            call_id,
+            arguments,
+            fields: T::META.fields,
+            fingerprint: Fingerprint::of(name, arguments),
+        };
+        // The approver is application code: a panic in it refuses the call, it does not
+        // reach the caller.
+        let decision =
+            match std::panic::catch_unwind(AssertUnwindSafe(|| approver.review(&request))) {
+                Ok(review) => AssertUnwindSafe(review).catch_unwind().await,
+                Err(panic) => Err(panic),
+            };
+        match decision {
+            Ok(Approval::Approved) => Ok(()),
+            Ok(Approval::Denied { reason }) => Err(Refusal::Denied(Failure::new(
+                ErrorKind::ApprovalDenied,
+                format!("`{name}` was not approved: {reason}. Do not retry it; tell the user"),
+            ))),
+            Ok(Approval::Pending { ticket }) => Err(Refusal::Pending(ticket)),
+            Err(_) => {
+                tracing::error!(target: "toolwright::approval", tool = %name, "the approver panicked; the call is refused");
+                Err(Refusal::Denied(Failure::new(
+                    ErrorKind::ApprovalDenied,
+                    format!("`{name}` could not be approved: the approval check failed with an internal error. Do not retry it; tell the user"),
+                )))
+            }
+        }
+    }
+
+    /// The outcome of a call that was not approved: `approval_denied`, or `pending` with the
+    /// ticket as its data.
+    #[cold]
+    fn not_approved(
+        &self,
+        call_id: String,
+        arguments: String,
+        refusal: Refusal,
+        started: Instant,
+        registry: &Inner,
+    ) -> Outcome {
+        let ticket = match refusal {
+            Refusal::Denied(failure) => {
+                return self.rejected(call_id, arguments, failure, started, registry)
+            }
+            Refusal::Pending(ticket) => ticket,
+        };
+        let data = serde_json::value::to_raw_value(&serde_json::json!({ "ticket": ticket }))
+            .unwrap_or_else(|_| serde_json::value::RawValue::NULL.to_owned());
+        let mut outcome = Outcome::success(
+            call_id,
+            Arc::clone(&self.spec.name),
+            crate::outcome::Status::Pending,
+            data,
+        );
+        outcome.attempts = 0;
+        outcome.elapsed = started.elapsed();
+        observe::call(&outcome, None, None, T::META.fields, registry.argument_log);
+        outcome
+    }
+
     /// Begins a non-idempotent call under its idempotency key: the lease to run under, or the
     /// outcome to answer instead (a replay, `duplicate_in_flight`, `idempotency_mismatch`, or
     /// `unavailable` when the store cannot answer).
@@ -617,6 +701,12 @@ impl<T: Tool> Entry<T> {
         outcome.raw_arguments = Some(arguments);
         outcome
     }
+}
+
+/// Why an approval step did not let a call through.
+enum Refusal {
+    Denied(Failure),
+    Pending(String),
 }
 
 /// A validator's error as a validation-seam failure: its own kind when it names one of the
@@ -914,7 +1004,7 @@ impl RegistryBuilder {
 
     /// Whether the `tracing` events of failed calls carry their arguments (default: never);
     /// [`ArgumentLog::Redacted`] shows them with every `#[arg(sensitive)]` field replaced. The
-    /// events are described in [`observe`](crate::observe).
+    /// events are described in the [`observe`] module.
     pub fn log_arguments(mut self, mode: ArgumentLog) -> Self {
         self.argument_log = mode;
         self
@@ -934,10 +1024,6 @@ impl RegistryBuilder {
                 .copied()
                 .unwrap_or(self.settings.breaker);
             let tool = make(&self.settings, breaker, origin);
-            if tool.spec().meta.requires_approval {
-                // Refused rather than run without the approval the tool asks for.
-                return Err(BuildError::ApprovalUnsupported(name.to_owned()));
-            }
             for need in tool.required_state() {
                 if !self.state.contains_key(&need.type_id) {
                     return Err(BuildError::MissingState {
@@ -990,9 +1076,6 @@ pub enum BuildError {
     },
     /// [`RegistryBuilder::breaker_for`] names a tool the registry does not have.
     UnknownBreakerTool(String),
-    /// A tool declares [`ToolMeta::requires_approval`](crate::ToolMeta::requires_approval),
-    /// which this version does not enforce yet; it is refused rather than run unapproved.
-    ApprovalUnsupported(String),
 }
 
 impl fmt::Display for BuildError {
@@ -1004,10 +1087,6 @@ impl fmt::Display for BuildError {
             BuildError::MissingState { tool, state } => {
                 write!(f, "tool `{tool}` takes `State<{state}>`, but the registry has no `{state}`: add `.state(value)` to the builder")
             }
-            BuildError::ApprovalUnsupported(name) => write!(
-                f,
-                "tool `{name}` requires approval, which this version of toolwright does not enforce; remove `requires_approval` rather than run it unapproved"
-            ),
             BuildError::UnknownBreakerTool(name) => {
                 write!(
                     f,

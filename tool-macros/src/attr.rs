@@ -19,11 +19,8 @@ pub const TOOL_KEYS: &[&str] = &[
     "validate",
     "authorize",
     "fallback",
+    "requires_approval",
 ];
-
-/// Keys DESIGN.md reserves for later work: accepted by name, refused with an honest message
-/// instead of being silently ignored.
-const TOOL_KEYS_NOT_YET: &[&str] = &["requires_approval"];
 
 pub const ARG_KEYS: &[&str] = &[
     "range",
@@ -47,6 +44,7 @@ pub struct ToolAttrs {
     pub validate: Option<Path>,
     pub authorize: Option<Path>,
     pub fallback: Option<Path>,
+    pub requires_approval: Option<Span>,
 }
 
 /// A number literal as written: `1`, `0.5`, `-3`.
@@ -239,6 +237,17 @@ pub fn parse_tool_attrs(cx: &Ctxt, tokens: TokenStream) -> ToolAttrs {
                     duplicate(cx, &meta, &key, "#[tool]");
                 }
             }
+            "requires_approval" => {
+                if meta.input.peek(Token![=]) {
+                    cx.error_spanned_by(
+                        &meta.path,
+                        "`requires_approval` is a flag: write `requires_approval`, not `requires_approval = ...`",
+                    );
+                    skip_value(&meta)?;
+                } else if attrs.requires_approval.replace(meta.path.span()).is_some() {
+                    duplicate(cx, &meta, &key, "#[tool]");
+                }
+            }
             "read_only" => {
                 if meta.input.peek(Token![=]) {
                     cx.error_spanned_by(
@@ -294,13 +303,6 @@ pub fn parse_tool_attrs(cx: &Ctxt, tokens: TokenStream) -> ToolAttrs {
                 if attrs.fallback.replace(path).is_some() {
                     duplicate(cx, &meta, &key, "#[tool]");
                 }
-            }
-            other if TOOL_KEYS_NOT_YET.contains(&other) => {
-                cx.error_spanned_by(
-                    &meta.path,
-                    format!("`{other}` is not available in this version of toolwright; remove it (calls would otherwise run without it)"),
-                );
-                skip_value(&meta)?;
             }
             other => {
                 cx.error_spanned_by(

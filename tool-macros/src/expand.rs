@@ -325,6 +325,9 @@ pub fn expand(tool: &ToolFn) -> TokenStream {
     if tool.attrs.fallback.is_some() {
         meta.extend(quote!(.fallback()));
     }
+    if tool.attrs.requires_approval.is_some() {
+        meta.extend(quote!(.requires_approval()));
+    }
     meta.extend(quote!(.fields(&[#(#field_metas),*])));
 
     // The calls are spanned at the user's path, so a function of the wrong shape is reported

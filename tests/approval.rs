@@ -1,0 +1,219 @@
+//! `#[tool(requires_approval)]` through the real pipeline: no approver, a policy approver, and
+//! the in-memory `ApprovalQueue` a person decides from; an approval binds the exact arguments.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+
+use serde_json::json;
+use toolwright::approval::{Approval, ApprovalQueue, ApprovalRequest};
+use toolwright::prelude::*;
+
+static WIRED: AtomicU32 = AtomicU32::new(0);
+
+/// Wire money to an account.
+#[tool(requires_approval, timeout_ms = 2000)]
+async fn wire_money(
+    key: IdempotencyKey,
+    /// The account.
+    #[arg(sensitive, length(min = 8, max = 34))]
+    account: String,
+    /// Amount in cents.
+    #[arg(range(min = 1, max = 1000000))]
+    amount_cents: u32,
+) -> Result<String, ToolError> {
+    WIRED.fetch_add(1, Ordering::SeqCst);
+    let _ = account;
+    Ok(format!("wired {amount_cents} under {key}"))
+}
+
+fn registry() -> Registry {
+    Registry::builder().tool(WireMoney).build().unwrap()
+}
+
+fn wire(id: &str, cents: u32) -> ToolCall {
+    ToolCall::new(
+        id,
+        "wire_money",
+        format!(r#"{{"account":"DE89370400440532013000","amount_cents":{cents}}}"#),
+    )
+}
+
+/// Counts the wires made during `f` (tests run in parallel: each uses its own amounts).
+fn wired() -> u32 {
+    WIRED.load(Ordering::SeqCst)
+}
+
+#[tokio::test]
+async fn without_an_approver_the_call_is_refused_and_never_runs() {
+    let before = wired();
+    let outcome = registry().call(wire("call_1", 101)).await;
+    assert_eq!(outcome.error_kind(), Some(ErrorKind::ApprovalDenied));
+    assert_eq!(outcome.seam(), Some(Seam::Validation));
+    assert!(!outcome.retryable());
+    assert!(
+        outcome
+            .message()
+            .unwrap()
+            .contains("no one can approve it in this conversation"),
+        "{:?}",
+        outcome.message()
+    );
+    assert_eq!(wired(), before);
+}
+
+#[tokio::test]
+async fn a_policy_approver_lets_small_wires_through_and_denies_the_rest() {
+    let policy = |request: &ApprovalRequest<'_>| {
+        let args: serde_json::Value = serde_json::from_str(request.arguments()).unwrap();
+        if args["amount_cents"].as_u64() < Some(10_000) {
+            Approval::Approved
+        } else {
+            Approval::Denied {
+                reason: "wires of 100 dollars or more need a second person".into(),
+            }
+        }
+    };
+    let session = Session::new("conv-policy").with_approver(Arc::new(policy));
+    let registry = registry();
+
+    let small = registry.call_in(&session, wire("call_1", 202)).await;
+    assert_eq!(small.status(), Status::Success, "{}", small.to_model_json());
+
+    let large = registry.call_in(&session, wire("call_2", 20_000)).await;
+    assert_eq!(large.error_kind(), Some(ErrorKind::ApprovalDenied));
+    assert_eq!(
+        large.message(),
+        Some("`wire_money` was not approved: wires of 100 dollars or more need a second person. Do not retry it; tell the user")
+    );
+}
+
+#[tokio::test]
+async fn a_queued_call_is_pending_until_a_person_approves_that_exact_call() {
+    let queue = Arc::new(ApprovalQueue::new());
+    let session = Session::new("conv-queue")
+        .with_principal("agent:support")
+        .with_approver(Arc::clone(&queue));
+    let registry = registry();
+    let before = wired();
+
+    let first = registry.call_in(&session, wire("call_1", 303)).await;
+    assert_eq!(first.status(), Status::Pending);
+    assert_eq!(first.attempts(), 0);
+    let envelope = first.to_model_json();
+    assert_eq!(envelope["status"], "pending");
+    assert_eq!(envelope["data"], json!({"ticket": "approval-1"}));
+    assert_eq!(
+        envelope["message"],
+        "`wire_money` is waiting for a person's approval; tell the user it is waiting and do not call it again"
+    );
+    assert_eq!(wired(), before, "nothing ran");
+
+    // The person sees the call, its sensitive account redacted.
+    let waiting = queue.waiting();
+    assert_eq!(waiting.len(), 1);
+    assert_eq!(waiting[0].ticket, "approval-1");
+    assert_eq!(waiting[0].tool, "wire_money");
+    assert_eq!(waiting[0].principal.as_deref(), Some("agent:support"));
+    assert_eq!(
+        waiting[0].arguments,
+        r#"{"account":"[redacted]","amount_cents":303}"#
+    );
+
+    // Asking again before the decision: still pending, same ticket.
+    let again = registry.call_in(&session, wire("call_2", 303)).await;
+    assert_eq!(again.to_model_json()["data"]["ticket"], "approval-1");
+
+    // A different amount is a different call: approving one does not approve the other.
+    let other = registry.call_in(&session, wire("call_3", 9_999)).await;
+    assert_eq!(other.to_model_json()["data"]["ticket"], "approval-2");
+    assert!(queue.approve("approval-1"));
+    assert!(!queue.approve("approval-1"), "already decided");
+    let swapped = registry.call_in(&session, wire("call_4", 9_999)).await;
+    assert_eq!(swapped.status(), Status::Pending);
+
+    // The approved call, proposed again (the application re-sends it), runs once.
+    let approved = registry.call_in(&session, wire("call_5", 303)).await;
+    assert_eq!(
+        approved.status(),
+        Status::Success,
+        "{}",
+        approved.to_model_json()
+    );
+    assert_eq!(wired(), before + 1);
+    let once_more = registry.call_in(&session, wire("call_6", 303)).await;
+    assert_eq!(
+        once_more.status(),
+        Status::Pending,
+        "an approval is used once"
+    );
+    assert_eq!(wired(), before + 1);
+}
+
+#[tokio::test]
+async fn a_denied_ticket_answers_the_next_proposal_with_the_reason() {
+    let queue = Arc::new(ApprovalQueue::new());
+    let session = Session::new("conv-deny").with_approver(Arc::clone(&queue));
+    let registry = registry();
+    let pending = registry.call_in(&session, wire("call_1", 404)).await;
+    let ticket = pending.to_model_json()["data"]["ticket"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(queue.deny(&ticket, "the account is not on the customer's file"));
+    let denied = registry.call_in(&session, wire("call_2", 404)).await;
+    assert_eq!(denied.error_kind(), Some(ErrorKind::ApprovalDenied));
+    assert!(denied
+        .message()
+        .unwrap()
+        .contains("the account is not on the customer's file"));
+    assert!(queue.waiting().is_empty());
+}
+
+#[tokio::test]
+async fn approvals_do_not_cross_conversations() {
+    let queue = Arc::new(ApprovalQueue::new());
+    let registry = registry();
+    let a = Session::new("conv-a").with_approver(Arc::clone(&queue));
+    let b = Session::new("conv-b").with_approver(Arc::clone(&queue));
+    registry.call_in(&a, wire("call_1", 505)).await;
+    assert!(queue.approve("approval-1"));
+    let in_b = registry.call_in(&b, wire("call_1", 505)).await;
+    assert_eq!(in_b.status(), Status::Pending);
+    let in_a = registry.call_in(&a, wire("call_1", 505)).await;
+    assert_eq!(in_a.status(), Status::Success);
+}
+
+#[tokio::test]
+async fn malformed_arguments_are_refused_before_anyone_is_asked() {
+    let asked = Arc::new(AtomicU32::new(0));
+    let counter = Arc::clone(&asked);
+    let session = Session::new("conv-v").with_approver(Arc::new(move |_: &ApprovalRequest<'_>| {
+        counter.fetch_add(1, Ordering::SeqCst);
+        Approval::Approved
+    }));
+    let outcome = registry().call_in(&session, wire("call_1", 0)).await;
+    assert_eq!(outcome.error_kind(), Some(ErrorKind::SchemaMismatch));
+    assert_eq!(asked.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn a_panicking_approver_refuses_the_call_and_the_registry_keeps_serving() {
+    let session = Session::new("conv-p").with_approver(Arc::new(|_: &ApprovalRequest<'_>| {
+        panic!("the approvals database is down")
+    }));
+    let registry = registry();
+    let outcome = registry.call_in(&session, wire("call_1", 606)).await;
+    assert_eq!(outcome.error_kind(), Some(ErrorKind::ApprovalDenied));
+    assert!(outcome.message().unwrap().contains("internal error"));
+    let fine = Session::new("conv-q")
+        .with_approver(Arc::new(|_: &ApprovalRequest<'_>| Approval::Approved));
+    assert_eq!(
+        registry.call_in(&fine, wire("call_2", 607)).await.status(),
+        Status::Success
+    );
+}
+
+#[test]
+fn the_spec_says_the_tool_requires_approval() {
+    assert!(registry().spec("wire_money").unwrap().requires_approval());
+}
