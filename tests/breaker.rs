@@ -6,10 +6,13 @@
 #[path = "support/script.rs"]
 mod support;
 
+#[path = "support/capture.rs"]
+mod capture;
+
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::future::join_all;
@@ -459,73 +462,30 @@ async fn opening_between_attempts_stops_the_retries() {
     assert!(outcome.retry_after().is_some());
 }
 
-/// Collects `from -> to` of every breaker transition event.
-struct Transitions(Arc<Mutex<Vec<String>>>);
-
-struct Fields {
-    from: String,
-    to: String,
-}
-
-impl tracing::field::Visit for Fields {
-    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
-        match field.name() {
-            "from" => self.from = value.to_owned(),
-            "to" => self.to = value.to_owned(),
-            _ => {}
-        }
-    }
-    fn record_debug(&mut self, _: &tracing::field::Field, _: &dyn std::fmt::Debug) {}
-}
-
-impl tracing::Subscriber for Transitions {
-    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
-        true
-    }
-    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
-        tracing::span::Id::from_u64(1)
-    }
-    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
-    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
-    fn event(&self, event: &tracing::Event<'_>) {
-        if event.metadata().target() == "toolwright::breaker" {
-            let mut fields = Fields {
-                from: String::new(),
-                to: String::new(),
-            };
-            event.record(&mut fields);
-            self.0
-                .lock()
-                .unwrap()
-                .push(format!("{} -> {}", fields.from, fields.to));
-        }
-    }
-    fn enter(&self, _: &tracing::span::Id) {}
-    fn exit(&self, _: &tracing::span::Id) {}
-}
-
 #[tokio::test(start_paused = true)]
 async fn transitions_are_emitted_as_tracing_events() {
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let _guard = tracing::subscriber::set_default(Transitions(Arc::clone(&seen)));
-    // Another test thread may have hit the breaker's log sites first, with no subscriber, and
-    // left them cached as uninteresting: ask every call site again.
-    tracing::callsite::rebuild_interest_cache();
-
     let script = Arc::new(Script::always(Step::Answer));
     let registry = builder(&script).build().unwrap();
     let breaker = registry.breaker("lookup").unwrap();
-    trip(&registry, &script).await;
-    tokio::time::advance(COOLDOWN).await;
-    script.push(Step::Fail(ErrorKind::Timeout));
-    registry.call(call("lookup", 1)).await;
-    tokio::time::advance(COOLDOWN * 2).await;
-    registry.call(call("lookup", 2)).await;
-    breaker.force_open();
-    breaker.reset();
+    let seen = capture::capture(async {
+        trip(&registry, &script).await;
+        tokio::time::advance(COOLDOWN).await;
+        script.push(Step::Fail(ErrorKind::Timeout));
+        registry.call(call("lookup", 1)).await;
+        tokio::time::advance(COOLDOWN * 2).await;
+        registry.call(call("lookup", 2)).await;
+        breaker.force_open();
+        breaker.reset();
+    })
+    .await;
 
+    let transitions: Vec<String> = seen
+        .of("toolwright::breaker")
+        .iter()
+        .filter_map(|e| Some(format!("{} -> {}", e.get("from")?, e.get("to")?)))
+        .collect();
     assert_eq!(
-        *seen.lock().unwrap(),
+        transitions,
         [
             "closed -> open",
             "open -> half_open",

@@ -2,87 +2,12 @@
 //! attempt, the fields a trace needs, and the arguments never logged unless asked, then with the
 //! sensitive fields redacted.
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+#[path = "support/capture.rs"]
+mod capture;
 
+use capture::capture;
 use toolwright::prelude::*;
 use toolwright::ArgumentLog;
-
-/// One captured event: its target, level and every field as text.
-#[derive(Debug, Clone)]
-struct Event {
-    target: String,
-    level: tracing::Level,
-    fields: BTreeMap<String, String>,
-}
-
-impl Event {
-    fn get(&self, name: &str) -> Option<&str> {
-        self.fields.get(name).map(String::as_str)
-    }
-}
-
-#[derive(Clone, Default)]
-struct Capture(Arc<Mutex<Vec<Event>>>);
-
-impl Capture {
-    fn of(&self, target: &str) -> Vec<Event> {
-        self.0
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|e| e.target == target)
-            .cloned()
-            .collect()
-    }
-
-    fn everything(&self) -> String {
-        format!("{:?}", self.0.lock().unwrap())
-    }
-}
-
-struct Visitor<'a>(&'a mut BTreeMap<String, String>);
-
-impl tracing::field::Visit for Visitor<'_> {
-    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
-        self.0.insert(field.name().to_owned(), value.to_owned());
-    }
-    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
-        self.0.insert(field.name().to_owned(), format!("{value:?}"));
-    }
-}
-
-impl tracing::Subscriber for Capture {
-    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
-        true
-    }
-    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
-        tracing::span::Id::from_u64(1)
-    }
-    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
-    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
-    fn event(&self, event: &tracing::Event<'_>) {
-        let mut fields = BTreeMap::new();
-        event.record(&mut Visitor(&mut fields));
-        self.0.lock().unwrap().push(Event {
-            target: event.metadata().target().to_owned(),
-            level: *event.metadata().level(),
-            fields,
-        });
-    }
-    fn enter(&self, _: &tracing::span::Id) {}
-    fn exit(&self, _: &tracing::span::Id) {}
-}
-
-/// Captures the events of `f` on this thread.
-async fn capture<F: std::future::Future<Output = ()>>(f: F) -> Capture {
-    let capture = Capture::default();
-    let _guard = tracing::subscriber::set_default(capture.clone());
-    // Another test thread may have hit the call sites first, with no subscriber.
-    tracing::callsite::rebuild_interest_cache();
-    f.await;
-    capture
-}
 
 /// Charge a card.
 #[tool(timeout_ms = 1000)]

@@ -152,19 +152,8 @@ impl<T: Tool> Entry<T> {
                 registry,
             )
             .await;
-        let degraded = match self.fallback_for(&executed) {
-            Some(kind) => {
-                let fallback = self.fall_back(
-                    &mut executed,
-                    kind,
-                    (&call_id, &arguments, key.as_ref()),
-                    session,
-                    registry,
-                );
-                Box::pin(fallback).await
-            }
-            None => None,
-        };
+        let call = (call_id.as_str(), arguments.as_str(), key.as_ref());
+        let degraded = self.recover(&mut executed, call, session, registry).await;
         self.finish(
             call_id,
             arguments,
@@ -217,14 +206,8 @@ impl<T: Tool> Entry<T> {
                 registry,
             )
             .await;
-        let degraded = match self.fallback_for(&executed) {
-            Some(kind) => {
-                let call = (call_id.as_str(), arguments.as_str(), Some(lease.key()));
-                self.fall_back(&mut executed, kind, call, session, registry)
-                    .await
-            }
-            None => None,
-        };
+        let call = (call_id.as_str(), arguments.as_str(), Some(lease.key()));
+        let degraded = self.recover(&mut executed, call, session, registry).await;
         let uncertain = executed.uncertain;
         let outcome = self.finish(
             call_id,
@@ -341,6 +324,19 @@ impl<T: Tool> Entry<T> {
         );
         let safe = !executed.uncertain || self.spec.meta.idempotent;
         (unavailable && safe).then_some(kind)
+    }
+
+    /// The fallback, when it should answer for this call ([`Entry::fallback_for`]); boxed, as
+    /// most calls never need it. Returns the failure it answered for.
+    async fn recover(
+        &self,
+        executed: &mut Executed<T::Output>,
+        call: (&str, &str, Option<&IdempotencyKey>),
+        session: &Session,
+        registry: &Inner,
+    ) -> Option<ErrorKind> {
+        let kind = self.fallback_for(executed)?;
+        Box::pin(self.fall_back(executed, kind, call, session, registry)).await
     }
 
     /// Runs the fallback once, under the tool's timeout with panics contained. Its answer
