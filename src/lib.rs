@@ -57,6 +57,7 @@
 //! | `scopes = ["..."]` | scopes the [`Session`] must hold, else `unauthorized` |
 //! | `validate = path` | cross-field rule `fn(&Args) -> Result<(), E>` -> `semantic_invalid` |
 //! | `authorize = path` | `fn(&Args, &Session) -> Result<(), E>` -> `unauthorized` |
+//! | `grounds(order = "id")` | ids of that kind in the result become known to the session ([`provenance`]) |
 //! | `requires_approval` | each call runs only when the session's approver approves that exact call; else `pending` or `approval_denied` ([`approval`]) |
 //! | `fallback = path` | an `async fn` with the tool's parameters and result type that answers when the tool is unavailable (below) |
 //!
@@ -73,6 +74,7 @@
 //! | `default = 5` | `default`, not required | filled in when the model leaves it out |
 //! | `validate = path` | | custom `fn(&T) -> Result<(), E: Display>` |
 //! | `sensitive` | | never logged |
+//! | `grounded = "order"` | a sentence in the description | an id a tool returned in this session, else `ungrounded_identifier` ([`provenance`]) |
 //!
 //! An `Option<T>` parameter is not required. Validation failures report **every** violation,
 //! each with its JSON path, what was expected and what came.
@@ -238,6 +240,7 @@ pub mod __private {
     pub use schemars;
     pub use serde;
     pub use serde_json;
+    pub use toolwright_core::provenance::{check as grounded, Grounds};
     pub use toolwright_core::validate::rules;
     pub use toolwright_core::validate::Violations;
     pub use toolwright_core::{

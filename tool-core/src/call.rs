@@ -14,6 +14,7 @@ use tokio::time::Instant;
 use crate::approval::Approver;
 use crate::execute::clock::ClockHandle;
 use crate::idempotency::{IdempotencyKey, KeyMode};
+use crate::provenance::Grounded;
 
 /// A call the model proposed: the provider's call id, the tool name, and the argument text
 /// exactly as the model wrote it (parsed by the registry, never trusted).
@@ -85,6 +86,10 @@ struct SessionInner {
     idempotency_scope: String,
     key_mode: Option<KeyMode>,
     approver: Option<Arc<dyn Approver>>,
+    /// The ids tools returned in this conversation (shared by the clones of a session).
+    grounded: Arc<Grounded>,
+    /// `false` for the session of calls made outside any conversation: it remembers no ids.
+    conversation: bool,
 }
 
 impl Session {
@@ -98,6 +103,8 @@ impl Session {
             scopes: Vec::new(),
             key_mode: None,
             approver: None,
+            grounded: Arc::default(),
+            conversation: true,
         }))
     }
 
@@ -110,7 +117,38 @@ impl Session {
     /// build (and drop) a fresh one per call.
     pub(crate) fn shared_anonymous() -> &'static Session {
         static ANONYMOUS: OnceLock<Session> = OnceLock::new();
-        ANONYMOUS.get_or_init(Session::anonymous)
+        ANONYMOUS.get_or_init(|| {
+            let mut session = Session::anonymous();
+            Arc::make_mut(&mut session.0).conversation = false;
+            session
+        })
+    }
+
+    /// Records `id` as a known `kind` identifier of this conversation, as if a tool had returned
+    /// it: an argument declared `#[arg(grounded = "kind")]` may then use it. For ids the
+    /// application knows itself (the signed-in customer's account, what the user clicked).
+    ///
+    /// ```
+    /// use toolwright_core::Session;
+    ///
+    /// let session = Session::new("conv-7");
+    /// session.ground("account", "ACC-311");
+    /// assert!(session.is_grounded("account", "ACC-311"));
+    /// assert!(!session.is_grounded("account", "ACC-312"));
+    /// ```
+    pub fn ground(&self, kind: &str, id: impl Into<String>) {
+        self.record_ids(kind, [id.into()]);
+    }
+
+    /// Whether `id` is a known `kind` identifier of this conversation.
+    pub fn is_grounded(&self, kind: &str, id: &str) -> bool {
+        self.0.conversation && self.0.grounded.contains(kind, id)
+    }
+
+    pub(crate) fn record_ids(&self, kind: &str, ids: impl IntoIterator<Item = String>) {
+        if self.0.conversation {
+            self.0.grounded.record(kind, ids);
+        }
     }
 
     /// Sets who is asking (a user or service id).

@@ -25,6 +25,7 @@ pub mod idempotency;
 pub mod interpret;
 pub mod observe;
 pub mod outcome;
+pub mod provenance;
 pub mod providers;
 pub mod registry;
 pub mod tool;

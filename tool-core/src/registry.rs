@@ -119,7 +119,7 @@ impl<T: Tool> Entry<T> {
         let started = Instant::now();
 
         // Validation seam.
-        let args = match self.validate(&arguments, session) {
+        let args = match self.validate(&arguments, session, registry) {
             Ok(args) => args,
             Err(failure) => return self.rejected(call_id, arguments, *failure, started, registry),
         };
@@ -154,7 +154,7 @@ impl<T: Tool> Entry<T> {
             .await;
         let call = (call_id.as_str(), arguments.as_str(), key.as_ref());
         let degraded = self.recover(&mut executed, call, session, registry).await;
-        self.finish(
+        let outcome = self.finish(
             call_id,
             arguments,
             executed,
@@ -162,7 +162,9 @@ impl<T: Tool> Entry<T> {
             key.as_ref(),
             started,
             registry,
-        )
+        );
+        self.remember(&outcome, session);
+        outcome
     }
 
     /// A non-idempotent call: begin its idempotency key before the attempts (it may be answered
@@ -191,6 +193,7 @@ impl<T: Tool> Entry<T> {
                 if outcome.failure.is_some() && !outcome.replayed {
                     outcome.raw_arguments = Some(arguments);
                 }
+                self.remember(&outcome, session);
                 return outcome;
             }
         };
@@ -219,6 +222,7 @@ impl<T: Tool> Entry<T> {
             registry,
         );
         self.settle(registry, lease, &outcome, uncertain).await;
+        self.remember(&outcome, session);
         outcome
     }
 
@@ -632,7 +636,12 @@ impl<T: Tool> Entry<T> {
 
     /// The validation seam: shape, then field rules, then semantics, then authorization.
     /// Synchronous and out of line, so none of it is stored in (or moved with) the call's future.
-    fn validate(&self, arguments: &str, session: &Session) -> Result<T::Args, Box<Failure>> {
+    fn validate(
+        &self,
+        arguments: &str,
+        session: &Session,
+        registry: &Inner,
+    ) -> Result<T::Args, Box<Failure>> {
         let spec = &self.spec;
         let args = match shape::parse::<T::Args>(arguments) {
             Ok(args) => args,
@@ -660,6 +669,10 @@ impl<T: Tool> Entry<T> {
         if let Err(e) = T::check_semantics(&args) {
             return Err(Box::new(validation_failure(e, ErrorKind::SemanticInvalid)));
         }
+        T::check_grounded(&args, session, &mut report);
+        if !report.is_empty() {
+            return Err(Box::new(self.ungrounded(report, registry)));
+        }
         if let Some(missing) = spec.meta.scopes.iter().find(|s| !session.has_scope(s)) {
             return Err(Box::new(Failure::new(
                 ErrorKind::Unauthorized,
@@ -673,6 +686,56 @@ impl<T: Tool> Entry<T> {
             return Err(Box::new(validation_failure(e, ErrorKind::Unauthorized)));
         }
         Ok(args)
+    }
+
+    /// `ungrounded_identifier`: every id no tool returned, and which tools return such ids.
+    #[cold]
+    fn ungrounded(&self, report: Violations, registry: &Inner) -> Failure {
+        let violations = report.into_vec();
+        let mut message = crate::validate::summarize(&violations);
+        let kinds = T::META
+            .fields
+            .iter()
+            .filter_map(|f| f.grounded_kind())
+            .collect::<Vec<_>>();
+        let mut finders: Vec<&str> = kinds
+            .iter()
+            .flat_map(|kind| registry.grounding.get(*kind).into_iter().flatten())
+            .map(|name| &**name)
+            .collect();
+        finders.sort_unstable();
+        finders.dedup();
+        let end = if message.ends_with('.') { "" } else { "." };
+        message.push_str(end);
+        match finders.as_slice() {
+            [] => message.push_str(" Use an id the user or a tool gave you; never invent one."),
+            names => {
+                let names: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+                message.push_str(&format!(
+                    " Look it up first with {}; never invent ids.",
+                    names.join(" or ")
+                ));
+            }
+        }
+        let mut failure = Failure::new(ErrorKind::UngroundedIdentifier, message);
+        failure.violations = violations;
+        failure
+    }
+
+    /// Remembers the ids a successful result carries ([`provenance`](crate::provenance)).
+    fn remember(&self, outcome: &Outcome, session: &Session) {
+        if T::META.grounds.is_empty() || !outcome.is_ok() {
+            return;
+        }
+        let Some(data) = outcome.data() else { return };
+        let Ok(value) = serde_json::from_str::<serde_json::Value>(data.get()) else {
+            return;
+        };
+        for grounds in T::META.grounds {
+            let mut ids = Vec::new();
+            grounds.ids_in(&value, &mut ids);
+            session.record_ids(grounds.kind(), ids);
+        }
     }
 
     #[cold]
@@ -729,6 +792,8 @@ struct Inner {
     store: Arc<dyn IdempotencyStore>,
     key_mode: KeyMode,
     argument_log: ArgumentLog,
+    /// For each kind of id, the tools whose results carry it (named in `ungrounded_identifier`).
+    grounding: HashMap<&'static str, Vec<Arc<str>>>,
 }
 
 /// The tools a model may call, and the pipeline each call runs through. Cheap to clone.
@@ -1039,6 +1104,15 @@ impl RegistryBuilder {
         }
         let mut specs: Vec<ToolSpec> = tools.values().map(|t| t.spec().clone()).collect();
         specs.sort_by(|a, b| a.name.cmp(&b.name));
+        let mut grounding: HashMap<&'static str, Vec<Arc<str>>> = HashMap::new();
+        for spec in &specs {
+            for grounds in spec.meta.grounds {
+                let tools = grounding.entry(grounds.kind()).or_default();
+                if !tools.contains(&spec.name) {
+                    tools.push(Arc::clone(&spec.name));
+                }
+            }
+        }
         let names: Arc<[String]> = specs.iter().map(|s| s.name.to_string()).collect();
         Ok(Registry {
             inner: Arc::new(Inner {
@@ -1052,6 +1126,7 @@ impl RegistryBuilder {
                     .unwrap_or_else(|| Arc::new(MemoryStore::new()) as Arc<dyn IdempotencyStore>),
                 key_mode: self.key_mode,
                 argument_log: self.argument_log,
+                grounding,
             }),
         })
     }

@@ -42,6 +42,7 @@ use serde_json::{Map, Value};
 
 use crate::call::{Invocation, Session};
 use crate::error::ToolError;
+use crate::provenance::Grounds;
 use crate::validate::Violations;
 
 /// A tool the model can call: typed arguments in, a serializable result or a classified
@@ -71,6 +72,13 @@ pub trait Tool: Send + Sync + 'static {
     fn check_semantics(args: &Self::Args) -> Result<(), ToolError> {
         let _ = args;
         Ok(())
+    }
+
+    /// Provenance: pushes a violation for every identifier argument
+    /// (`#[arg(grounded = "kind")]`) whose value no tool returned in this session. Runs after
+    /// the semantic check; a violation is reported as `ungrounded_identifier`.
+    fn check_grounded(args: &Self::Args, session: &Session, report: &mut Violations) {
+        let _ = (args, session, report);
     }
 
     /// Authorization: may this session invoke the tool with these arguments? Runs after the
@@ -287,6 +295,7 @@ pub struct ToolMeta {
     pub(crate) scopes: &'static [&'static str],
     pub(crate) requires_approval: bool,
     pub(crate) fallback: bool,
+    pub(crate) grounds: &'static [Grounds],
     pub(crate) takes_idempotency_key: bool,
     pub(crate) fields: &'static [FieldMeta],
 }
@@ -304,6 +313,7 @@ impl ToolMeta {
             scopes: &[],
             requires_approval: false,
             fallback: false,
+            grounds: &[],
             takes_idempotency_key: false,
             fields: &[],
         }
@@ -352,6 +362,13 @@ impl ToolMeta {
         self
     }
 
+    /// Where the tool's result carries identifiers the session should know
+    /// ([`provenance`](crate::provenance)).
+    pub const fn grounds(mut self, grounds: &'static [Grounds]) -> Self {
+        self.grounds = grounds;
+        self
+    }
+
     /// Declares that the tool body receives an [`IdempotencyKey`](crate::IdempotencyKey).
     pub const fn takes_idempotency_key(mut self) -> Self {
         self.takes_idempotency_key = true;
@@ -395,6 +412,18 @@ impl ToolSpec {
             for field in meta.fields {
                 if let Some(prop) = props.get_mut(field.name).and_then(Value::as_object_mut) {
                     apply_rules(prop, field.rules);
+                    if let Some(kind) = field.grounded {
+                        // No JSON Schema keyword says "an id you were given": say it in words.
+                        let note = format!(
+                            "Must be {} id returned by a tool in this conversation; never invent one.",
+                            crate::provenance::article(kind)
+                        );
+                        let description = match prop.get("description").and_then(Value::as_str) {
+                            Some(d) => format!("{} {note}", d.trim_end()),
+                            None => note,
+                        };
+                        prop.insert("description".into(), Value::String(description));
+                    }
                 }
             }
         }
@@ -462,6 +491,11 @@ impl ToolSpec {
     /// Whether a human must approve each call.
     pub fn requires_approval(&self) -> bool {
         self.meta.requires_approval
+    }
+
+    /// Where the tool's result carries identifiers ([`provenance`](crate::provenance)).
+    pub fn grounds(&self) -> &'static [Grounds] {
+        self.meta.grounds
     }
 
     /// Whether the tool has a fallback ([`Tool::fallback`]).

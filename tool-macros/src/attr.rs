@@ -20,6 +20,7 @@ pub const TOOL_KEYS: &[&str] = &[
     "authorize",
     "fallback",
     "requires_approval",
+    "grounds",
 ];
 
 pub const ARG_KEYS: &[&str] = &[
@@ -30,8 +31,8 @@ pub const ARG_KEYS: &[&str] = &[
     "default",
     "validate",
     "sensitive",
+    "grounded",
 ];
-const ARG_KEYS_NOT_YET: &[&str] = &["grounded"];
 
 #[derive(Default)]
 pub struct ToolAttrs {
@@ -45,6 +46,8 @@ pub struct ToolAttrs {
     pub authorize: Option<Path>,
     pub fallback: Option<Path>,
     pub requires_approval: Option<Span>,
+    /// `grounds(kind = "path", ...)`: the kind (as written) and where in the result.
+    pub grounds: Vec<(syn::Ident, LitStr)>,
 }
 
 /// A number literal as written: `1`, `0.5`, `-3`.
@@ -72,6 +75,7 @@ pub struct ArgAttrs {
     pub default: Option<Expr>,
     pub validate: Vec<Path>,
     pub sensitive: Option<Span>,
+    pub grounded: Option<LitStr>,
     /// The first `#[arg]` as written, for errors about the attribute as a whole.
     pub written: Option<TokenStream>,
 }
@@ -236,6 +240,37 @@ pub fn parse_tool_attrs(cx: &Ctxt, tokens: TokenStream) -> ToolAttrs {
                 if attrs.idempotent.replace(lit).is_some() {
                     duplicate(cx, &meta, &key, "#[tool]");
                 }
+            }
+            "grounds" => {
+                meta.parse_nested_meta(|inner| {
+                    let Some(kind) = inner.path.get_ident().cloned() else {
+                        cx.error_spanned_by(
+                            &inner.path,
+                            "a kind of id is one word: `grounds(order = \"id\")`",
+                        );
+                        return skip_value(&inner);
+                    };
+                    if !inner.input.peek(Token![=]) {
+                        cx.error_spanned_by(
+                            &inner.path,
+                            format!("say where the result carries `{kind}` ids: `grounds({kind} = \"id\")`, a field name, or a path such as `\"lines.sku\"`"),
+                        );
+                        return Ok(());
+                    }
+                    let path: LitStr = inner.value()?.parse()?;
+                    let text = path.value();
+                    if text.split('.').any(str::is_empty) && !text.is_empty() {
+                        cx.error_spanned_by(
+                            &path,
+                            "a path is field names joined by `.`, such as `\"id\"` or `\"lines.sku\"` (arrays are walked by themselves); `\"\"` is the result itself",
+                        );
+                    }
+                    if attrs.grounds.iter().any(|(k, p)| *k == kind && p.value() == text) {
+                        duplicate(cx, &inner, &kind.to_string(), "grounds(..)");
+                    }
+                    attrs.grounds.push((kind, path));
+                    Ok(())
+                })?;
             }
             "requires_approval" => {
                 if meta.input.peek(Token![=]) {
@@ -484,12 +519,17 @@ pub fn parse_arg_attr(cx: &Ctxt, attr: &syn::Attribute, attrs: &mut ArgAttrs) {
                     duplicate(cx, &meta, &key, "#[arg]");
                 }
             }
-            other if ARG_KEYS_NOT_YET.contains(&other) => {
-                cx.error_spanned_by(
-                    &meta.path,
-                    format!("`{other}` is not available in this version of toolwright; remove it (calls would otherwise run without it)"),
-                );
-                skip_value(&meta)?;
+            "grounded" => {
+                let lit: LitStr = meta.value()?.parse()?;
+                if lit.value().trim().is_empty() {
+                    cx.error_spanned_by(
+                        &lit,
+                        "name the kind of id: `grounded = \"order\"`, matching a tool's `grounds(order = \"id\")`",
+                    );
+                }
+                if attrs.grounded.replace(lit).is_some() {
+                    duplicate(cx, &meta, &key, "#[arg]");
+                }
             }
             other => {
                 cx.error_spanned_by(&meta.path, unknown_key_message("#[arg]", other, ARG_KEYS, ARG_KEY_HINTS));

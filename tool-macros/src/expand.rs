@@ -257,6 +257,7 @@ pub fn expand(tool: &ToolFn) -> TokenStream {
     let mut defaults = Vec::new();
     let mut field_metas = Vec::new();
     let mut checks = Vec::new();
+    let mut grounded_checks = Vec::new();
     let mut arg_idents = Vec::new();
     let mut arg_bounds = Vec::new();
     for param in tool.args() {
@@ -299,7 +300,23 @@ pub fn expand(tool: &ToolFn) -> TokenStream {
         let (consts, field_checks) = rules(param, &field_name);
         checks.extend(field_checks);
         let sensitive = param.arg.sensitive.map(|_| quote!(.sensitive()));
-        field_metas.push(quote!(#p::FieldMeta::new(#field_name).rules(&[#(#consts),*]) #sensitive));
+        let grounded_meta = param
+            .arg
+            .grounded
+            .as_ref()
+            .map(|kind| quote!(.grounded(#kind)));
+        field_metas.push(
+            quote!(#p::FieldMeta::new(#field_name).rules(&[#(#consts),*]) #sensitive #grounded_meta),
+        );
+        if let Some(kind) = &param.arg.grounded {
+            // Spanned at the kind, so a parameter that cannot hold ids is reported there.
+            let span = kind.span();
+            let mut field = ident.clone();
+            field.set_span(span);
+            grounded_checks.push(quote_spanned!(span=>
+                ::toolwright::__private::grounded(&__args.#field, #field_name, #kind, __session, __report);
+            ));
+        }
     }
 
     let mut meta = quote!(#p::ToolMeta::new(#name, #description));
@@ -328,6 +345,13 @@ pub fn expand(tool: &ToolFn) -> TokenStream {
     if tool.attrs.requires_approval.is_some() {
         meta.extend(quote!(.requires_approval()));
     }
+    if !tool.attrs.grounds.is_empty() {
+        let grounds = tool.attrs.grounds.iter().map(|(kind, path)| {
+            let kind = kind.to_string();
+            quote!(#p::Grounds::new(#kind, #path))
+        });
+        meta.extend(quote!(.grounds(&[#(#grounds),*])));
+    }
     meta.extend(quote!(.fields(&[#(#field_metas),*])));
 
     // The calls are spanned at the user's path, so a function of the wrong shape is reported
@@ -348,6 +372,14 @@ pub fn expand(tool: &ToolFn) -> TokenStream {
         quote! {
             fn authorize(__args: &Self::Args, __session: &#p::Session) -> ::core::result::Result<(), #p::ToolError> {
                 #call
+            }
+        }
+    });
+
+    let grounded = (!grounded_checks.is_empty()).then(|| {
+        quote! {
+            fn check_grounded(__args: &Self::Args, __session: &#p::Session, __report: &mut #p::Violations) {
+                #(#grounded_checks)*
             }
         }
     });
@@ -533,6 +565,7 @@ pub fn expand(tool: &ToolFn) -> TokenStream {
             }
 
             #semantics
+            #grounded
             #authorize
             #required_state
 

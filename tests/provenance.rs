@@ -1,0 +1,198 @@
+//! Provenance through the real pipeline: an identifier argument must be one a tool returned
+//! in this conversation (or the application grounded), else `ungrounded_identifier`.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use serde_json::json;
+use toolwright::prelude::*;
+
+/// One order line.
+#[toolwright::data(output)]
+struct Line {
+    sku: String,
+}
+
+/// An order as the search returns it.
+#[toolwright::data(output)]
+struct OrderRow {
+    id: String,
+    lines: Vec<Line>,
+}
+
+/// Search the orders of a customer.
+#[tool(read_only, grounds(order = "id", sku = "lines.sku"))]
+async fn search_orders(
+    /// Words to look for.
+    query: String,
+) -> Result<Vec<OrderRow>, ToolError> {
+    let _ = query;
+    Ok(vec![
+        OrderRow {
+            id: "A1001".into(),
+            lines: vec![Line { sku: "S-1".into() }, Line { sku: "S-2".into() }],
+        },
+        OrderRow {
+            id: "A1002".into(),
+            lines: vec![],
+        },
+    ])
+}
+
+static REFUNDS: AtomicU32 = AtomicU32::new(0);
+
+/// Refund lines of an order.
+#[tool(idempotent = true)]
+async fn refund_lines(
+    /// The order.
+    #[arg(grounded = "order")]
+    order_id: String,
+    /// The lines to refund.
+    #[arg(grounded = "sku")]
+    skus: Vec<String>,
+    /// A note for the customer.
+    note: Option<String>,
+) -> Result<String, ToolError> {
+    REFUNDS.fetch_add(1, Ordering::SeqCst);
+    let _ = note;
+    Ok(format!("refunded {} lines of {order_id}", skus.len()))
+}
+
+/// Fetch a customer by number.
+#[tool(read_only)]
+async fn get_customer(
+    /// The customer number.
+    #[arg(grounded = "customer")]
+    customer: u64,
+) -> Result<String, ToolError> {
+    Ok(format!("customer {customer}"))
+}
+
+fn registry() -> Registry {
+    Registry::builder()
+        .tool(SearchOrders)
+        .tool(RefundLines)
+        .tool(GetCustomer)
+        .build()
+        .unwrap()
+}
+
+fn refund(id: &str, order: &str, skus: &[&str]) -> ToolCall {
+    ToolCall::new(
+        id,
+        "refund_lines",
+        json!({"order_id": order, "skus": skus}).to_string(),
+    )
+}
+
+fn search(id: &str) -> ToolCall {
+    ToolCall::new(id, "search_orders", r#"{"query":"ada"}"#)
+}
+
+#[tokio::test]
+async fn an_invented_id_is_refused_and_the_model_is_told_where_to_look() {
+    let registry = registry();
+    let session = Session::new("conv-1");
+    let before = REFUNDS.load(Ordering::SeqCst);
+    let outcome = registry
+        .call_in(&session, refund("call_1", "A1003", &[]))
+        .await;
+
+    assert_eq!(outcome.error_kind(), Some(ErrorKind::UngroundedIdentifier));
+    assert_eq!(outcome.seam(), Some(Seam::Validation));
+    assert!(outcome.retryable(), "a lookup first makes it work");
+    let envelope = outcome.to_model_json();
+    assert_eq!(envelope["error_type"], "ungrounded_identifier");
+    assert_eq!(envelope["errors"][0]["path"], "/order_id");
+    assert_eq!(envelope["errors"][0]["rule"], "grounded");
+    assert_eq!(
+        outcome.message(),
+        Some("`order_id` is \"A1003\", an `order` id no tool has returned in this conversation. Look it up first with `search_orders`; never invent ids.")
+    );
+    assert_eq!(REFUNDS.load(Ordering::SeqCst), before, "the tool never ran");
+}
+
+#[tokio::test]
+async fn ids_a_tool_returned_may_be_used_in_the_same_conversation_only() {
+    let registry = registry();
+    let session = Session::new("conv-2");
+    let found = registry.call_in(&session, search("call_1")).await;
+    assert_eq!(found.status(), Status::Success);
+
+    let ok = registry
+        .call_in(&session, refund("call_2", "A1001", &["S-1", "S-2"]))
+        .await;
+    assert_eq!(ok.status(), Status::Success, "{}", ok.to_model_json());
+    assert!(session.is_grounded("order", "A1002"));
+    assert!(session.is_grounded("sku", "S-2"));
+
+    let other = Session::new("conv-3");
+    let elsewhere = registry
+        .call_in(&other, refund("call_3", "A1001", &[]))
+        .await;
+    assert_eq!(
+        elsewhere.error_kind(),
+        Some(ErrorKind::UngroundedIdentifier)
+    );
+}
+
+#[tokio::test]
+async fn every_ungrounded_element_of_a_list_is_reported() {
+    let registry = registry();
+    let session = Session::new("conv-4");
+    registry.call_in(&session, search("call_1")).await;
+    let outcome = registry
+        .call_in(&session, refund("call_2", "A1001", &["S-1", "S-9", "S-8"]))
+        .await;
+    let errors = outcome.violations();
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    assert!(errors.iter().all(|v| v.path == "/skus"));
+    assert_eq!(errors[0].got.as_deref(), Some("\"S-9\""));
+    assert_eq!(errors[1].got.as_deref(), Some("\"S-8\""));
+}
+
+#[tokio::test]
+async fn the_application_grounds_ids_it_knows_and_integers_are_ids_too() {
+    let registry = registry();
+    let session = Session::new("conv-5");
+    session.ground("customer", "311");
+    let call =
+        |id: &str, n: u64| ToolCall::new(id, "get_customer", json!({ "customer": n }).to_string());
+    assert_eq!(
+        registry
+            .call_in(&session, call("call_1", 311))
+            .await
+            .status(),
+        Status::Success
+    );
+    let invented = registry.call_in(&session, call("call_2", 312)).await;
+    assert_eq!(
+        invented.message(),
+        Some("`customer` is \"312\", a `customer` id no tool has returned in this conversation. Use an id the user or a tool gave you; never invent one.")
+    );
+}
+
+#[tokio::test]
+async fn calls_outside_a_conversation_remember_nothing() {
+    let registry = registry();
+    registry.call(search("call_1")).await;
+    let outcome = registry.call(refund("call_2", "A1001", &[])).await;
+    assert_eq!(outcome.error_kind(), Some(ErrorKind::UngroundedIdentifier));
+}
+
+#[test]
+fn the_schema_tells_the_model_the_argument_is_an_id_it_was_given() {
+    let registry = registry();
+    let schema = registry.spec("refund_lines").unwrap().input_schema();
+    assert_eq!(
+        schema["properties"]["order_id"]["description"],
+        "The order. Must be an `order` id returned by a tool in this conversation; never invent one."
+    );
+    let grounds = registry.spec("search_orders").unwrap().grounds();
+    assert_eq!(
+        grounds
+            .iter()
+            .map(|g| (g.kind(), g.path()))
+            .collect::<Vec<_>>(),
+        [("order", "id"), ("sku", "lines.sku")]
+    );
+}
