@@ -9,12 +9,16 @@
 //! day: correct calls, a hallucinated tool name, a number sent as a string, an out-of-range and
 //! an over-long value in one call, an invented argument, truncated JSON, a business rule broken,
 //! an id that does not exist, an action the conversation may not take, a tool that panics, a
-//! flaky dependency retried, and one that is down, answered by the tool's fallback.
+//! flaky dependency retried, one that is down, answered by the tool's fallback, a refund too
+//! large for the policy that waits for a person's approval, and an invented order id.
 //! Each comes back as an envelope the model can act on; none crashes the agent.
 
 use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+use toolwright::approval::{Approval, ApprovalQueue, ApprovalRequest, Approver};
 use toolwright::prelude::*;
 
 /// One order in the shop's database.
@@ -45,7 +49,7 @@ struct Refund {
 }
 
 /// Search orders by customer name or item. Returns at most `max_results` orders, newest first.
-#[tool(timeout_ms = 2000, read_only)]
+#[tool(timeout_ms = 2000, read_only, grounds(order = "id"))]
 async fn search_orders(
     shop: State<Shop>,
     /// Words to look for in the customer name or the item.
@@ -72,7 +76,7 @@ async fn search_orders(
 }
 
 /// Fetch one order by its id (ids look like `A1001`).
-#[tool(timeout_ms = 1000, read_only)]
+#[tool(timeout_ms = 1000, read_only, grounds(order = "id"))]
 async fn get_order(
     shop: State<Shop>,
     /// The order id, as returned by `search_orders`.
@@ -91,12 +95,17 @@ async fn get_order(
 }
 
 /// Refund part or all of an order. Each refund happens once, whatever the retries.
-#[tool(timeout_ms = 8000, idempotent = false, scopes = ["refunds:write"])]
+#[tool(
+    timeout_ms = 8000,
+    idempotent = false,
+    scopes = ["refunds:write"],
+    requires_approval
+)]
 async fn refund_order(
     key: IdempotencyKey,
     shop: State<Shop>,
     /// The order to refund.
-    #[arg(pattern = "^A[0-9]{4}$")]
+    #[arg(pattern = "^A[0-9]{4}$", grounded = "order")]
     order_id: String,
     /// Amount in dollars.
     #[arg(range(min = 0.01, max = 500.0))]
@@ -213,6 +222,27 @@ async fn last_scan(order_id: String) -> Result<String, ToolError> {
     Ok(format!("{order_id}: last scanned at the Leipzig hub"))
 }
 
+/// Who approves refunds: up to $50 by policy, anything larger by a person (the queue).
+struct RefundPolicy {
+    queue: ApprovalQueue,
+}
+
+impl Approver for RefundPolicy {
+    fn review<'a>(
+        &'a self,
+        request: &'a ApprovalRequest<'a>,
+    ) -> Pin<Box<dyn Future<Output = Approval> + Send + 'a>> {
+        let amount =
+            toolwright::serde_json::from_str::<toolwright::serde_json::Value>(request.arguments())
+                .ok()
+                .and_then(|args| args["amount"].as_f64());
+        match amount {
+            Some(amount) if amount <= 50.0 => Box::pin(std::future::ready(Approval::Approved)),
+            _ => self.queue.review(request),
+        }
+    }
+}
+
 fn shop() -> Shop {
     let order = |id: &str, customer: &str, item: &str, total: f64, status: &str| Order {
         id: id.into(),
@@ -245,10 +275,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }));
 
     let registry = Registry::collected().state(shop()).build()?;
+    let approvals = Arc::new(RefundPolicy {
+        queue: ApprovalQueue::new(),
+    });
     let session = Session::new("conv-7")
         .with_principal("agent:support")
-        .with_scopes(["refunds:write"]);
+        .with_scopes(["refunds:write"])
+        .with_approver(Arc::clone(&approvals));
     let guest = Session::new("conv-8").with_principal("agent:guest");
+    // The order the guest has open on screen: an id the application grounds itself.
+    guest.ground("order", "A1001");
 
     println!("toolwright support agent: {} tools", registry.specs().len());
     for spec in registry.specs() {
@@ -339,6 +375,24 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             "track_parcel",
             r#"{"order_id":"A1002"}"#,
         ),
+        (
+            &session,
+            "call_16",
+            "refund_order",
+            r#"{"order_id":"A1003","amount":499,"reason":"desk arrived damaged"}"#,
+        ),
+        (
+            &session,
+            "call_16",
+            "refund_order",
+            r#"{"order_id":"A1003","amount":499,"reason":"desk arrived damaged"}"#,
+        ),
+        (
+            &session,
+            "call_17",
+            "refund_order",
+            r#"{"order_id":"A1009","amount":5}"#,
+        ),
     ];
 
     let mut tally: BTreeMap<String, usize> = BTreeMap::new();
@@ -358,6 +412,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                         .error()
                         .map_or("success".to_owned(), |k| k.to_string())
                 );
+            }
+        }
+        if outcome.status() == Status::Pending {
+            // A person reviews the queue; the application re-sends the call once approved.
+            for waiting in approvals.queue.waiting() {
+                println!(
+                    "   (a person reviews {}: {} {}, and approves it)",
+                    waiting.ticket, waiting.tool, waiting.arguments
+                );
+                approvals.queue.approve(&waiting.ticket);
             }
         }
         let label = match outcome.degraded_by() {
