@@ -163,7 +163,8 @@ pub struct Waiting {
 
 #[derive(Debug)]
 enum Decision {
-    Waiting(Waiting),
+    /// Waiting, with its place in the queue.
+    Waiting(u64, Waiting),
     Approved,
     Denied(String),
 }
@@ -198,16 +199,16 @@ impl ApprovalQueue {
     /// The calls waiting for a decision, oldest first.
     pub fn waiting(&self) -> Vec<Waiting> {
         let queue = self.lock();
-        let mut waiting: Vec<Waiting> = queue
+        let mut waiting: Vec<(u64, Waiting)> = queue
             .entries
             .values()
             .filter_map(|d| match d {
-                Decision::Waiting(w) => Some(w.clone()),
+                Decision::Waiting(n, w) => Some((*n, w.clone())),
                 _ => None,
             })
             .collect();
-        waiting.sort_by_key(|w| ticket_number(&w.ticket));
-        waiting
+        waiting.sort_by_key(|(n, _)| *n);
+        waiting.into_iter().map(|(_, w)| w).collect()
     }
 
     /// Approves a waiting call; `false` if the ticket is unknown or already decided.
@@ -227,21 +228,13 @@ impl ApprovalQueue {
             return false;
         };
         match queue.entries.get_mut(&key) {
-            Some(entry @ Decision::Waiting(_)) => {
+            Some(entry @ Decision::Waiting(..)) => {
                 *entry = decision;
                 true
             }
             _ => false,
         }
     }
-}
-
-fn ticket_number(ticket: &str) -> u64 {
-    ticket
-        .rsplit('-')
-        .next()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(u64::MAX)
 }
 
 impl Approver for ApprovalQueue {
@@ -254,9 +247,9 @@ impl Approver for ApprovalQueue {
         let decision = match queue.entries.remove(&key) {
             Some(Decision::Approved) => Approval::Approved,
             Some(Decision::Denied(reason)) => Approval::Denied { reason },
-            Some(Decision::Waiting(waiting)) => {
+            Some(Decision::Waiting(n, waiting)) => {
                 let ticket = waiting.ticket.clone();
-                queue.entries.insert(key, Decision::Waiting(waiting));
+                queue.entries.insert(key, Decision::Waiting(n, waiting));
                 Approval::Pending { ticket }
             }
             None => {
@@ -271,7 +264,8 @@ impl Approver for ApprovalQueue {
                     call_id: request.call_id.to_owned(),
                     arguments: request.redacted_arguments(),
                 };
-                queue.entries.insert(key, Decision::Waiting(waiting));
+                let n = queue.next;
+                queue.entries.insert(key, Decision::Waiting(n, waiting));
                 Approval::Pending { ticket }
             }
         };
