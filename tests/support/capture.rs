@@ -51,7 +51,17 @@ impl tracing::field::Visit for Visitor<'_> {
     }
 }
 
-impl tracing::Subscriber for Capture {
+/// The process-wide subscriber: it hands each event to the capture of the thread that emitted
+/// it. Global rather than scoped (`set_default`), because with scoped subscribers a test thread
+/// that hits a call site first, with none installed, can leave it cached as uninteresting for
+/// everyone (tracing's interest cache), and a capture then misses events.
+struct Router;
+
+thread_local! {
+    static SINK: std::cell::RefCell<Option<Capture>> = const { std::cell::RefCell::new(None) };
+}
+
+impl tracing::Subscriber for Router {
     fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
         true
     }
@@ -61,24 +71,32 @@ impl tracing::Subscriber for Capture {
     fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
     fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
     fn event(&self, event: &tracing::Event<'_>) {
-        let mut fields = BTreeMap::new();
-        event.record(&mut Visitor(&mut fields));
-        self.0.lock().unwrap().push(Event {
-            target: event.metadata().target().to_owned(),
-            level: *event.metadata().level(),
-            fields,
+        SINK.with(|sink| {
+            if let Some(capture) = &*sink.borrow() {
+                let mut fields = BTreeMap::new();
+                event.record(&mut Visitor(&mut fields));
+                capture.0.lock().unwrap().push(Event {
+                    target: event.metadata().target().to_owned(),
+                    level: *event.metadata().level(),
+                    fields,
+                });
+            }
         });
     }
     fn enter(&self, _: &tracing::span::Id) {}
     fn exit(&self, _: &tracing::span::Id) {}
 }
 
-/// Captures the events of `f` on this thread.
+/// Captures the events `f` emits on this thread (run it on a current-thread runtime).
 pub async fn capture<F: std::future::Future<Output = ()>>(f: F) -> Capture {
+    static INSTALL: std::sync::Once = std::sync::Once::new();
+    INSTALL.call_once(|| {
+        // A test binary may have installed nothing else: the first capture installs the router.
+        let _ = tracing::subscriber::set_global_default(Router);
+    });
     let capture = Capture::default();
-    let _guard = tracing::subscriber::set_default(capture.clone());
-    // Another test thread may have hit the call sites first, with no subscriber.
-    tracing::callsite::rebuild_interest_cache();
+    SINK.with(|sink| *sink.borrow_mut() = Some(capture.clone()));
     f.await;
+    SINK.with(|sink| *sink.borrow_mut() = None);
     capture
 }

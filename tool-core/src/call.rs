@@ -15,6 +15,7 @@ use crate::approval::Approver;
 use crate::execute::clock::ClockHandle;
 use crate::idempotency::{IdempotencyKey, KeyMode};
 use crate::provenance::Grounded;
+use crate::recovery::{Attempts, RecoveryBudget};
 
 /// A call the model proposed: the provider's call id, the tool name, and the argument text
 /// exactly as the model wrote it (parsed by the registry, never trusted).
@@ -90,6 +91,8 @@ struct SessionInner {
     grounded: Arc<Grounded>,
     /// `false` for the session of calls made outside any conversation: it remembers no ids.
     conversation: bool,
+    /// The model's failures in a row, for its recovery budget (shared by the clones).
+    recovery: Arc<Attempts>,
 }
 
 impl Session {
@@ -105,6 +108,7 @@ impl Session {
             approver: None,
             grounded: Arc::default(),
             conversation: true,
+            recovery: Arc::default(),
         }))
     }
 
@@ -143,6 +147,13 @@ impl Session {
     /// Whether `id` is a known `kind` identifier of this conversation.
     pub fn is_grounded(&self, kind: &str, id: &str) -> bool {
         self.0.conversation && self.0.grounded.contains(kind, id)
+    }
+
+    /// Counts the outcome against the model's recovery budget in this conversation.
+    pub(crate) fn count_recovery(&self, budget: &RecoveryBudget, outcome: &mut crate::Outcome) {
+        if self.0.conversation {
+            self.0.recovery.apply(budget, outcome);
+        }
     }
 
     pub(crate) fn record_ids(&self, kind: &str, ids: impl IntoIterator<Item = String>) {

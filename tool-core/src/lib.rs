@@ -27,6 +27,7 @@ pub mod observe;
 pub mod outcome;
 pub mod provenance;
 pub mod providers;
+pub mod recovery;
 pub mod registry;
 pub mod tool;
 pub mod validate;
@@ -60,6 +61,7 @@ Every tool result is a JSON object with a \"status\" field.
   - unauthorized, approval_denied, permission_denied, auth_expired: not allowed. Do not retry; explain to the user.
   - not_found: the record does not exist. A different id may work; do not repeat the same one.
   - conflict, idempotency_mismatch, duplicate_in_flight: the action already happened or is in progress. Do not repeat it; check its state instead.
-  - timeout, unavailable, rate_limited, circuit_open: the tool is temporarily failing and was already retried where safe. You may try later (\"retry_after_ms\" says when), or tell the user it is unavailable. If \"retryable\" is false, the action may already have happened: check its result before calling again. Never pretend it succeeded.
+  - timeout, unavailable, rate_limited, circuit_open: the tool is temporarily failing and was already retried where safe. You may try later (\"retry_after_ms\" says when), or tell the user it is unavailable. If \"retryable\" is false after a timeout or unavailable, the action may already have happened: check its result before calling again. Never pretend it succeeded.
   - bad_request, tool_panicked, invalid_result: the tool failed in a way you cannot fix. Do not retry; tell the user.
+- Whatever the error, when \"retryable\" is false, do not make the same call again: the message says why (you may have retried too often already).
 Never state a fact a failed tool call was supposed to confirm.";

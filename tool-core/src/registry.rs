@@ -42,6 +42,7 @@ use crate::idempotency::{
 use crate::interpret;
 use crate::observe::{self, ArgumentLog};
 use crate::outcome::{ErrorKind, Failure, Outcome, Seam};
+use crate::recovery::RecoveryBudget;
 use crate::tool::{StateRequirement, Tool, ToolSpec};
 use crate::validate::shape::{self, ShapeValidator};
 use crate::validate::{preview_str, Violations};
@@ -121,7 +122,11 @@ impl<T: Tool> Entry<T> {
         // Validation seam.
         let args = match self.validate(&arguments, session, registry) {
             Ok(args) => args,
-            Err(failure) => return self.rejected(call_id, arguments, *failure, started, registry),
+            Err(failure) => {
+                let mut outcome = self.rejected(call_id, arguments, *failure, started, registry);
+                session.count_recovery(&registry.recovery, &mut outcome);
+                return outcome;
+            }
         };
         if T::META.requires_approval {
             // The last step of the validation seam, out of line: most tools never take it.
@@ -154,7 +159,7 @@ impl<T: Tool> Entry<T> {
             .await;
         let call = (call_id.as_str(), arguments.as_str(), key.as_ref());
         let degraded = self.recover(&mut executed, call, session, registry).await;
-        let outcome = self.finish(
+        let mut outcome = self.finish(
             call_id,
             arguments,
             executed,
@@ -164,6 +169,7 @@ impl<T: Tool> Entry<T> {
             registry,
         );
         self.remember(&outcome, session);
+        session.count_recovery(&registry.recovery, &mut outcome);
         outcome
     }
 
@@ -212,7 +218,7 @@ impl<T: Tool> Entry<T> {
         let call = (call_id.as_str(), arguments.as_str(), Some(lease.key()));
         let degraded = self.recover(&mut executed, call, session, registry).await;
         let uncertain = executed.uncertain;
-        let outcome = self.finish(
+        let mut outcome = self.finish(
             call_id,
             arguments,
             executed,
@@ -223,6 +229,7 @@ impl<T: Tool> Entry<T> {
         );
         self.settle(registry, lease, &outcome, uncertain).await;
         self.remember(&outcome, session);
+        session.count_recovery(&registry.recovery, &mut outcome);
         outcome
     }
 
@@ -794,6 +801,7 @@ struct Inner {
     argument_log: ArgumentLog,
     /// For each kind of id, the tools whose results carry it (named in `ungrounded_identifier`).
     grounding: HashMap<&'static str, Vec<Arc<str>>>,
+    recovery: RecoveryBudget,
 }
 
 /// The tools a model may call, and the pipeline each call runs through. Cheap to clone.
@@ -869,7 +877,11 @@ impl Registry {
         let (id, name, arguments) = call.into_parts();
         match self.inner.tools.get(name.as_str()) {
             Some(tool) => Either::Left(tool.dispatch(id, arguments, session, &self.inner)),
-            None => Either::Right(std::future::ready(self.unknown_tool(id, name, arguments))),
+            None => {
+                let mut outcome = self.unknown_tool(id, name, arguments);
+                session.count_recovery(&self.inner.recovery, &mut outcome);
+                Either::Right(std::future::ready(outcome))
+            }
         }
     }
 
@@ -919,6 +931,7 @@ pub struct RegistryBuilder {
     store: Option<Arc<dyn IdempotencyStore>>,
     key_mode: KeyMode,
     argument_log: ArgumentLog,
+    recovery: RecoveryBudget,
 }
 
 impl Default for RegistryBuilder {
@@ -939,6 +952,7 @@ impl Default for RegistryBuilder {
             store: None,
             key_mode: KeyMode::default(),
             argument_log: ArgumentLog::Off,
+            recovery: RecoveryBudget::new(),
         }
     }
 }
@@ -1071,6 +1085,15 @@ impl RegistryBuilder {
         self
     }
 
+    /// How many times in a row a model may retry a tool after each kind of failure, in one
+    /// conversation, before the envelope tells it to stop (default: [`RecoveryBudget::new`]:
+    /// 2 after a schema violation, 1 after an unknown tool or a semantic failure, 0 while a
+    /// breaker is open). See [`recovery`](crate::recovery).
+    pub fn recovery_budget(mut self, budget: RecoveryBudget) -> Self {
+        self.recovery = budget;
+        self
+    }
+
     /// Builds the registry; fails on duplicate names and on missing shared state.
     pub fn build(self) -> Result<Registry, BuildError> {
         let mut tools = ToolMap::with_capacity_and_hasher(self.pending.len(), Default::default());
@@ -1127,6 +1150,7 @@ impl RegistryBuilder {
                 key_mode: self.key_mode,
                 argument_log: self.argument_log,
                 grounding,
+                recovery: self.recovery,
             }),
         })
     }
