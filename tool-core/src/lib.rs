@@ -29,6 +29,7 @@ pub mod provenance;
 pub mod providers;
 pub mod recovery;
 pub mod registry;
+pub mod repair;
 pub mod tool;
 pub mod validate;
 

@@ -307,8 +307,8 @@ pub struct Outcome {
     pub(crate) data: Option<Box<RawValue>>,
     /// Answered by the tool's fallback, standing in for this failure of the tool itself.
     pub(crate) degraded: Option<ErrorKind>,
-    /// Answered from the idempotency store: the tool body did not run for this call.
-    pub(crate) replayed: bool,
+    /// Replayed from the idempotency store, repaired before it ran.
+    pub(crate) marks: Marks,
     pub(crate) raw_arguments: Option<String>,
     /// The attempts, when there is more to tell than "one attempt, and it answered" (which
     /// [`Outcome::attempt_history`] rebuilds): kept off the success path and out of the size of
@@ -333,7 +333,7 @@ impl Outcome {
             elapsed: Duration::ZERO,
             data: Some(data),
             degraded: None,
-            replayed: false,
+            marks: Marks::default(),
             raw_arguments: None,
             history: None,
             retry_stop: None,
@@ -350,7 +350,7 @@ impl Outcome {
             elapsed: Duration::ZERO,
             data: None,
             degraded: None,
-            replayed: false,
+            marks: Marks::default(),
             raw_arguments: None,
             history: None,
             retry_stop: None,
@@ -487,7 +487,14 @@ impl Outcome {
     /// running the tool body. [`attempts`](Outcome::attempts) is the original call's count; the
     /// envelope says `"replayed": true`.
     pub fn is_replayed(&self) -> bool {
-        self.replayed
+        self.marks.has(Marks::REPLAYED)
+    }
+
+    /// `true` when the model's arguments failed validation and the registry's repairer
+    /// ([`RegistryBuilder::repairer`](crate::RegistryBuilder::repairer)) fixed them: the call
+    /// ran with the repaired arguments. The envelope says `"repaired": true`.
+    pub fn is_repaired(&self) -> bool {
+        self.marks.has(Marks::REPAIRED)
     }
 
     /// The argument text of a call that failed (at any seam), kept for debugging; `None` for
@@ -528,7 +535,8 @@ impl Outcome {
             expected_schema: failure.and_then(|f| f.expected_schema.as_deref()),
             data: self.data.as_deref(),
             attempts: (self.attempts > 0).then_some(self.attempts),
-            replayed: self.replayed.then_some(true),
+            replayed: self.is_replayed().then_some(true),
+            repaired: self.is_repaired().then_some(true),
         }
     }
 
@@ -555,6 +563,25 @@ impl Outcome {
                 e.to_string()
             )
         })
+    }
+}
+
+/// Facts about how an outcome came to be, one bit each (an `Outcome` stays under 128 bytes).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Marks(u8);
+
+impl Marks {
+    /// Answered from the idempotency store: the tool body did not run for this call.
+    pub(crate) const REPLAYED: u8 = 1;
+    /// The arguments were repaired before the call ran.
+    pub(crate) const REPAIRED: u8 = 2;
+
+    pub(crate) fn has(self, mark: u8) -> bool {
+        self.0 & mark != 0
+    }
+
+    pub(crate) fn set(&mut self, mark: u8) {
+        self.0 |= mark;
     }
 }
 
@@ -587,6 +614,8 @@ struct Envelope<'a> {
     attempts: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     replayed: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    repaired: Option<bool>,
 }
 
 #[cfg(test)]

@@ -41,11 +41,15 @@ use crate::idempotency::{
 };
 use crate::interpret;
 use crate::observe::{self, ArgumentLog};
-use crate::outcome::{ErrorKind, Failure, Outcome, Seam};
+use crate::outcome::{ErrorKind, Failure, Marks, Outcome, Seam};
 use crate::recovery::RecoveryBudget;
+use crate::repair::{self, Repair, RepairRequest, Repairer};
 use crate::tool::{StateRequirement, Tool, ToolSpec};
 use crate::validate::shape::{self, ShapeValidator};
 use crate::validate::{preview_str, Violations};
+
+/// How long a repairer may take by default.
+pub const DEFAULT_REPAIR_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The per-attempt timeout of tools that declare none.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -119,13 +123,32 @@ impl<T: Tool> Entry<T> {
     ) -> Outcome {
         let started = Instant::now();
 
-        // Validation seam.
-        let args = match self.validate(&arguments, session, registry) {
-            Ok(args) => args,
+        // Validation seam, with one repair pass for failures of form.
+        let (args, arguments, repaired) = match self.validate(&arguments, session, registry) {
+            Ok(args) => (args, arguments, false),
             Err(failure) => {
-                let mut outcome = self.rejected(call_id, arguments, *failure, started, registry);
-                session.count_recovery(&registry.recovery, &mut outcome);
-                return outcome;
+                let fixed = match &registry.repairer {
+                    Some(repairer) if repair::repairable(failure.kind) => {
+                        let pass = self.repair(
+                            &**repairer,
+                            (&call_id, &arguments),
+                            &failure,
+                            session,
+                            registry,
+                        );
+                        Box::pin(pass).await
+                    }
+                    _ => None,
+                };
+                match fixed {
+                    Some((args, text)) => (args, text, true),
+                    None => {
+                        let mut outcome =
+                            self.rejected(call_id, arguments, *failure, started, registry);
+                        session.count_recovery(&registry.recovery, &mut outcome);
+                        return outcome;
+                    }
+                }
             }
         };
         if T::META.requires_approval {
@@ -135,8 +158,12 @@ impl<T: Tool> Entry<T> {
             }
         }
         if self.exactly_once {
-            return Box::pin(self.run_once(call_id, arguments, args, started, session, registry))
-                .await;
+            let mut outcome =
+                Box::pin(self.run_once(call_id, arguments, args, started, session, registry)).await;
+            if repaired {
+                outcome.marks.set(Marks::REPAIRED);
+            }
+            return outcome;
         }
 
         // Execution seam. A tool that takes an idempotency key gets one derived from the call,
@@ -168,12 +195,68 @@ impl<T: Tool> Entry<T> {
             started,
             registry,
         );
+        if repaired {
+            outcome.marks.set(Marks::REPAIRED);
+        }
         self.remember(&outcome, session);
         session.count_recovery(&registry.recovery, &mut outcome);
         outcome
     }
 
-    /// A non-idempotent call: begin its idempotency key before the attempts (it may be answered
+    /// The repair pass: one more try at arguments that failed on their form. The repaired
+    /// text, validated again, and its arguments; `None` when the repair gave up, timed out,
+    /// panicked or still failed (the model then gets its own arguments' failure).
+    async fn repair(
+        &self,
+        repairer: &dyn Repairer,
+        (call_id, arguments): (&str, &str),
+        failure: &Failure,
+        session: &Session,
+        registry: &Inner,
+    ) -> Option<(T::Args, String)> {
+        let name = &self.spec.name;
+        let request = RepairRequest {
+            spec: &self.spec,
+            arguments,
+            failure,
+        };
+        // The repairer is application code (often a model call): bounded, panics contained.
+        let clock = &registry.env.clock;
+        let cut = clock.now() + registry.repair_timeout;
+        let answer = match std::panic::catch_unwind(AssertUnwindSafe(|| repairer.repair(&request)))
+        {
+            Ok(pass) => {
+                let pass = AssertUnwindSafe(pass).catch_unwind();
+                match clock.run_until(cut, pass).await.0 {
+                    Some(Ok(answer)) => Ok(answer),
+                    Some(Err(_)) => Err("the repairer panicked"),
+                    None => Err("the repairer did not answer in time"),
+                }
+            }
+            Err(_) => Err("the repairer panicked"),
+        };
+        let (result, fixed) = match answer {
+            Ok(Repair::Arguments(text)) => match self.validate(&text, session, registry) {
+                Ok(args) => ("repaired", Some((args, text))),
+                Err(_) => ("still invalid", None),
+            },
+            Ok(Repair::Abort) => ("abort", None),
+            Err(why) => (why, None),
+        };
+        // Seed 004: log every malformed call, recovered or not; a tool whose calls often need
+        // repair has a description to fix.
+        tracing::info!(
+            target: "toolwright::repair",
+            tool = %name,
+            call_id,
+            error_type = failure.kind.as_str(),
+            result,
+            "malformed arguments; repair pass"
+        );
+        fixed
+    }
+
+    /// Begins a non-idempotent call under its idempotency key: begin its idempotency key before the attempts (it may be answered
     /// from the store instead), settle it after.
     async fn run_once(
         &self,
@@ -196,7 +279,7 @@ impl<T: Tool> Entry<T> {
                     T::META.fields,
                     registry.argument_log,
                 );
-                if outcome.failure.is_some() && !outcome.replayed {
+                if outcome.failure.is_some() && !outcome.is_replayed() {
                     outcome.raw_arguments = Some(arguments);
                 }
                 self.remember(&outcome, session);
@@ -802,6 +885,8 @@ struct Inner {
     /// For each kind of id, the tools whose results carry it (named in `ungrounded_identifier`).
     grounding: HashMap<&'static str, Vec<Arc<str>>>,
     recovery: RecoveryBudget,
+    repairer: Option<Arc<dyn Repairer>>,
+    repair_timeout: Duration,
 }
 
 /// The tools a model may call, and the pipeline each call runs through. Cheap to clone.
@@ -932,6 +1017,8 @@ pub struct RegistryBuilder {
     key_mode: KeyMode,
     argument_log: ArgumentLog,
     recovery: RecoveryBudget,
+    repairer: Option<Arc<dyn Repairer>>,
+    repair_timeout: Duration,
 }
 
 impl Default for RegistryBuilder {
@@ -953,6 +1040,8 @@ impl Default for RegistryBuilder {
             key_mode: KeyMode::default(),
             argument_log: ArgumentLog::Off,
             recovery: RecoveryBudget::new(),
+            repairer: None,
+            repair_timeout: DEFAULT_REPAIR_TIMEOUT,
         }
     }
 }
@@ -1094,6 +1183,21 @@ impl RegistryBuilder {
         self
     }
 
+    /// One more try at arguments that fail on their form (`invalid_json`, `unknown_argument`,
+    /// `schema_mismatch`) before the call fails: the [`repair`] pass. Off by
+    /// default.
+    pub fn repairer(mut self, repairer: impl Repairer) -> Self {
+        self.repairer = Some(Arc::new(repairer));
+        self
+    }
+
+    /// How long the repairer may take (default 10 s); past it, the call fails as if there were
+    /// no repairer.
+    pub fn repair_timeout(mut self, timeout: Duration) -> Self {
+        self.repair_timeout = timeout;
+        self
+    }
+
     /// Builds the registry; fails on duplicate names and on missing shared state.
     pub fn build(self) -> Result<Registry, BuildError> {
         let mut tools = ToolMap::with_capacity_and_hasher(self.pending.len(), Default::default());
@@ -1151,6 +1255,8 @@ impl RegistryBuilder {
                 argument_log: self.argument_log,
                 grounding,
                 recovery: self.recovery,
+                repairer: self.repairer,
+                repair_timeout: self.repair_timeout,
             }),
         })
     }

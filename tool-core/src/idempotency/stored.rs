@@ -107,7 +107,7 @@ impl StoredOutcome {
         };
         outcome.attempts = self.attempts;
         outcome.degraded = self.degraded;
-        outcome.replayed = true;
+        outcome.marks.set(crate::outcome::Marks::REPLAYED);
         outcome
     }
 

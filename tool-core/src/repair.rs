@@ -1,0 +1,165 @@
+//! The repair pass: one more try at arguments that failed validation, before the call fails.
+//!
+//! Seed 003 measured it: one repair pass took a tool-calling suite from 83.5% to 93.5% of calls
+//! passing; a second added 1.5 points for 900 ms more, a third and fourth nothing. So the
+//! registry repairs at most once. When a call fails with `invalid_json`, `unknown_argument` or
+//! `schema_mismatch` and the registry has a [`Repairer`]
+//! ([`RegistryBuilder::repairer`](crate::RegistryBuilder::repairer)), the repairer gets the
+//! tool, its schema, the argument text and the one-sentence error. Arguments it returns are
+//! validated again, whole; if they pass, the call runs with them and its envelope says
+//! `"repaired": true`. If the repairer gives up ([`Repair::Abort`]), times out, panics, or
+//! returns arguments that still fail, the model gets the failure of *its own* arguments, which
+//! it can act on. Semantic, provenance and authorization failures are never repaired: they are
+//! not a matter of form.
+//!
+//! A repairer is usually one more, short model turn: [`RepairRequest::prompt`] is the prompt
+//! seed 003 ships, and [`parse_reply`] reads the model's answer.
+//!
+//! ```
+//! use toolwright_core::repair::{Repair, RepairRequest};
+//! use toolwright_core::Registry;
+//!
+//! // A deterministic repairer: numbers sent as strings become numbers.
+//! let unquote_numbers = |request: &RepairRequest<'_>| {
+//!     let Ok(serde_json::Value::Object(mut args)) = serde_json::from_str(request.arguments()) else {
+//!         return Repair::Abort;
+//!     };
+//!     for value in args.values_mut() {
+//!         if let Some(n) = value.as_str().and_then(|s| s.parse::<i64>().ok()) {
+//!             *value = n.into();
+//!         }
+//!     }
+//!     Repair::Arguments(serde_json::Value::Object(args).to_string())
+//! };
+//! let registry = Registry::builder().repairer(unquote_numbers).build().unwrap();
+//! # let _ = registry;
+//! ```
+
+use std::future::Future;
+use std::pin::Pin;
+
+use serde_json::Value;
+
+use crate::outcome::{ErrorKind, Failure, Violation};
+use crate::tool::ToolSpec;
+
+/// The instructions of the repair prompt (seed 003: short; long repair prompts did worse).
+pub const REPAIR_INSTRUCTIONS: &str = "You repair malformed tool arguments.
+Return only the corrected arguments object.
+Never add fields the schema does not define.";
+
+/// What a repairer sees of a call that failed validation.
+pub struct RepairRequest<'a> {
+    pub(crate) spec: &'a ToolSpec,
+    pub(crate) arguments: &'a str,
+    pub(crate) failure: &'a Failure,
+}
+
+impl RepairRequest<'_> {
+    /// The tool.
+    pub fn tool(&self) -> &str {
+        self.spec.name()
+    }
+
+    /// The tool's input schema.
+    pub fn input_schema(&self) -> &Value {
+        self.spec.input_schema()
+    }
+
+    /// The argument text the model sent.
+    pub fn arguments(&self) -> &str {
+        self.arguments
+    }
+
+    /// `invalid_json`, `unknown_argument` or `schema_mismatch`.
+    pub fn error_kind(&self) -> ErrorKind {
+        self.failure.kind
+    }
+
+    /// The error, as the one sentence a person would write.
+    pub fn error(&self) -> &str {
+        &self.failure.message
+    }
+
+    /// Every problem found, each with its path, what was expected and what came.
+    pub fn violations(&self) -> &[Violation] {
+        &self.failure.violations
+    }
+
+    /// The repair prompt of seed 003 for this call: [`REPAIR_INSTRUCTIONS`] as the system
+    /// part, and this user part (the tool, its schema, the error, what to return).
+    pub fn prompt(&self) -> String {
+        format!(
+            "Your previous call to `{tool}` was rejected:\n\n  {error}\n\nThe arguments you sent:\n{arguments}\n\nThe schema of `{tool}`:\n{schema}\n\nReturn corrected arguments only. If the call cannot be repaired, return {{\"abort\": true}}.",
+            tool = self.tool(),
+            error = self.error(),
+            arguments = self.arguments,
+            schema = self.input_schema(),
+        )
+    }
+}
+
+/// A repairer's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Repair {
+    /// Corrected argument text, to validate again.
+    Arguments(String),
+    /// The call cannot be repaired: the model gets its original failure.
+    Abort,
+}
+
+/// One more try at arguments that failed validation ([module docs](self)). A closure
+/// `Fn(&RepairRequest) -> Repair` is a repairer.
+pub trait Repairer: Send + Sync + 'static {
+    /// The repaired arguments, or [`Repair::Abort`].
+    fn repair<'a>(
+        &'a self,
+        request: &'a RepairRequest<'a>,
+    ) -> Pin<Box<dyn Future<Output = Repair> + Send + 'a>>;
+}
+
+impl<F> Repairer for F
+where
+    F: Fn(&RepairRequest<'_>) -> Repair + Send + Sync + 'static,
+{
+    fn repair<'a>(
+        &'a self,
+        request: &'a RepairRequest<'a>,
+    ) -> Pin<Box<dyn Future<Output = Repair> + Send + 'a>> {
+        let answer = self(request);
+        Box::pin(std::future::ready(answer))
+    }
+}
+
+/// Whether a failure is one the repair pass may fix: a matter of form.
+pub(crate) fn repairable(kind: ErrorKind) -> bool {
+    matches!(
+        kind,
+        ErrorKind::InvalidJson | ErrorKind::UnknownArgument | ErrorKind::SchemaMismatch
+    )
+}
+
+/// Reads a model's reply to [`RepairRequest::prompt`]: a JSON object is the corrected
+/// arguments (a fenced code block around it is fine); `{"abort": true}`, or anything that is
+/// not a JSON object, is [`Repair::Abort`].
+///
+/// ```
+/// use toolwright_core::repair::{parse_reply, Repair};
+///
+/// assert_eq!(parse_reply("```json\n{\"max_results\": 5}\n```"), Repair::Arguments(r#"{"max_results":5}"#.into()));
+/// assert_eq!(parse_reply(r#"{"abort": true}"#), Repair::Abort);
+/// assert_eq!(parse_reply("I cannot fix this."), Repair::Abort);
+/// ```
+pub fn parse_reply(reply: &str) -> Repair {
+    let text = reply.trim();
+    let text = text
+        .strip_prefix("```json")
+        .or_else(|| text.strip_prefix("```"))
+        .map_or(text, |rest| rest.trim_end().trim_end_matches("```"))
+        .trim();
+    match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(map)) if map.get("abort") == Some(&Value::Bool(true)) => Repair::Abort,
+        Ok(value @ Value::Object(_)) => Repair::Arguments(value.to_string()),
+        _ => Repair::Abort,
+    }
+}
