@@ -65,7 +65,12 @@ async fn quote(
 ) -> Result<Offer, ToolError> {
     let _ = (to, labels, carrier, note, order_id);
     Ok(Offer {
-        cents: u64::from(grams) * if matches!(speed, Speed::NextDay) { 3 } else { 1 },
+        cents: u64::from(grams)
+            * if matches!(speed, Speed::NextDay) {
+                3
+            } else {
+                1
+            },
         days: sizes.len() as u8,
     })
 }
@@ -96,7 +101,9 @@ async fn ping() -> Result<(), ToolError> {
     Ok(())
 }
 
-const NAMES: &[&str] = &["quote", "refund", "ping", "quot", "", "quote\0", "💥", "QUOTE"];
+const NAMES: &[&str] = &[
+    "quote", "refund", "ping", "quot", "", "quote\0", "💥", "QUOTE",
+];
 
 struct World {
     runtime: tokio::runtime::Runtime,
