@@ -30,6 +30,7 @@ pub mod providers;
 pub mod recovery;
 pub mod registry;
 pub mod repair;
+pub mod replay;
 pub mod tool;
 pub mod validate;
 
