@@ -896,6 +896,39 @@ async fn a_panic_after_waiting_is_contained_too() {
     assert_eq!(next.status(), Status::Success);
 }
 
+/// A hand-written tool whose `invoke` panics before it returns a future.
+struct PanicsEarly;
+
+impl Tool for PanicsEarly {
+    type Args = serde_json::Value;
+    type Output = String;
+    const META: toolwright::ToolMeta =
+        toolwright::ToolMeta::new("panics_early", "Fails while building its future.").read_only();
+
+    #[allow(unreachable_code)]
+    fn invoke(
+        &self,
+        _: serde_json::Value,
+        _: &toolwright::Invocation<'_>,
+    ) -> impl std::future::Future<Output = Result<String, ToolError>> + Send {
+        panic!("broken before the first poll");
+        async { Ok(String::new()) }
+    }
+}
+
+#[tokio::test]
+async fn a_panic_while_a_tool_builds_its_future_is_contained_too() {
+    let registry = Registry::builder().tool(PanicsEarly).build().unwrap();
+    let outcome = registry
+        .call(ToolCall::new("c1", "panics_early", "{}"))
+        .await;
+    assert_failure(&outcome, ErrorKind::ToolPanicked, false);
+    let again = registry
+        .call(ToolCall::new("c2", "panics_early", "{}"))
+        .await;
+    assert_eq!(again.error_kind(), Some(ErrorKind::ToolPanicked));
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_tool_past_its_timeout_is_cancelled_with_timeout() {
     let registry = registry();

@@ -17,13 +17,11 @@ use std::any::Any;
 use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
-use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::future::Either;
-use futures_util::FutureExt as _;
 use tokio::time::Instant;
 
 use crate::approval::{Approval, ApprovalRequest};
@@ -32,7 +30,7 @@ use crate::error::ToolError;
 use crate::execute::clock::ClockHandle;
 use crate::execute::random::RandomHandle;
 use crate::execute::{
-    AttemptInfo, BreakerHandle, BreakerPolicy, Clock, Env, Executed, Guard, RandomSource,
+    contain, AttemptInfo, BreakerHandle, BreakerPolicy, Clock, Env, Executed, Guard, RandomSource,
     RetryBudget, RetryPolicy, Settings, Step,
 };
 use crate::idempotency::{
@@ -223,17 +221,14 @@ impl<T: Tool> Entry<T> {
         // The repairer is application code (often a model call): bounded, panics contained.
         let clock = &registry.env.clock;
         let cut = clock.now() + registry.repair_timeout;
-        let answer = match std::panic::catch_unwind(AssertUnwindSafe(|| repairer.repair(&request)))
+        let answer = match clock
+            .run_until(cut, contain(|| repairer.repair(&request)))
+            .await
+            .0
         {
-            Ok(pass) => {
-                let pass = AssertUnwindSafe(pass).catch_unwind();
-                match clock.run_until(cut, pass).await.0 {
-                    Some(Ok(answer)) => Ok(answer),
-                    Some(Err(_)) => Err("the repairer panicked"),
-                    None => Err("the repairer did not answer in time"),
-                }
-            }
-            Err(_) => Err("the repairer panicked"),
+            Some(Ok(answer)) => Ok(answer),
+            Some(Err(_)) => Err("the repairer panicked"),
+            None => Err("the repairer did not answer in time"),
         };
         let (result, fixed) = match answer {
             Ok(Repair::Arguments(text)) => match self.validate(&text, session, registry) {
@@ -354,7 +349,7 @@ impl<T: Tool> Entry<T> {
             .clock
             .run_until(
                 info.attempt_deadline,
-                AssertUnwindSafe(self.tool.invoke(args, &invocation)).catch_unwind(),
+                contain(|| self.tool.invoke(args, &invocation)),
             )
             .await;
         let wake = match guard.settle(env, &mut run, admitted, output, waited) {
@@ -457,7 +452,7 @@ impl<T: Tool> Entry<T> {
         // `Args` is not `Clone`: the validated text is parsed again (deterministic).
         let answer = match serde_json::from_str::<T::Args>(arguments) {
             Ok(args) => {
-                let body = AssertUnwindSafe(self.tool.fallback(args, &invocation)).catch_unwind();
+                let body = contain(|| self.tool.fallback(args, &invocation));
                 match clock.run_until(cut, body).await.0 {
                     Some(Ok(result)) => result,
                     Some(Err(_)) => Err(ToolError::new(
@@ -589,11 +584,7 @@ impl<T: Tool> Entry<T> {
         };
         // The approver is application code: a panic in it refuses the call, it does not
         // reach the caller.
-        let decision =
-            match std::panic::catch_unwind(AssertUnwindSafe(|| approver.review(&request))) {
-                Ok(review) => AssertUnwindSafe(review).catch_unwind().await,
-                Err(panic) => Err(panic),
-            };
+        let decision = contain(|| approver.review(&request)).await;
         match decision {
             Ok(Approval::Approved) => Ok(()),
             Ok(Approval::Denied { reason }) => Err(Refusal::Denied(Failure::new(

@@ -76,7 +76,6 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::FutureExt as _;
 use tokio::time::Instant;
 
 pub use breaker::{BreakerHandle, BreakerPolicy, BreakerState, BreakerStats};
@@ -524,7 +523,7 @@ impl Guard {
             let cut = admitted.info.attempt_deadline;
             let (output, waited) = env
                 .clock
-                .run_until(cut, AssertUnwindSafe(body(admitted.info)).catch_unwind())
+                .run_until(cut, contain(|| body(admitted.info)))
                 .await;
             match self.settle(env, &mut run, admitted, output, waited) {
                 Step::Done(executed) => return executed,
@@ -609,6 +608,52 @@ impl Guard {
             failure.retryable = false;
         }
         failure
+    }
+}
+
+/// Application code (a tool body, a fallback, an approver, a repairer) with its panics
+/// contained. `make` runs on the first poll, inside the containment: a panic while it builds
+/// its future is caught like one while the future runs.
+pub(crate) fn contain<M: FnOnce() -> F, F: Future>(make: M) -> Contain<M, F> {
+    Contain::Make { make: Some(make) }
+}
+
+pin_project_lite::pin_project! {
+    /// See [`contain`]. A named future rather than an `async` block, so the closure and the
+    /// future it makes share their storage in the call's future.
+    #[project = ContainProj]
+    pub(crate) enum Contain<M, F> {
+        Make { make: Option<M> },
+        Run { #[pin] future: F },
+    }
+}
+
+impl<M: FnOnce() -> F, F: Future> Future for Contain<M, F> {
+    type Output = std::thread::Result<F::Output>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        loop {
+            match self.as_mut().project() {
+                ContainProj::Make { make } => {
+                    let Some(make) = make.take() else {
+                        return std::task::Poll::Ready(Err(Box::new("polled after completion")));
+                    };
+                    match std::panic::catch_unwind(AssertUnwindSafe(make)) {
+                        Ok(future) => self.set(Contain::Run { future }),
+                        Err(panic) => return std::task::Poll::Ready(Err(panic)),
+                    }
+                }
+                ContainProj::Run { future } => {
+                    return match std::panic::catch_unwind(AssertUnwindSafe(|| future.poll(cx))) {
+                        Ok(poll) => poll.map(Ok),
+                        Err(panic) => std::task::Poll::Ready(Err(panic)),
+                    };
+                }
+            }
+        }
     }
 }
 
