@@ -341,11 +341,16 @@ impl Outcome {
     }
 
     pub(crate) fn failed(call_id: String, tool: Arc<str>, failure: Failure) -> Self {
+        Outcome::failed_boxed(call_id, tool, Box::new(failure))
+    }
+
+    /// [`Outcome::failed`] for a failure already boxed.
+    pub(crate) fn failed_boxed(call_id: String, tool: Arc<str>, failure: Box<Failure>) -> Self {
         Outcome {
             call_id,
             tool,
             status: Status::Error,
-            failure: Some(Box::new(failure)),
+            failure: Some(failure),
             attempts: 0,
             elapsed: Duration::ZERO,
             data: None,

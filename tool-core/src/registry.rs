@@ -115,15 +115,17 @@ impl<T: Tool> Entry<T> {
     async fn run(
         &self,
         call_id: String,
-        arguments: String,
+        mut arguments: String,
         session: &Session,
         registry: &Inner,
     ) -> Outcome {
         let started = Instant::now();
 
-        // Validation seam, with one repair pass for failures of form.
-        let (args, arguments, repaired) = match self.validate(&arguments, session, registry) {
-            Ok(args) => (args, arguments, false),
+        // Validation seam, with one repair pass for failures of form. The repaired text
+        // replaces the model's: it is what runs, what the key's fingerprint covers.
+        let mut repaired = false;
+        let args = match self.validate(&arguments, session, registry) {
+            Ok(args) => args,
             Err(failure) => {
                 let fixed = match &registry.repairer {
                     Some(repairer) if repair::repairable(failure.kind) => {
@@ -138,15 +140,15 @@ impl<T: Tool> Entry<T> {
                     }
                     _ => None,
                 };
-                match fixed {
-                    Some((args, text)) => (args, text, true),
-                    None => {
-                        let mut outcome =
-                            self.rejected(call_id, arguments, *failure, started, registry);
-                        session.count_recovery(&registry.recovery, &mut outcome);
-                        return outcome;
-                    }
-                }
+                let Some((args, text)) = fixed else {
+                    let mut outcome =
+                        self.rejected(call_id, arguments, *failure, started, registry);
+                    session.count_recovery(&registry.recovery, &mut outcome);
+                    return outcome;
+                };
+                arguments = text;
+                repaired = true;
+                args
             }
         };
         if T::META.requires_approval {
@@ -155,44 +157,39 @@ impl<T: Tool> Entry<T> {
                 return self.not_approved(call_id, arguments, refusal, started, registry);
             }
         }
-        if self.exactly_once {
-            let mut outcome =
-                Box::pin(self.run_once(call_id, arguments, args, started, session, registry)).await;
-            if repaired {
-                outcome.marks.set(Marks::REPAIRED);
-            }
-            return outcome;
-        }
-
-        // Execution seam. A tool that takes an idempotency key gets one derived from the call,
-        // the same on every attempt.
-        let spec = &self.spec;
-        let key = spec
-            .meta
-            .takes_idempotency_key
-            .then(|| IdempotencyKey::derive(session.idempotency_scope(), &spec.name, &call_id));
-        let mut executed = self
-            .execute(
-                &call_id,
-                &arguments,
-                args,
+        let mut outcome = if self.exactly_once {
+            Box::pin(self.run_once(call_id, arguments, args, started, session, registry)).await
+        } else {
+            // Execution seam. A tool that takes an idempotency key gets one derived from the
+            // call, the same on every attempt.
+            let spec = &self.spec;
+            let key = spec
+                .meta
+                .takes_idempotency_key
+                .then(|| IdempotencyKey::derive(session.idempotency_scope(), &spec.name, &call_id));
+            let mut executed = self
+                .execute(
+                    &call_id,
+                    &arguments,
+                    args,
+                    key.as_ref(),
+                    started,
+                    session,
+                    registry,
+                )
+                .await;
+            let call = (call_id.as_str(), arguments.as_str(), key.as_ref());
+            let degraded = self.recover(&mut executed, call, session, registry).await;
+            self.finish(
+                call_id,
+                arguments,
+                executed,
+                degraded,
                 key.as_ref(),
                 started,
-                session,
                 registry,
             )
-            .await;
-        let call = (call_id.as_str(), arguments.as_str(), key.as_ref());
-        let degraded = self.recover(&mut executed, call, session, registry).await;
-        let mut outcome = self.finish(
-            call_id,
-            arguments,
-            executed,
-            degraded,
-            key.as_ref(),
-            started,
-            registry,
-        );
+        };
         if repaired {
             outcome.marks.set(Marks::REPAIRED);
         }
@@ -251,8 +248,8 @@ impl<T: Tool> Entry<T> {
         fixed
     }
 
-    /// Begins a non-idempotent call under its idempotency key: begin its idempotency key before the attempts (it may be answered
-    /// from the store instead), settle it after.
+    /// A non-idempotent call: its idempotency key begun before the attempts (the store may
+    /// answer instead, with a replay or a refusal) and settled after.
     async fn run_once(
         &self,
         call_id: String,
@@ -277,7 +274,6 @@ impl<T: Tool> Entry<T> {
                 if outcome.failure.is_some() && !outcome.is_replayed() {
                     outcome.raw_arguments = Some(arguments);
                 }
-                self.remember(&outcome, session);
                 return outcome;
             }
         };
@@ -296,7 +292,7 @@ impl<T: Tool> Entry<T> {
         let call = (call_id.as_str(), arguments.as_str(), Some(lease.key()));
         let degraded = self.recover(&mut executed, call, session, registry).await;
         let uncertain = executed.uncertain;
-        let mut outcome = self.finish(
+        let outcome = self.finish(
             call_id,
             arguments,
             executed,
@@ -306,8 +302,6 @@ impl<T: Tool> Entry<T> {
             registry,
         );
         self.settle(registry, lease, &outcome, uncertain).await;
-        self.remember(&outcome, session);
-        session.count_recovery(&registry.recovery, &mut outcome);
         outcome
     }
 
@@ -533,7 +527,7 @@ impl<T: Tool> Entry<T> {
                 Ok((status, data)) => Outcome::success(call_id, name, status, data),
                 Err(failure) => Outcome::failed(call_id, name, failure),
             },
-            Err(failure) => Outcome::failed(call_id, name, failure),
+            Err(failure) => Outcome::failed_boxed(call_id, name, failure),
         };
         let finished = Instant::now();
         if let Some(begin) = open_since {

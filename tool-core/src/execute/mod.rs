@@ -217,7 +217,9 @@ pub(crate) struct AttemptInfo {
 
 /// What the attempt loop came to.
 pub(crate) struct Executed<T> {
-    pub(crate) result: Result<T, Failure>,
+    /// The failure is boxed: an `Executed` is the result of an `.await` in the call's future,
+    /// whose storage is reserved for the whole await.
+    pub(crate) result: Result<T, Box<Failure>>,
     pub(crate) history: History,
     pub(crate) stop: Option<RetryStop>,
     /// When the attempt that produced the result began, if its record still needs its elapsed:
@@ -232,7 +234,7 @@ impl<T> Executed<T> {
     /// A body run bare: no attempts recorded, no breaker, no retries.
     pub(crate) fn unguarded(result: Result<T, ToolError>) -> Self {
         Executed {
-            result: result.map_err(ToolError::into_failure),
+            result: result.map_err(|e| Box::new(e.into_failure())),
             history: History::Empty,
             stop: None,
             open_since: None,
@@ -384,7 +386,7 @@ impl Guard {
     #[cold]
     pub(crate) fn refused<T>(&self, run: &mut Run, rejection: Rejection) -> Executed<T> {
         Executed {
-            result: Err(self.rejected(rejection, run.history.last_error())),
+            result: Err(Box::new(self.rejected(rejection, run.history.last_error()))),
             stop: (run.number > 1).then_some(RetryStop::CircuitOpen),
             history: std::mem::take(&mut run.history),
             open_since: None,
@@ -491,7 +493,7 @@ impl Guard {
         };
         let failure = self.stopped(error, stop, run.history.as_slice());
         Step::Done(Executed {
-            result: Err(failure),
+            result: Err(Box::new(failure)),
             history: std::mem::take(&mut run.history),
             stop,
             open_since: None,
