@@ -245,9 +245,11 @@ pub mod prelude {
 }
 
 /// Not public API: what `#[tool]`-generated code refers to, so users depend on `toolwright`
-/// alone.
+/// alone. The version in the name ties the macro crate to the facade of the same release: a
+/// `toolwright-macros` of another version fails to resolve this path instead of generating code
+/// against a runtime it does not match (serde names its `__private` module the same way).
 #[doc(hidden)]
-pub mod __private {
+pub mod __private_v0_1 {
     pub use inventory;
     pub use schemars;
     pub use serde;

@@ -1,5 +1,5 @@
 //! `#[data]`: the serde and schemars derives for the types a tool takes and returns, with every
-//! crate path pointing through `::toolwright::__private`, so a user's Cargo.toml names neither
+//! crate path pointing through `::toolwright::__private_v0_1`, so a user's Cargo.toml names neither
 //! serde nor schemars. Parse the options, check the item, expand; every mistake is collected in
 //! a [`Ctxt`] and reported at its span, as for `#[tool]`.
 
@@ -180,14 +180,14 @@ pub fn check_item(cx: &Ctxt, item: &syn::Item) {
 /// The derives and their crate paths, then the item as written: the user's own `#[serde]` and
 /// `#[schemars]` attributes come after the derive that introduces them.
 pub fn expand(direction: Direction, item: &syn::Item) -> TokenStream {
-    let p = quote!(::toolwright::__private);
+    let p = quote!(::toolwright::__private_v0_1);
     let derives = match direction {
         Direction::Both => quote!(#p::serde::Serialize, #p::serde::Deserialize),
         Direction::Input => quote!(#p::serde::Deserialize),
         Direction::Output => quote!(#p::serde::Serialize),
     };
-    let serde_crate = "::toolwright::__private::serde";
-    let schemars_crate = "::toolwright::__private::schemars";
+    let serde_crate = "::toolwright::__private_v0_1::serde";
+    let schemars_crate = "::toolwright::__private_v0_1::schemars";
     quote! {
         #[derive(#derives, #p::schemars::JsonSchema)]
         #[serde(crate = #serde_crate)]

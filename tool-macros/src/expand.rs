@@ -1,5 +1,5 @@
 //! Code generation only: the validated model in, the function plus its argument struct, tool
-//! struct, `Tool` impl and collection entry out. Generated code names `::toolwright::__private`
+//! struct, `Tool` impl and collection entry out. Generated code names `::toolwright::__private_v0_1`
 //! only, so users depend on `toolwright` alone.
 
 use proc_macro2::{Ident, Literal, Span, TokenStream};
@@ -31,11 +31,11 @@ fn number(n: &NumLit) -> TokenStream {
         let v = n.value as i64;
         let lit = Literal::i64_unsuffixed(v.unsigned_abs() as i64);
         let sign = (v < 0).then(|| quote!(-));
-        quote_spanned!(span=> ::toolwright::__private::Number::int(#sign #lit))
+        quote_spanned!(span=> ::toolwright::__private_v0_1::Number::int(#sign #lit))
     } else {
         let lit = Literal::f64_suffixed(n.value.abs());
         let sign = (n.value < 0.0).then(|| quote!(-));
-        quote_spanned!(span=> ::toolwright::__private::Number::float(#sign #lit))
+        quote_spanned!(span=> ::toolwright::__private_v0_1::Number::float(#sign #lit))
     }
 }
 
@@ -92,7 +92,7 @@ fn rules(param: &Param, field_name: &str) -> (Vec<TokenStream>, Vec<TokenStream>
     let arg = &param.arg;
     let mut consts = Vec::new();
     let mut checks = Vec::new();
-    let p = quote!(::toolwright::__private);
+    let p = quote!(::toolwright::__private_v0_1);
 
     // Each check is spanned entirely at its rule, field access included, so a rule that does
     // not fit the parameter's type (`range` on a `String`) is reported at the rule alone.
@@ -100,7 +100,7 @@ fn rules(param: &Param, field_name: &str) -> (Vec<TokenStream>, Vec<TokenStream>
         let mut field = ident.clone();
         field.set_span(span);
         (
-            quote_spanned!(span=> ::toolwright::__private::rules),
+            quote_spanned!(span=> ::toolwright::__private_v0_1::rules),
             quote_spanned!(span=> &__args.#field),
         )
     };
@@ -152,7 +152,7 @@ fn rules(param: &Param, field_name: &str) -> (Vec<TokenStream>, Vec<TokenStream>
         let span = path_span(path);
         let (rules, field) = at(span);
         checks.push(quote_spanned!(span=>
-            #rules::custom(#field, #field_name, |__value| ::toolwright::__private::field_check(#path(__value)), __report);
+            #rules::custom(#field, #field_name, |__value| ::toolwright::__private_v0_1::field_check(#path(__value)), __report);
         ));
     }
     (consts, checks)
@@ -164,7 +164,7 @@ fn rules(param: &Param, field_name: &str) -> (Vec<TokenStream>, Vec<TokenStream>
 fn argument_bound(param: &Param) -> TokenStream {
     let ty = &param.ty;
     let (first, _) = token_spans(ty);
-    quote_spanned!(first=> for<'__toolwright> #ty: ::toolwright::__private::ToolArgument)
+    quote_spanned!(first=> for<'__toolwright> #ty: ::toolwright::__private_v0_1::ToolArgument)
 }
 
 /// The registration function, as a chain with one link per argument.
@@ -180,7 +180,7 @@ fn registration(
     output_bound: &TokenStream,
     arg_bounds: &[TokenStream],
 ) -> Vec<TokenStream> {
-    let p = quote!(::toolwright::__private);
+    let p = quote!(::toolwright::__private_v0_1);
     let args: Vec<&Param> = tool.args().collect();
     // Link `k + 1` is named after argument `k`, whose bound it adds: rustc's note reads
     // "required by a bound in `__register_address`".
@@ -233,7 +233,7 @@ fn registration(
 }
 
 pub fn expand(tool: &ToolFn) -> TokenStream {
-    let p = quote!(::toolwright::__private);
+    let p = quote!(::toolwright::__private_v0_1);
     let item = &tool.item;
     let vis = &item.vis;
     let fn_ident = &item.sig.ident;
@@ -277,7 +277,7 @@ pub fn expand(tool: &ToolFn) -> TokenStream {
                     lit: syn::Lit::Str(lit),
                     ..
                 }) => quote_spanned!(lit.span()=>
-                    ::toolwright::__private::default_from_str(#lit)
+                    ::toolwright::__private_v0_1::default_from_str(#lit)
                 ),
                 _ => quote!(#expr),
             };
@@ -314,7 +314,7 @@ pub fn expand(tool: &ToolFn) -> TokenStream {
             let mut field = ident.clone();
             field.set_span(span);
             grounded_checks.push(quote_spanned!(span=>
-                ::toolwright::__private::grounded(&__args.#field, #field_name, #kind, __session, __report);
+                ::toolwright::__private_v0_1::grounded(&__args.#field, #field_name, #kind, __session, __report);
             ));
         }
     }
@@ -358,7 +358,7 @@ pub fn expand(tool: &ToolFn) -> TokenStream {
     // there rather than at `#[tool]`.
     let semantics = tool.attrs.validate.as_ref().map(|path| {
         let span = path_span(path);
-        let call = quote_spanned!(span=> ::toolwright::__private::semantic(#path(__args)));
+        let call = quote_spanned!(span=> ::toolwright::__private_v0_1::semantic(#path(__args)));
         quote! {
             fn check_semantics(__args: &Self::Args) -> ::core::result::Result<(), #p::ToolError> {
                 #call
@@ -368,7 +368,7 @@ pub fn expand(tool: &ToolFn) -> TokenStream {
     let authorize = tool.attrs.authorize.as_ref().map(|path| {
         let span = path_span(path);
         let call =
-            quote_spanned!(span=> ::toolwright::__private::authorized(#path(__args, __session)));
+            quote_spanned!(span=> ::toolwright::__private_v0_1::authorized(#path(__args, __session)));
         quote! {
             fn authorize(__args: &Self::Args, __session: &#p::Session) -> ::core::result::Result<(), #p::ToolError> {
                 #call
@@ -441,7 +441,7 @@ pub fn expand(tool: &ToolFn) -> TokenStream {
     // Spanned at `E` of `Result<T, E>`, where an error type that is not a `ToolError` is blamed.
     let into_result = {
         let result = spanning(*error_first, *error_last, quote!(__result));
-        quote_spanned!(*error_first=> ::toolwright::__private::into_result(#result))
+        quote_spanned!(*error_first=> ::toolwright::__private_v0_1::into_result(#result))
     };
     // `invoke` and `fallback`: the arguments taken apart, the injected parameters resolved, the
     // function called and its result converted.
@@ -477,7 +477,7 @@ pub fn expand(tool: &ToolFn) -> TokenStream {
         let args: Vec<TokenStream> = call_args.iter().map(|a| located_at(a, span)).collect();
         let call = quote_spanned!(span=> #path(#(#args),*).await);
         let convert = quote_spanned!(span=>
-            ::toolwright::__private::fallback_result::<Self::Output, _>(__result)
+            ::toolwright::__private_v0_1::fallback_result::<Self::Output, _>(__result)
         );
         method(quote!(fallback), call, convert)
     });
@@ -487,8 +487,8 @@ pub fn expand(tool: &ToolFn) -> TokenStream {
     let tool_doc = format!("The `{name}` tool (generated by `#[tool]` from [`{fn_ident}`]): register it with `Registry::builder().tool({tool_ident})`.");
     let registration = registration(tool, &tool_ident, &output_bound, &arg_bounds);
     let args_name = args_ident.to_string();
-    let schemars_crate = "::toolwright::__private::schemars";
-    let serde_crate = "::toolwright::__private::serde";
+    let schemars_crate = "::toolwright::__private_v0_1::schemars";
+    let serde_crate = "::toolwright::__private_v0_1::serde";
 
     quote! {
         #item
