@@ -219,9 +219,27 @@
 //! system-prompt paragraph that teaches a model to read the envelope.
 
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
-pub use toolwright_core::*;
+// The crate root: what a tool author and an application name every day.
+pub use toolwright_core::{
+    ArgumentLog, AttemptRecord, BuildError, Effect, ErrorKind, IdempotencyKey, IdempotencyStore,
+    Invocation, KeyMode, MemoryStore, Outcome, Registry, RegistryBuilder, RetryStop, Seam, Session,
+    State, Status, Tool, ToolCall, ToolContext, ToolError, ToolMeta, ToolSpec, Violation,
+    ERROR_CONTRACT,
+};
 pub use toolwright_macros::{data, tool};
+
+// One module per stage of a call, as the runtime lays them out.
+pub use toolwright_core::{
+    call, conversation, error, execute, guard, idempotency, interpret, observe, outcome, providers,
+    registry, replay, tool, validate,
+};
+
+// The guard rails by the names a user looks for.
+pub use toolwright_core::conversation::recovery;
+pub use toolwright_core::guard::{approval, provenance};
+pub use toolwright_core::validate::repair;
 
 /// The serde toolwright is built on, so a tool crate can name `toolwright::serde::Serialize`
 /// without its own dependency. [`data`] derives through it.
@@ -254,13 +272,12 @@ pub mod __private_v0_1 {
     pub use schemars;
     pub use serde;
     pub use serde_json;
-    pub use toolwright_core::provenance::{check as grounded, Grounds};
+    pub use toolwright_core::guard::provenance::{check as grounded, Grounds};
+    pub use toolwright_core::registry::CollectedTool;
+    pub use toolwright_core::tool::{FieldMeta, Number, Rule, StateRequirement};
     pub use toolwright_core::validate::rules;
     pub use toolwright_core::validate::Violations;
-    pub use toolwright_core::{
-        CollectedTool, FieldMeta, Invocation, Number, RegistryBuilder, Rule, Session,
-        StateRequirement, Tool, ToolError, ToolMeta,
-    };
+    pub use toolwright_core::{Invocation, RegistryBuilder, Session, Tool, ToolError, ToolMeta};
 
     /// The return type of a tool: serializable, with a schema.
     ///

@@ -679,7 +679,18 @@ async fn an_unknown_tool_lists_the_available_tools_sorted_and_never_routes_a_nea
     let mut sorted = available.clone();
     sorted.sort_unstable();
     assert_eq!(available, sorted);
-    assert_eq!(available.len(), registry.specs().len());
+    // Only the tools this (anonymous) session may call: none that needs a scope.
+    let visible: Vec<&str> = registry
+        .specs()
+        .iter()
+        .filter(|s| s.scopes().is_empty())
+        .map(|s| s.name())
+        .collect();
+    assert!(
+        visible.len() < registry.specs().len(),
+        "some tool needs a scope"
+    );
+    assert_eq!(available, visible);
     assert!(available.contains(&"search_orders"));
     assert_eq!(outcome.raw_arguments(), Some(r#"{"query":"late"}"#));
 }
@@ -1209,14 +1220,20 @@ async fn context_and_idempotency_key_are_injected_with_one_derivation() {
         "tenant-3:whoami:call_43"
     );
 
-    // A non-idempotent tool with a key parameter gets it too.
+    // A non-idempotent tool with a key parameter gets it too; outside a conversation, in a
+    // scope of the call's own.
     let outcome = registry
         .call(ToolCall::new("call_9", "book_flight", r#"{"from":"SFO"}"#))
         .await;
-    assert_eq!(
-        outcome.to_model_json()["data"]["reference"],
-        "anonymous:book_flight:call_9/SFO"
-    );
+    let reference = outcome.to_model_json()["data"]["reference"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let scope = reference
+        .strip_prefix("anonymous.")
+        .and_then(|rest| rest.strip_suffix(":book_flight:call_9/SFO"))
+        .unwrap_or_else(|| panic!("{reference}"));
+    assert_eq!(scope.len(), 32, "{reference}");
 }
 
 #[tokio::test]

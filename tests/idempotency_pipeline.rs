@@ -76,9 +76,13 @@ async fn a_stored_error_is_replayed_too() {
     let script = Arc::new(Script::new([Step::Fail(ErrorKind::NotFound)], Step::Answer));
     let registry = builder(&script).build().unwrap();
 
-    let first = registry.call(refund("call_1", REFUND)).await;
+    let first = registry
+        .call_in(&Session::new("anonymous"), refund("call_1", REFUND))
+        .await;
     assert_eq!(first.error_kind(), Some(ErrorKind::NotFound));
-    let again = registry.call(refund("call_1", REFUND)).await;
+    let again = registry
+        .call_in(&Session::new("anonymous"), refund("call_1", REFUND))
+        .await;
     assert_eq!(script.entered(), 1, "a definitive error is not asked again");
     assert!(again.is_replayed());
     assert_eq!(again.error_kind(), Some(ErrorKind::NotFound));
@@ -93,9 +97,13 @@ async fn a_conflict_is_not_stored_and_the_next_delivery_runs() {
     let script = Arc::new(Script::new([Step::Fail(ErrorKind::Conflict)], Step::Answer));
     let registry = builder(&script).build().unwrap();
 
-    let first = registry.call(refund("call_1", REFUND)).await;
+    let first = registry
+        .call_in(&Session::new("anonymous"), refund("call_1", REFUND))
+        .await;
     assert_eq!(first.error_kind(), Some(ErrorKind::Conflict));
-    let again = registry.call(refund("call_1", REFUND)).await;
+    let again = registry
+        .call_in(&Session::new("anonymous"), refund("call_1", REFUND))
+        .await;
     assert_eq!(again.status(), Status::Success);
     assert!(!again.is_replayed());
     assert_eq!(script.entered(), 2);
@@ -106,9 +114,10 @@ async fn a_concurrent_duplicate_is_refused_as_duplicate_in_flight() {
     let script = Arc::new(Script::always(Step::Slow(Duration::from_millis(500))));
     let registry = builder(&script).build().unwrap();
 
+    let (one, two) = (Session::new("anonymous"), Session::new("anonymous"));
     let (first, second) = tokio::join!(
-        registry.call(refund("call_1", REFUND)),
-        registry.call(refund("call_1", REFUND)),
+        registry.call_in(&one, refund("call_1", REFUND)),
+        registry.call_in(&two, refund("call_1", REFUND)),
     );
     assert_eq!(first.status(), Status::Success);
     assert_eq!(second.error_kind(), Some(ErrorKind::DuplicateInFlight));
@@ -119,7 +128,9 @@ async fn a_concurrent_duplicate_is_refused_as_duplicate_in_flight() {
     assert!(envelope["retry_after_ms"].as_u64().unwrap() > 0);
 
     // Once the first finished, the duplicate's next delivery replays it.
-    let later = registry.call(refund("call_1", REFUND)).await;
+    let later = registry
+        .call_in(&Session::new("anonymous"), refund("call_1", REFUND))
+        .await;
     assert!(later.is_replayed());
     assert_eq!(script.entered(), 1);
 }
@@ -129,15 +140,22 @@ async fn the_same_call_id_with_other_arguments_is_an_idempotency_mismatch() {
     let script = Arc::new(Script::always(Step::Answer));
     let registry = builder(&script).build().unwrap();
 
-    registry.call(refund("call_1", REFUND)).await;
-    let changed = registry.call(refund("call_1", OTHER_REFUND)).await;
+    registry
+        .call_in(&Session::new("anonymous"), refund("call_1", REFUND))
+        .await;
+    let changed = registry
+        .call_in(&Session::new("anonymous"), refund("call_1", OTHER_REFUND))
+        .await;
     assert_eq!(changed.error_kind(), Some(ErrorKind::IdempotencyMismatch));
     assert_eq!(changed.attempts(), 0);
     assert!(!changed.retryable());
     assert_eq!(script.entered(), 1);
     // Formatting is not a change: the canonical arguments are the same.
     let reformatted = registry
-        .call(refund("call_1", r#"{ "order_id" : "A1" }"#))
+        .call_in(
+            &Session::new("anonymous"),
+            refund("call_1", r#"{ "order_id" : "A1" }"#),
+        )
         .await;
     assert!(reformatted.is_replayed());
 }
@@ -152,8 +170,12 @@ async fn in_fingerprint_mode_other_arguments_are_another_action_never_a_mismatch
         .build()
         .unwrap();
 
-    let first = registry.call(refund("call_1", REFUND)).await;
-    let other = registry.call(refund("call_1", OTHER_REFUND)).await;
+    let first = registry
+        .call_in(&Session::new("anonymous"), refund("call_1", REFUND))
+        .await;
+    let other = registry
+        .call_in(&Session::new("anonymous"), refund("call_1", OTHER_REFUND))
+        .await;
     assert_eq!(first.status(), Status::Success);
     assert_eq!(other.status(), Status::Success);
     assert!(!other.is_replayed());
@@ -172,13 +194,17 @@ async fn a_timeout_leaves_the_effect_unknown_and_the_next_call_goes_downstream_w
     ));
     let registry = builder(&script).build().unwrap();
 
-    let first = registry.call(refund("call_1", REFUND)).await;
+    let first = registry
+        .call_in(&Session::new("anonymous"), refund("call_1", REFUND))
+        .await;
     assert_eq!(first.error_kind(), Some(ErrorKind::Timeout));
     assert_eq!(first.attempts(), 3);
     assert!(!first.is_replayed());
 
     // Not replayed as a failure, nor as a success that did not happen: it runs again.
-    let second = registry.call(refund("call_1", REFUND)).await;
+    let second = registry
+        .call_in(&Session::new("anonymous"), refund("call_1", REFUND))
+        .await;
     assert_eq!(second.status(), Status::Success);
     assert!(!second.is_replayed());
     assert_eq!(script.entered(), 4);
@@ -189,7 +215,9 @@ async fn a_timeout_leaves_the_effect_unknown_and_the_next_call_goes_downstream_w
     assert_eq!(keys[0], "anonymous:refund:call_1");
 
     // Now it finished: replayed.
-    let third = registry.call(refund("call_1", REFUND)).await;
+    let third = registry
+        .call_in(&Session::new("anonymous"), refund("call_1", REFUND))
+        .await;
     assert!(third.is_replayed());
     assert_eq!(
         third.attempts(),
@@ -209,12 +237,18 @@ async fn a_conflict_after_a_timeout_keeps_the_effect_unknown() {
     ));
     let registry = builder(&script).build().unwrap();
 
-    let first = registry.call(refund("call_1", REFUND)).await;
+    let first = registry
+        .call_in(&Session::new("anonymous"), refund("call_1", REFUND))
+        .await;
     assert_eq!(first.error_kind(), Some(ErrorKind::Conflict));
     assert_eq!(first.attempts(), 2);
-    let changed = registry.call(refund("call_1", OTHER_REFUND)).await;
+    let changed = registry
+        .call_in(&Session::new("anonymous"), refund("call_1", OTHER_REFUND))
+        .await;
     assert_eq!(changed.error_kind(), Some(ErrorKind::IdempotencyMismatch));
-    let same = registry.call(refund("call_1", REFUND)).await;
+    let same = registry
+        .call_in(&Session::new("anonymous"), refund("call_1", REFUND))
+        .await;
     assert_eq!(same.status(), Status::Success);
     assert_eq!(script.entered(), 3);
 }
@@ -227,10 +261,14 @@ async fn a_failure_that_never_started_is_released() {
         .build()
         .unwrap();
 
-    let first = registry.call(refund("call_1", REFUND)).await;
+    let first = registry
+        .call_in(&Session::new("anonymous"), refund("call_1", REFUND))
+        .await;
     assert_eq!(first.error_kind(), Some(ErrorKind::Unavailable));
     // Released: the key is forgotten, so other arguments under it are no mismatch.
-    let other = registry.call(refund("call_1", OTHER_REFUND)).await;
+    let other = registry
+        .call_in(&Session::new("anonymous"), refund("call_1", OTHER_REFUND))
+        .await;
     assert_eq!(other.status(), Status::Success);
 }
 
@@ -295,8 +333,8 @@ async fn a_non_idempotent_tool_without_a_key_parameter_is_protected_too() {
     let script = Arc::new(Script::always(Step::Answer));
     let registry = builder(&script).build().unwrap();
     let call = || ToolCall::new("call_1", "send_message", r#"{"text":"hi"}"#);
-    registry.call(call()).await;
-    let again = registry.call(call()).await;
+    registry.call_in(&Session::new("anonymous"), call()).await;
+    let again = registry.call_in(&Session::new("anonymous"), call()).await;
     assert!(again.is_replayed());
     assert_eq!(script.entered(), 1);
 }
@@ -309,8 +347,8 @@ async fn idempotent_tools_never_touch_the_store() {
         .build()
         .unwrap();
     let call = || ToolCall::new("call_1", "lookup", r#"{"id":"r1"}"#);
-    let first = registry.call(call()).await;
-    let again = registry.call(call()).await;
+    let first = registry.call_in(&Session::new("anonymous"), call()).await;
+    let again = registry.call_in(&Session::new("anonymous"), call()).await;
     assert_eq!(
         (first.status(), again.status()),
         (Status::Success, Status::Success)
@@ -351,7 +389,12 @@ async fn a_store_failure_fails_closed_and_never_counts_against_the_breaker() {
         .build()
         .unwrap();
     for n in 0..20 {
-        let outcome = registry.call(refund(&format!("call_{n}"), REFUND)).await;
+        let outcome = registry
+            .call_in(
+                &Session::new("anonymous"),
+                refund(&format!("call_{n}"), REFUND),
+            )
+            .await;
         assert_eq!(outcome.error_kind(), Some(ErrorKind::Unavailable));
         assert_eq!(outcome.attempts(), 0);
         assert!(outcome.retryable());

@@ -472,7 +472,12 @@ async fn the_fingerprint_mode_maps_a_re_proposal_to_the_first_key() {
     let key_of = |call_id: &str, arguments: &str| {
         let fp = Fingerprint::of("refund_order", arguments);
         (
-            mode.key(session.idempotency_scope(), "refund_order", call_id, &fp),
+            mode.key(
+                session.idempotency_scope().unwrap_or("conv-7"),
+                "refund_order",
+                call_id,
+                &fp,
+            ),
             fp,
         )
     };

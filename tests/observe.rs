@@ -56,7 +56,9 @@ fn charge(id: &str, card: &str, cents: u32) -> ToolCall {
 async fn a_successful_call_is_one_debug_event_with_its_attempt() {
     let registry = registry(ArgumentLog::Off);
     let seen = capture(async {
-        registry.call(charge("call_1", CARD, 500)).await;
+        registry
+            .call_in(&Session::new("anonymous"), charge("call_1", CARD, 500))
+            .await;
     })
     .await;
 
@@ -86,7 +88,9 @@ async fn a_successful_call_is_one_debug_event_with_its_attempt() {
 async fn a_failed_call_is_an_info_event_with_its_classification_and_every_attempt() {
     let registry = registry(ArgumentLog::Off);
     let seen = capture(async {
-        registry.call(charge("call_2", CARD, 666)).await;
+        registry
+            .call_in(&Session::new("anonymous"), charge("call_2", CARD, 666))
+            .await;
     })
     .await;
 
@@ -124,12 +128,19 @@ async fn a_failed_call_is_an_info_event_with_its_classification_and_every_attemp
 async fn arguments_are_never_logged_by_default() {
     let registry = registry(ArgumentLog::Off);
     let seen = capture(async {
-        registry.call(charge("call_3", CARD, 666)).await;
+        registry
+            .call_in(&Session::new("anonymous"), charge("call_3", CARD, 666))
+            .await;
         // A validation failure and an unknown tool, with the card number in the text.
-        registry.call(charge("call_4", CARD, 0)).await;
+        registry
+            .call_in(&Session::new("anonymous"), charge("call_4", CARD, 0))
+            .await;
         let text = format!(r#"{{"card_number":"{CARD}"}}"#);
         registry
-            .call(ToolCall::new("call_5", "charge_crad", text))
+            .call_in(
+                &Session::new("anonymous"),
+                ToolCall::new("call_5", "charge_crad", text),
+            )
             .await;
     })
     .await;
@@ -148,17 +159,24 @@ async fn redacted_arguments_hide_sensitive_fields_and_show_the_rest() {
     let registry = registry(ArgumentLog::Redacted);
     let seen = capture(async {
         // A field-rule failure: the card is too short, the amount out of range.
-        registry.call(charge("call_6", "4111", 0)).await;
+        registry
+            .call_in(&Session::new("anonymous"), charge("call_6", "4111", 0))
+            .await;
         // Text that is not JSON is described, not shown.
         registry
-            .call(ToolCall::new(
-                "call_7",
-                "charge_card",
-                format!(r#"{{"card_number":"{CARD}""#),
-            ))
+            .call_in(
+                &Session::new("anonymous"),
+                ToolCall::new(
+                    "call_7",
+                    "charge_card",
+                    format!(r#"{{"card_number":"{CARD}""#),
+                ),
+            )
             .await;
         // A success carries no arguments even then.
-        registry.call(charge("call_8", CARD, 500)).await;
+        registry
+            .call_in(&Session::new("anonymous"), charge("call_8", CARD, 500))
+            .await;
     })
     .await;
 
@@ -182,9 +200,13 @@ async fn redacted_arguments_hide_sensitive_fields_and_show_the_rest() {
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn a_replayed_call_says_so_and_reports_no_attempt_of_its_own() {
     let registry = registry(ArgumentLog::Off);
-    registry.call(charge("call_9", CARD, 500)).await;
+    registry
+        .call_in(&Session::new("anonymous"), charge("call_9", CARD, 500))
+        .await;
     let seen = capture(async {
-        registry.call(charge("call_9", CARD, 500)).await;
+        registry
+            .call_in(&Session::new("anonymous"), charge("call_9", CARD, 500))
+            .await;
     })
     .await;
     let call = &seen.of("toolwright::call")[0];
@@ -197,11 +219,10 @@ async fn a_definitive_failure_has_one_attempt() {
     let registry = registry(ArgumentLog::Off);
     let seen = capture(async {
         registry
-            .call(ToolCall::new(
-                "call_10",
-                "get_order",
-                r#"{"order_id":"A9"}"#,
-            ))
+            .call_in(
+                &Session::new("anonymous"),
+                ToolCall::new("call_10", "get_order", r#"{"order_id":"A9"}"#),
+            )
             .await;
     })
     .await;

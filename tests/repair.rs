@@ -82,7 +82,10 @@ async fn a_number_sent_as_text_is_repaired_once_and_the_call_runs() {
     let calls = Arc::new(AtomicU32::new(0));
     let registry = registry(unquote(&calls));
     let outcome = registry
-        .call(search(r#"{"query":"ada","max_results":"2"}"#))
+        .call_in(
+            &Session::new("anonymous"),
+            search(r#"{"query":"ada","max_results":"2"}"#),
+        )
         .await;
     assert_eq!(
         outcome.status(),
@@ -98,7 +101,10 @@ async fn a_number_sent_as_text_is_repaired_once_and_the_call_runs() {
 
     // Valid arguments never meet the repairer.
     let fine = registry
-        .call(search(r#"{"query":"ada","max_results":1}"#))
+        .call_in(
+            &Session::new("anonymous"),
+            search(r#"{"query":"ada","max_results":1}"#),
+        )
         .await;
     assert!(!fine.is_repaired());
     assert!(fine.to_model_json().get("repaired").is_none());
@@ -111,7 +117,10 @@ async fn repaired_arguments_that_still_fail_give_the_model_its_own_failure() {
     let registry = registry(unquote(&calls));
     // "50" becomes 50, which is still out of range: the model hears about "50", once.
     let outcome = registry
-        .call(search(r#"{"query":"ada","max_results":"50"}"#))
+        .call_in(
+            &Session::new("anonymous"),
+            search(r#"{"query":"ada","max_results":"50"}"#),
+        )
         .await;
     assert_eq!(outcome.error_kind(), Some(ErrorKind::SchemaMismatch));
     assert!(!outcome.is_repaired());
@@ -131,11 +140,17 @@ async fn a_repairer_that_gives_up_or_panics_leaves_the_original_failure() {
     let panicking =
         registry(|_: &RepairRequest<'_>| -> Repair { panic!("the repair model is down") });
     let outcome = panicking
-        .call(search(r#"{"query":"ada","max_results":2,"extra":1}"#))
+        .call_in(
+            &Session::new("anonymous"),
+            search(r#"{"query":"ada","max_results":2,"extra":1}"#),
+        )
         .await;
     assert_eq!(outcome.error_kind(), Some(ErrorKind::UnknownArgument));
     let fine = panicking
-        .call(search(r#"{"query":"ada","max_results":1}"#))
+        .call_in(
+            &Session::new("anonymous"),
+            search(r#"{"query":"ada","max_results":1}"#),
+        )
         .await;
     assert_eq!(fine.status(), Status::Success, "the registry keeps serving");
 }
@@ -165,7 +180,10 @@ async fn a_repairer_is_bounded_by_its_timeout() {
         .unwrap();
     let started = tokio::time::Instant::now();
     let outcome = registry
-        .call(search(r#"{"query":"ada","max_results":"2"}"#))
+        .call_in(
+            &Session::new("anonymous"),
+            search(r#"{"query":"ada","max_results":"2"}"#),
+        )
         .await;
     assert_eq!(outcome.error_kind(), Some(ErrorKind::SchemaMismatch));
     assert_eq!(started.elapsed(), Duration::from_secs(2));
@@ -176,11 +194,10 @@ async fn business_rules_are_not_a_matter_of_form_and_are_never_repaired() {
     let calls = Arc::new(AtomicU32::new(0));
     let registry = registry(unquote(&calls));
     let outcome = registry
-        .call(ToolCall::new(
-            "call_1",
-            "book_callback",
-            r#"{"earliest":17,"latest":9}"#,
-        ))
+        .call_in(
+            &Session::new("anonymous"),
+            ToolCall::new("call_1", "book_callback", r#"{"earliest":17,"latest":9}"#),
+        )
         .await;
     assert_eq!(outcome.error_kind(), Some(ErrorKind::SemanticInvalid));
     assert_eq!(calls.load(Ordering::SeqCst), 0);
@@ -191,11 +208,11 @@ async fn a_tool_with_side_effects_runs_once_with_the_repaired_arguments() {
     let calls = Arc::new(AtomicU32::new(0));
     let registry = registry(unquote(&calls));
     let call = || ToolCall::new("call_9", "send_message", r#"{"to":"ada","copies":"2"}"#);
-    let first = registry.call(call()).await;
+    let first = registry.call_in(&Session::new("anonymous"), call()).await;
     assert!(first.is_repaired());
     assert_eq!(first.to_model_json()["data"], "2 to ada");
     // The same proposal again: the idempotency store answers.
-    let again = registry.call(call()).await;
+    let again = registry.call_in(&Session::new("anonymous"), call()).await;
     assert!(again.is_replayed());
 }
 
@@ -205,10 +222,16 @@ async fn every_malformed_call_is_logged_recovered_or_not() {
     let registry = registry(unquote(&calls));
     let seen = capture::capture(async {
         registry
-            .call(search(r#"{"query":"ada","max_results":"2"}"#))
+            .call_in(
+                &Session::new("anonymous"),
+                search(r#"{"query":"ada","max_results":"2"}"#),
+            )
             .await;
         registry
-            .call(search(r#"{"query":"ada","max_results":"50"}"#))
+            .call_in(
+                &Session::new("anonymous"),
+                search(r#"{"query":"ada","max_results":"50"}"#),
+            )
             .await;
     })
     .await;
@@ -231,7 +254,10 @@ fn the_prompt_carries_the_tool_the_error_and_the_schema() {
     tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap()
-        .block_on(registry.call(search(r#"{"query":"ada","max_results":"2"}"#)));
+        .block_on(registry.call_in(
+            &Session::new("anonymous"),
+            search(r#"{"query":"ada","max_results":"2"}"#),
+        ));
     let prompt = seen.lock().unwrap().clone();
     assert!(prompt.starts_with("Your previous call to `search_orders` was rejected:\n\n  `max_results`: expected an integer, got string \"2\""), "{prompt}");
     assert!(

@@ -449,11 +449,11 @@ fn field_metadata_lists_the_declared_rules() {
     assert_eq!(
         promo.declared_rules(),
         [
-            toolwright::Rule::Length {
+            toolwright::tool::Rule::Length {
                 min: Some(4),
                 max: Some(12)
             },
-            toolwright::Rule::Custom("no_test_codes"),
+            toolwright::tool::Rule::Custom("no_test_codes"),
         ]
     );
 }

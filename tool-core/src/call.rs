@@ -2,6 +2,7 @@
 //! tool body can see of both while it runs ([`Invocation`], [`ToolContext`], [`State`]).
 
 use std::any::{Any, TypeId};
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
 use std::ops::Deref;
@@ -11,11 +12,11 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
-use crate::approval::Approver;
+use crate::conversation::{ConversationMemory, InMemoryConversation};
 use crate::execute::clock::ClockHandle;
+use crate::guard::approval::Approver;
+use crate::guard::provenance::Grounding;
 use crate::idempotency::{IdempotencyKey, KeyMode};
-use crate::provenance::Grounded;
-use crate::recovery::{Attempts, RecoveryBudget};
 
 /// A call the model proposed: the provider's call id, the tool name, and the argument text
 /// exactly as the model wrote it (parsed by the registry, never trusted).
@@ -67,8 +68,10 @@ impl ToolCall {
     }
 }
 
-/// Per-conversation state: who is asking, with which scopes, and the scope idempotency keys are
-/// derived in. Cheap to clone; clones share the same conversation.
+/// Who is calling and under which policy: the conversation id, the principal and its scopes,
+/// how idempotency keys are scoped and derived, who approves consequential calls, and the
+/// conversation's memory (grounded ids, recovery counts). Cheap to clone; clones share the same
+/// conversation.
 ///
 /// ```
 /// use toolwright_core::Session;
@@ -84,48 +87,53 @@ struct SessionInner {
     id: String,
     principal: Option<String>,
     scopes: Vec<String>,
-    idempotency_scope: String,
+    /// `None` outside a conversation: each call gets a scope of its own.
+    idempotency_scope: Option<String>,
     key_mode: Option<KeyMode>,
     approver: Option<Arc<dyn Approver>>,
-    /// The ids tools returned in this conversation (shared by the clones of a session).
-    grounded: Arc<Grounded>,
-    /// `false` for the session of calls made outside any conversation: it remembers no ids.
-    conversation: bool,
-    /// The model's failures in a row, for its recovery budget (shared by the clones).
-    recovery: Arc<Attempts>,
+    /// What the conversation remembers; `None` outside a conversation, which remembers nothing.
+    memory: Option<Arc<dyn ConversationMemory>>,
 }
 
 impl Session {
-    /// A session for one conversation. Its id is also its idempotency scope.
+    /// A session for one conversation, remembering in this process
+    /// ([`InMemoryConversation`]). Its id is also its idempotency scope.
     pub fn new(id: impl Into<String>) -> Self {
         let id = id.into();
         Session(Arc::new(SessionInner {
-            idempotency_scope: id.clone(),
+            idempotency_scope: Some(id.clone()),
             id,
             principal: None,
             scopes: Vec::new(),
             key_mode: None,
             approver: None,
-            grounded: Arc::default(),
-            conversation: true,
-            recovery: Arc::default(),
+            memory: Some(Arc::new(InMemoryConversation::new())),
         }))
     }
 
-    /// The session [`Registry::call`](crate::Registry::call) uses: no principal, no scopes.
+    /// A session outside any conversation, what [`Registry::call`](crate::Registry::call)
+    /// runs in: no principal, no scopes, no approver, no memory (nothing a tool returns is
+    /// remembered, and a grounded argument is refused), and each call's idempotency key in a
+    /// scope of its own, so two unrelated callers that both send the id `call_1` never share a
+    /// key. Redelivering a call is recognized only inside a conversation: use
+    /// [`Session::new`] and [`Registry::call_in`](crate::Registry::call_in) for that.
     pub fn anonymous() -> Self {
-        Session::new("anonymous")
+        Session(Arc::new(SessionInner {
+            id: "anonymous".to_owned(),
+            principal: None,
+            scopes: Vec::new(),
+            idempotency_scope: None,
+            key_mode: None,
+            approver: None,
+            memory: None,
+        }))
     }
 
     /// One shared anonymous session, so [`Registry::call`](crate::Registry::call) does not
     /// build (and drop) a fresh one per call.
     pub(crate) fn shared_anonymous() -> &'static Session {
         static ANONYMOUS: OnceLock<Session> = OnceLock::new();
-        ANONYMOUS.get_or_init(|| {
-            let mut session = Session::anonymous();
-            Arc::make_mut(&mut session.0).conversation = false;
-            session
-        })
+        ANONYMOUS.get_or_init(Session::anonymous)
     }
 
     /// Records `id` as a known `kind` identifier of this conversation, as if a tool had returned
@@ -141,25 +149,29 @@ impl Session {
     /// assert!(!session.is_grounded("account", "ACC-312"));
     /// ```
     pub fn ground(&self, kind: &str, id: impl Into<String>) {
-        self.record_ids(kind, [id.into()]);
+        if let Some(memory) = &self.0.memory {
+            memory.record_ids(kind, vec![id.into()]);
+        }
     }
 
     /// Whether `id` is a known `kind` identifier of this conversation.
     pub fn is_grounded(&self, kind: &str, id: &str) -> bool {
-        self.0.conversation && self.0.grounded.contains(kind, id)
+        self.0
+            .memory
+            .as_ref()
+            .is_some_and(|memory| memory.is_grounded(kind, id))
     }
 
-    /// Counts the outcome against the model's recovery budget in this conversation.
-    pub(crate) fn count_recovery(&self, budget: &RecoveryBudget, outcome: &mut crate::Outcome) {
-        if self.0.conversation {
-            self.0.recovery.apply(budget, outcome);
-        }
+    /// The conversation's memory; `None` outside a conversation ([`Session::anonymous`]).
+    pub fn memory(&self) -> Option<&dyn ConversationMemory> {
+        self.0.memory.as_deref()
     }
 
-    pub(crate) fn record_ids(&self, kind: &str, ids: impl IntoIterator<Item = String>) {
-        if self.0.conversation {
-            self.0.grounded.record(kind, ids);
-        }
+    /// Keeps the conversation's memory in `memory` instead of this process's, for example a
+    /// store shared by every replica of a service. See [`conversation`](crate::conversation).
+    pub fn with_memory(mut self, memory: Arc<dyn ConversationMemory>) -> Self {
+        Arc::make_mut(&mut self.0).memory = Some(memory);
+        self
     }
 
     /// Sets who is asking (a user or service id).
@@ -181,7 +193,7 @@ impl Session {
     /// Sets the scope idempotency keys are derived in (defaults to the session id). Share a
     /// scope across sessions that must recognize each other's retries.
     pub fn with_idempotency_scope(mut self, scope: impl Into<String>) -> Self {
-        Arc::make_mut(&mut self.0).idempotency_scope = scope.into();
+        Arc::make_mut(&mut self.0).idempotency_scope = Some(scope.into());
         self
     }
 
@@ -202,7 +214,7 @@ impl Session {
     }
 
     /// Who decides the calls of tools that require approval (`#[tool(requires_approval)]`); a
-    /// session without one refuses them (`approval_denied`). See [`approval`](crate::approval).
+    /// session without one refuses them (`approval_denied`). See [`approval`](crate::guard::approval).
     pub fn with_approver<A: Approver>(mut self, approver: Arc<A>) -> Self {
         Arc::make_mut(&mut self.0).approver = Some(approver);
         self
@@ -239,9 +251,24 @@ impl Session {
         self.0.scopes.iter().any(|s| s == scope)
     }
 
-    /// The scope idempotency keys are derived in.
-    pub fn idempotency_scope(&self) -> &str {
-        &self.0.idempotency_scope
+    /// The scope idempotency keys are derived in; `None` outside a conversation, where each
+    /// call gets a scope of its own ([`Session::anonymous`]).
+    pub fn idempotency_scope(&self) -> Option<&str> {
+        self.0.idempotency_scope.as_deref()
+    }
+
+    /// The idempotency scope of one call: the session's, or a fresh one of the call's own.
+    pub(crate) fn call_scope(&self) -> Cow<'_, str> {
+        match &self.0.idempotency_scope {
+            Some(scope) => Cow::Borrowed(scope),
+            None => Cow::Owned(format!("anonymous.{:032x}", fastrand::u128(..))),
+        }
+    }
+}
+
+impl Grounding for Session {
+    fn is_grounded(&self, kind: &str, id: &str) -> bool {
+        Session::is_grounded(self, kind, id)
     }
 }
 
@@ -258,6 +285,7 @@ impl fmt::Debug for Session {
             .field("principal", &self.0.principal)
             .field("scopes", &self.0.scopes)
             .field("approver", &self.0.approver.is_some())
+            .field("conversation", &self.0.memory.is_some())
             .finish()
     }
 }
@@ -350,9 +378,7 @@ impl Invocation<'_> {
     pub fn idempotency_key(&self) -> IdempotencyKey {
         match self.key {
             Some(key) => key.clone(),
-            None => {
-                IdempotencyKey::derive(self.session.idempotency_scope(), self.tool, self.call_id)
-            }
+            None => IdempotencyKey::derive(&self.session.call_scope(), self.tool, self.call_id),
         }
     }
 

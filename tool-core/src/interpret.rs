@@ -1,9 +1,12 @@
 //! The interpretation seam: the tool answered; is it a usable result, and is it an empty one?
 //!
-//! "No exception was thrown" is not "the call succeeded" (seed 000, "Partial and ambiguous
-//! results"). A result that cannot be serialized is `invalid_result`; an empty list or `None` is
-//! [`Status::Empty`], distinct from success with data, so the model can tell "found nothing" from
-//! "the tool broke" and from an answer. A tool returning `()` has succeeded, not come up empty.
+//! "No error was raised" is not "the call succeeded". A result that cannot be serialized is
+//! `invalid_result`; an empty list or `None` is [`Status::Empty`], distinct from success with
+//! data, so the model can tell "found nothing" from "the tool broke" and from an answer. A tool
+//! returning `()` has succeeded, not come up empty, and so has one returning an empty JSON
+//! object: that is also what a struct without fields (an acknowledgement) looks like, and
+//! nothing in the text tells the two apart. A tool whose "nothing found" is a map returns an
+//! `Option` of it, or a list.
 
 use std::any::TypeId;
 
@@ -56,6 +59,18 @@ mod tests {
         assert_eq!(result("t", &()).map(|r| r.0).ok(), Some(Status::Success));
         assert_eq!(
             result("t", &vec![1]).map(|r| r.0).ok(),
+            Some(Status::Success)
+        );
+    }
+
+    #[test]
+    fn an_empty_map_or_struct_is_a_success() {
+        #[derive(serde::Serialize)]
+        struct Ack {}
+        let empty = std::collections::BTreeMap::<String, u8>::new();
+        assert_eq!(result("t", &empty).map(|r| r.0).ok(), Some(Status::Success));
+        assert_eq!(
+            result("t", &Ack {}).map(|r| r.0).ok(),
             Some(Status::Success)
         );
     }

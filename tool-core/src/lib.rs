@@ -4,47 +4,54 @@
 //! Most users depend on the `toolwright` facade crate and write tools with `#[tool]`; this
 //! crate holds everything that is not a macro. The module layout follows the life of a call:
 //!
-//! | module | seam | owns |
+//! | module | stage | owns |
 //! |---|---|---|
-//! | [`call`] | proposal | [`ToolCall`], [`Session`], what a tool body sees ([`Invocation`], [`ToolContext`]) |
-//! | [`validate`] | validation | shape errors with paths, field rules, semantic checks |
-//! | [`execute`] | execution | timeouts, one deadline per call, retries with jittered backoff and a budget, circuit breakers, panic containment, cancellation semantics, classification helpers |
+//! | [`outcome`] | all | [`Outcome`], [`Status`], [`ErrorKind`], [`Seam`], attempt records, the envelope |
+//! | [`error`] | all | [`ToolError`]: how a tool body says what went wrong |
+//! | [`tool`] | all | the [`Tool`] trait, [`ToolSpec`], [`ToolMeta`], [`Effect`], field metadata |
+//! | [`call`] | proposal | [`ToolCall`], [`Session`], what a tool body sees ([`Invocation`], [`ToolContext`], [`State`]) |
+//! | [`conversation`] | all | what a conversation remembers: grounded ids, recovery counts, the recovery budget |
+//! | [`validate`] | validation | shape errors with paths, field rules, the repair pass |
+//! | [`guard`] | validation | scopes and authorization, provenance of ids, approval |
 //! | [`idempotency`] | execution | [`IdempotencyKey`], [`KeyMode`], the [`IdempotencyStore`] ([`MemoryStore`], `RedisStore`) |
+//! | [`execute`] | execution | timeouts, one deadline per call, retries with jittered backoff and a budget, circuit breakers, panic containment, fallbacks |
 //! | [`interpret`] | interpretation | result shape, empty vs success |
-//! | [`outcome`] | all | [`Outcome`], [`Status`], [`ErrorKind`], [`Seam`], the envelope |
-//! | [`registry`] | all | [`Registry`], the pipeline, auto-collection |
+//! | `pipeline` | all | the stages in order, and the finalizer every call ends with |
+//! | [`registry`] | all | [`Registry`], its builder, auto-collection |
+//! | [`observe`] | all | the `tracing` events, redaction of arguments |
 //! | [`providers`] | proposal, return | export to OpenAI, Anthropic, Gemini and MCP; parse their calls; format outcomes back |
+//! | [`replay`] | all | record calls, replay them against a changed registry |
 
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
 
-pub mod approval;
 pub mod call;
+pub mod conversation;
 pub mod error;
 pub mod execute;
+pub mod guard;
 pub mod idempotency;
 pub mod interpret;
 pub mod observe;
 pub mod outcome;
-pub mod provenance;
+mod pipeline;
 pub mod providers;
-pub mod recovery;
 pub mod registry;
-pub mod repair;
 pub mod replay;
 pub mod tool;
 pub mod validate;
 
 pub use call::{Invocation, Session, State, ToolCall, ToolContext};
 pub use error::ToolError;
-pub use execute::{AttemptRecord, RetryStop};
 pub use idempotency::{IdempotencyKey, IdempotencyStore, KeyMode, MemoryStore};
 pub use observe::ArgumentLog;
-pub use outcome::{ErrorKind, Outcome, Seam, Status, Violation};
-pub use registry::{BuildError, CollectedTool, Registry, RegistryBuilder, DEFAULT_TIMEOUT};
-pub use tool::{FieldMeta, Number, Rule, StateRequirement, Tool, ToolMeta, ToolSpec};
+pub use outcome::{AttemptRecord, ErrorKind, Outcome, RetryStop, Seam, Status, Violation};
+pub use registry::{BuildError, Registry, RegistryBuilder};
+pub use tool::{Effect, Tool, ToolMeta, ToolSpec};
 
-/// A system-prompt paragraph that teaches a model to read toolwright's result envelope
-/// (seed 001: the model recovers best when the error contract is stated up front).
+/// A system-prompt paragraph that teaches a model to read toolwright's result envelope: a model
+/// recovers from tool errors far more often when the error contract is stated up front than
+/// when it has to guess what each field means.
 ///
 /// ```
 /// let system_prompt = format!("You are a support agent.\n\n{}", toolwright_core::ERROR_CONTRACT);

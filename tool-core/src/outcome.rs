@@ -19,7 +19,81 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use crate::execute::{AttemptRecord, Attempts, RetryStop};
+/// One attempt of a call: its number, the wait before it, how long it ran, and how it ended.
+/// The attempts of a call, in order, are [`Outcome::attempt_history`](crate::Outcome::attempt_history).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AttemptRecord {
+    pub(crate) number: u32,
+    pub(crate) waited: Duration,
+    pub(crate) elapsed: Duration,
+    pub(crate) error: Option<ErrorKind>,
+}
+
+impl AttemptRecord {
+    /// 1 for the first attempt, 2 for the first retry, ...
+    pub fn number(&self) -> u32 {
+        self.number
+    }
+
+    /// The backoff (or `Retry-After`) wait before this attempt; zero for the first.
+    pub fn waited(&self) -> Duration {
+        self.waited
+    }
+
+    /// How long the attempt ran. A result that came without waiting (the body's first poll) is
+    /// timed up to when the outcome was ready, its interpretation included, and so is a first
+    /// attempt that answered.
+    pub fn elapsed(&self) -> Duration {
+        self.elapsed
+    }
+
+    /// How the attempt failed, `None` if the tool body returned a result.
+    pub fn error(&self) -> Option<ErrorKind> {
+        self.error
+    }
+}
+
+/// The attempts an [`Outcome`](crate::Outcome) keeps, behind one thin pointer so that every
+/// outcome stays small.
+#[derive(Debug, Clone)]
+pub(crate) struct Attempts(pub(crate) Vec<AttemptRecord>);
+
+/// Why the framework stopped retrying a transient failure, told by
+/// [`Outcome::retry_stop`](crate::Outcome::retry_stop) and in the failure's message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum RetryStop {
+    /// The tool is not idempotent and takes no idempotency key, and the failure does not prove
+    /// the action never started: repeating it could repeat its side effect.
+    NotIdempotent,
+    /// Every attempt allowed was made.
+    Attempts,
+    /// The next attempt could not start before the call's deadline.
+    Deadline,
+    /// The tool's retry budget was spent.
+    Budget,
+    /// The tool's circuit breaker opened between attempts.
+    CircuitOpen,
+}
+
+impl RetryStop {
+    /// A short name: `not_idempotent`, `attempts`, `deadline`, `budget`, `circuit_open`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            RetryStop::NotIdempotent => "not_idempotent",
+            RetryStop::Attempts => "attempts",
+            RetryStop::Deadline => "deadline",
+            RetryStop::Budget => "budget",
+            RetryStop::CircuitOpen => "circuit_open",
+        }
+    }
+}
+
+impl fmt::Display for RetryStop {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 /// The coarse result of a call, the envelope's `status` field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -27,8 +101,9 @@ use crate::execute::{AttemptRecord, Attempts, RetryStop};
 pub enum Status {
     /// The tool ran and returned data.
     Success,
-    /// The tool ran and found nothing (an empty list, `None`, an empty map). Distinct from
-    /// success so the model does not mistake "no matches" for an answer, nor for a fault.
+    /// The tool ran and found nothing (an empty list, `None`). Distinct from success so the
+    /// model does not mistake "no matches" for an answer, nor for a fault. An empty JSON object
+    /// is a success: a struct without fields looks the same.
     Empty,
     /// The call failed; [`Outcome::error_kind`] says how.
     Error,
@@ -199,6 +274,34 @@ impl ErrorKind {
                 | ErrorKind::ToolPanicked
                 | ErrorKind::InvalidResult
         )
+    }
+}
+
+impl ErrorKind {
+    /// Whether a failed attempt that ended with this kind may have acted on its dependency, so
+    /// that the call's effect is unknown: a timeout, a 5xx, a throttled or panicked attempt,
+    /// unless the tool's error proved the request never left (`never_started`). Every other
+    /// failure either happened before anything ran (validation, an open breaker, the
+    /// idempotency store's refusals) or is the dependency's definite answer (404, 409, ...).
+    ///
+    /// The one rule both the retry guard (may this attempt be repeated?) and the idempotency
+    /// store (record an unknown effect, or release the key?) follow.
+    ///
+    /// ```
+    /// use toolwright_core::ErrorKind;
+    ///
+    /// assert!(ErrorKind::Timeout.may_have_acted(false));
+    /// assert!(!ErrorKind::Timeout.may_have_acted(true));
+    /// assert!(!ErrorKind::NotFound.may_have_acted(false));
+    /// ```
+    pub const fn may_have_acted(self, never_started: bool) -> bool {
+        matches!(
+            self,
+            ErrorKind::Timeout
+                | ErrorKind::RateLimited
+                | ErrorKind::Unavailable
+                | ErrorKind::ToolPanicked
+        ) && !never_started
     }
 }
 

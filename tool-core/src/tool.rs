@@ -42,7 +42,7 @@ use serde_json::{Map, Value};
 
 use crate::call::{Invocation, Session};
 use crate::error::ToolError;
-use crate::provenance::Grounds;
+use crate::guard::provenance::Grounds;
 use crate::validate::Violations;
 
 /// A tool the model can call: typed arguments in, a serializable result or a classified
@@ -282,6 +282,26 @@ impl FieldMeta {
     }
 }
 
+/// What calling a tool does to the world, which decides how the registry may repeat it.
+///
+/// | effect | `#[tool(..)]` | retried by the framework | idempotency store |
+/// |---|---|---|---|
+/// | [`ReadOnly`](Effect::ReadOnly) | `read_only` | transient failures, freely | never |
+/// | [`Idempotent`](Effect::Idempotent) | `idempotent = true` | transient failures, freely | never |
+/// | [`SideEffecting`](Effect::SideEffecting) | the default | only with the same `IdempotencyKey`, or when the failure proves nothing started | every call: replayed, refused or run once |
+///
+/// The default matches MCP's `idempotentHint`, which is `false` unless a tool says otherwise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Effect {
+    /// Changes nothing: calling it any number of times is safe.
+    ReadOnly,
+    /// Changes something, but calling it twice has the same effect as calling it once.
+    Idempotent,
+    /// Each call may act anew (a refund, an email): the registry runs it at most once per key.
+    #[default]
+    SideEffecting,
+}
+
 /// Static facts about a tool: what `#[tool(...)]` declares. Built with `const` methods so the
 /// macro (or you) can write it as an associated constant.
 #[derive(Debug, Clone, Copy)]
@@ -289,8 +309,7 @@ pub struct ToolMeta {
     pub(crate) name: &'static str,
     pub(crate) description: &'static str,
     pub(crate) timeout: Option<Duration>,
-    pub(crate) idempotent: bool,
-    pub(crate) read_only: bool,
+    pub(crate) effect: Effect,
     pub(crate) retries: Option<u32>,
     pub(crate) scopes: &'static [&'static str],
     pub(crate) requires_approval: bool,
@@ -307,8 +326,7 @@ impl ToolMeta {
             name,
             description,
             timeout: None,
-            idempotent: false,
-            read_only: false,
+            effect: Effect::SideEffecting,
             retries: None,
             scopes: &[],
             requires_approval: false,
@@ -325,16 +343,26 @@ impl ToolMeta {
         self
     }
 
-    /// Declares that calling twice has the same effect as calling once.
-    pub const fn idempotent(mut self, idempotent: bool) -> Self {
-        self.idempotent = idempotent;
+    /// What calling the tool does ([`Effect`]).
+    pub const fn effect(mut self, effect: Effect) -> Self {
+        self.effect = effect;
         self
     }
 
-    /// Declares that the tool changes nothing (implies idempotent).
+    /// Declares whether calling twice has the same effect as calling once
+    /// ([`Effect::Idempotent`] or [`Effect::SideEffecting`]; a read-only tool stays read-only).
+    pub const fn idempotent(mut self, idempotent: bool) -> Self {
+        self.effect = match (self.effect, idempotent) {
+            (Effect::ReadOnly, true) => Effect::ReadOnly,
+            (_, true) => Effect::Idempotent,
+            (_, false) => Effect::SideEffecting,
+        };
+        self
+    }
+
+    /// Declares that the tool changes nothing ([`Effect::ReadOnly`], which implies idempotent).
     pub const fn read_only(mut self) -> Self {
-        self.read_only = true;
-        self.idempotent = true;
+        self.effect = Effect::ReadOnly;
         self
     }
 
@@ -363,7 +391,7 @@ impl ToolMeta {
     }
 
     /// Where the tool's result carries identifiers the session should know
-    /// ([`provenance`](crate::provenance)).
+    /// ([`provenance`](crate::guard::provenance)).
     pub const fn grounds(mut self, grounds: &'static [Grounds]) -> Self {
         self.grounds = grounds;
         self
@@ -416,7 +444,7 @@ impl ToolSpec {
                         // No JSON Schema keyword says "an id you were given": say it in words.
                         let note = format!(
                             "Must be {} id returned by a tool in this conversation; never invent one.",
-                            crate::provenance::article(kind)
+                            crate::guard::provenance::article(kind)
                         );
                         let description = match prop.get("description").and_then(Value::as_str) {
                             Some(d) => format!("{} {note}", d.trim_end()),
@@ -468,14 +496,19 @@ impl ToolSpec {
         self.timeout
     }
 
-    /// Whether calling twice has the same effect as calling once.
+    /// What calling the tool does to the world.
+    pub fn effect(&self) -> Effect {
+        self.meta.effect
+    }
+
+    /// Whether calling twice has the same effect as calling once (read-only or idempotent).
     pub fn idempotent(&self) -> bool {
-        self.meta.idempotent
+        self.meta.effect != Effect::SideEffecting
     }
 
     /// Whether the tool changes nothing.
     pub fn read_only(&self) -> bool {
-        self.meta.read_only
+        self.meta.effect == Effect::ReadOnly
     }
 
     /// Retries after the first attempt, when the tool declares them.
@@ -493,7 +526,7 @@ impl ToolSpec {
         self.meta.requires_approval
     }
 
-    /// Where the tool's result carries identifiers ([`provenance`](crate::provenance)).
+    /// Where the tool's result carries identifiers ([`provenance`](crate::guard::provenance)).
     pub fn grounds(&self) -> &'static [Grounds] {
         self.meta.grounds
     }

@@ -65,6 +65,7 @@ pub mod breaker;
 pub mod budget;
 pub mod classify;
 pub mod clock;
+pub(crate) mod fallback;
 pub mod random;
 pub mod retry;
 mod window;
@@ -85,52 +86,13 @@ pub use random::{RandomSource, SeededRandom, ThreadRandom};
 pub use retry::{RetryPolicy, RetryStop};
 
 use crate::error::ToolError;
-use crate::idempotency::Disposition;
-use crate::outcome::{ErrorKind, Failure, Status};
+pub use crate::outcome::AttemptRecord;
+use crate::outcome::{Attempts, ErrorKind, Failure};
 pub(crate) use breaker::Rejection;
 use breaker::{Breaker, Permit, Verdict};
 use budget::Budget;
 use clock::{ceil_millis, nanos_since, ClockHandle};
 use random::RandomHandle;
-
-/// One attempt of a call: its number, the wait before it, how long it ran, and how it ended.
-/// The attempts of a call, in order, are [`Outcome::attempt_history`](crate::Outcome::attempt_history).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct AttemptRecord {
-    pub(crate) number: u32,
-    pub(crate) waited: Duration,
-    pub(crate) elapsed: Duration,
-    pub(crate) error: Option<ErrorKind>,
-}
-
-impl AttemptRecord {
-    /// 1 for the first attempt, 2 for the first retry, ...
-    pub fn number(&self) -> u32 {
-        self.number
-    }
-
-    /// The backoff (or `Retry-After`) wait before this attempt; zero for the first.
-    pub fn waited(&self) -> Duration {
-        self.waited
-    }
-
-    /// How long the attempt ran. A result that came without waiting (the body's first poll) is
-    /// timed up to when the outcome was ready, its interpretation included, and so is a first
-    /// attempt that answered.
-    pub fn elapsed(&self) -> Duration {
-        self.elapsed
-    }
-
-    /// How the attempt failed, `None` if the tool body returned a result.
-    pub fn error(&self) -> Option<ErrorKind> {
-        self.error
-    }
-}
-
-/// The attempts an [`Outcome`](crate::Outcome) keeps, behind one thin pointer so that every
-/// outcome stays small.
-#[derive(Debug, Clone)]
-pub(crate) struct Attempts(pub(crate) Vec<AttemptRecord>);
 
 /// The attempts of one call. One record lives inline, so the success path allocates nothing.
 #[derive(Debug, Clone, Default)]
@@ -231,6 +193,17 @@ pub(crate) struct Executed<T> {
 }
 
 impl<T> Executed<T> {
+    /// The same execution with its result mapped (the tool's value interpreted, say).
+    pub(crate) fn and_then<U>(self, f: impl FnOnce(T) -> Result<U, Failure>) -> Executed<U> {
+        Executed {
+            result: self.result.and_then(|value| f(value).map_err(Box::new)),
+            history: self.history,
+            stop: self.stop,
+            open_since: self.open_since,
+            uncertain: self.uncertain,
+        }
+    }
+
     /// A body run bare: no attempts recorded, no breaker, no retries.
     pub(crate) fn unguarded(result: Result<T, ToolError>) -> Self {
         Executed {
@@ -331,24 +304,27 @@ impl Guard {
         self.unguarded
     }
 
-    /// The attempts of a call that entered the registry at `started`, before the first.
+    /// The attempts of a call whose execution begins at `begin`, before the first.
+    ///
+    /// The call's deadline and the first attempt's timeout both count from `begin`, the moment
+    /// the first attempt starts: what came before (validation, a repair pass, a person's
+    /// approval, the idempotency store) has bounds of its own and never eats into the tool's
+    /// timeout. With an injected clock the call begins at that clock's `now`.
     ///
     /// A call runs as: [`Guard::admit`] an attempt, run its body bounded by
     /// `attempt_deadline`, [`Guard::settle`] what it came to; when that says to retry,
     /// [`Guard::retry`] does the rest. The caller runs the first attempt itself, so a call that
     /// succeeds at once is one future without the retry loop's state inside it.
     #[inline]
-    pub(crate) fn start(&self, env: &Env, started: Instant) -> Run {
-        // The deadline counts from the call's arrival; an injected clock has its own time line,
-        // on which the call arrives now.
-        let started = match &env.clock {
-            ClockHandle::Tokio => started,
+    pub(crate) fn start(&self, env: &Env, begin: Instant) -> Run {
+        // An injected clock has its own time line, on which the call begins now.
+        let begin = match &env.clock {
+            ClockHandle::Tokio => begin,
             ClockHandle::Custom(clock) => clock.now(),
         };
         Run {
-            deadline: started + self.deadline,
-            // The first attempt starts as the call arrives (validation takes microseconds).
-            begin: started,
+            deadline: begin + self.deadline,
+            begin,
             number: 1,
             waited: Duration::ZERO,
             history: History::Empty,
@@ -452,9 +428,7 @@ impl Guard {
             Verdict::Neutral
         };
         permit.record(verdict, end_at);
-        run.uncertain |=
-            Disposition::for_kind(Status::Error, Some(error.kind()), never_started(&error))
-                == Disposition::UnknownEffect;
+        run.uncertain |= error.kind().may_have_acted(never_started(&error));
         run.history.push(AttemptRecord {
             number,
             waited: run.waited,
@@ -677,7 +651,7 @@ fn classify_attempt<T>(
         Some(Ok(result)) => result,
         Some(Err(panic)) => {
             let detail = panic_message(panic.as_ref());
-            tracing::error!(tool, panic = %detail, "tool panicked; the panic was contained");
+            tracing::error!(target: "toolwright::execute", tool, panic = %detail, "tool panicked; the panic was contained");
             Err(ToolError::new(
                 ErrorKind::ToolPanicked,
                 format!("`{tool}` failed with an internal error; the arguments did not cause it and retrying will not help"),

@@ -41,10 +41,12 @@
 //! # let _ = registry;
 //! ```
 
-use std::fmt;
 use std::time::Duration;
 
 use super::random::RandomSource;
+
+/// Why retrying stopped; defined with the outcome that reports it.
+pub use crate::outcome::RetryStop;
 
 /// How many attempts a call gets and how the waits between them grow. Set registry-wide with
 /// [`RegistryBuilder::retry_policy`](crate::RegistryBuilder::retry_policy); a tool's own
@@ -121,43 +123,6 @@ impl RetryPolicy {
 impl Default for RetryPolicy {
     fn default() -> Self {
         RetryPolicy::new()
-    }
-}
-
-/// Why the framework stopped retrying a transient failure, told by
-/// [`Outcome::retry_stop`](crate::Outcome::retry_stop) and in the failure's message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum RetryStop {
-    /// The tool is not idempotent and takes no idempotency key, and the failure does not prove
-    /// the action never started: repeating it could repeat its side effect.
-    NotIdempotent,
-    /// Every attempt allowed was made.
-    Attempts,
-    /// The next attempt could not start before the call's deadline.
-    Deadline,
-    /// The tool's retry budget was spent.
-    Budget,
-    /// The tool's circuit breaker opened between attempts.
-    CircuitOpen,
-}
-
-impl RetryStop {
-    /// A short name: `not_idempotent`, `attempts`, `deadline`, `budget`, `circuit_open`.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            RetryStop::NotIdempotent => "not_idempotent",
-            RetryStop::Attempts => "attempts",
-            RetryStop::Deadline => "deadline",
-            RetryStop::Budget => "budget",
-            RetryStop::CircuitOpen => "circuit_open",
-        }
-    }
-}
-
-impl fmt::Display for RetryStop {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 

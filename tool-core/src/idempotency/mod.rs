@@ -71,6 +71,7 @@ mod fingerprint;
 mod memory;
 #[cfg(feature = "redis")]
 mod redis_store;
+mod stage;
 mod store;
 mod stored;
 
@@ -78,6 +79,7 @@ pub use fingerprint::Fingerprint;
 pub use memory::{MemoryStore, MemoryStoreBuilder, DEFAULT_MAX_BYTES};
 #[cfg(feature = "redis")]
 pub use redis_store::{RedisStore, RedisStoreBuilder};
+pub(crate) use stage::{begin as begin_call, settle as settle_call};
 pub use store::{
     Begin, Disposition, IdempotencyStore, Lease, Prior, Settled, StoreError, StoreFuture,
     DEFAULT_KEY_TTL, DEFAULT_LOCK_TTL,
@@ -97,12 +99,19 @@ use std::sync::Arc;
 /// The default derivation is the session's idempotency scope plus the model's call id, so the
 /// same proposal delivered twice maps to the same key, and two sessions never share keys.
 ///
+/// The parts are joined with `:`, and a `:` or `%` inside a part is percent-encoded, so the key
+/// names its parts unambiguously: a call id cannot be crafted to reach into another scope.
+///
 /// ```
 /// use toolwright_core::IdempotencyKey;
 ///
 /// let key = IdempotencyKey::derive("session-42", "refund_order", "call_1");
 /// assert_eq!(key.as_str(), "session-42:refund_order:call_1");
 /// assert_eq!(key, IdempotencyKey::derive("session-42", "refund_order", "call_1"));
+/// assert_ne!(
+///     IdempotencyKey::derive("a:t:x", "t", "y"),
+///     IdempotencyKey::derive("a", "t", "x:t:y"),
+/// );
 /// ```
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct IdempotencyKey(Arc<str>);
@@ -111,11 +120,11 @@ impl IdempotencyKey {
     /// Derives the key of a call from the session's scope, the tool name and the call id.
     pub fn derive(scope: &str, tool: &str, call_id: &str) -> Self {
         let mut s = String::with_capacity(scope.len() + tool.len() + call_id.len() + 2);
-        s.push_str(scope);
+        push_part(&mut s, scope);
         s.push(':');
-        s.push_str(tool);
+        push_part(&mut s, tool);
         s.push(':');
-        s.push_str(call_id);
+        push_part(&mut s, call_id);
         IdempotencyKey(Arc::from(s))
     }
 
@@ -127,6 +136,22 @@ impl IdempotencyKey {
     /// The key text, ready for an `Idempotency-Key` header.
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+}
+
+/// Appends one part of a key, `%` and `:` percent-encoded (RFC 3986 style), so that joining the
+/// parts with `:` is reversible.
+fn push_part(key: &mut String, part: &str) {
+    if !part.contains([':', '%']) {
+        key.push_str(part);
+        return;
+    }
+    for c in part.chars() {
+        match c {
+            '%' => key.push_str("%25"),
+            ':' => key.push_str("%3A"),
+            c => key.push(c),
+        }
     }
 }
 

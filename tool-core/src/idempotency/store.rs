@@ -320,34 +320,16 @@ impl Disposition {
             (Status::Error, None) => return Disposition::UnknownEffect,
             (Status::Error, Some(kind)) => kind,
         };
+        if kind.may_have_acted(never_started) {
+            return Disposition::UnknownEffect;
+        }
         match kind {
-            ErrorKind::InvalidJson
-            | ErrorKind::UnknownTool
-            | ErrorKind::UnknownArgument
-            | ErrorKind::SchemaMismatch
-            | ErrorKind::SemanticInvalid
-            | ErrorKind::UngroundedIdentifier
-            | ErrorKind::Unauthorized
-            | ErrorKind::ApprovalDenied
-            | ErrorKind::IdempotencyMismatch
-            | ErrorKind::DuplicateInFlight
-            | ErrorKind::CircuitOpen
-            | ErrorKind::Conflict => Disposition::Release,
-            ErrorKind::Timeout
-            | ErrorKind::RateLimited
-            | ErrorKind::Unavailable
-            | ErrorKind::ToolPanicked => {
-                if never_started {
-                    Disposition::Release
-                } else {
-                    Disposition::UnknownEffect
-                }
-            }
             ErrorKind::AuthExpired
             | ErrorKind::PermissionDenied
             | ErrorKind::NotFound
             | ErrorKind::BadRequest
             | ErrorKind::InvalidResult => Disposition::Complete,
+            _ => Disposition::Release,
         }
     }
 

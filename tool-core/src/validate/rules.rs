@@ -1,12 +1,12 @@
 //! Field rules: the runtime half of `#[arg(range/length/pattern/one_of/validate)]`.
 //!
 //! The macro calls these on the typed, already-parsed arguments; the schema half of the same
-//! declaration is written into the input schema from [`Rule`](crate::Rule). An absent optional
+//! declaration is written into the input schema from [`Rule`](crate::tool::Rule). An absent optional
 //! value (`None`) passes every rule: "optional" means the model may leave it out.
 //!
 //! ```
 //! use toolwright_core::validate::{rules, Violations};
-//! use toolwright_core::Number;
+//! use toolwright_core::tool::Number;
 //!
 //! let mut report = Violations::new();
 //! rules::range(&50u32, "max_results", Some(Number::int(1)), Some(Number::int(20)), &mut report);

@@ -1,7 +1,6 @@
 //! The model's recovery budget: how many times in a row a model may retry a tool after the same
-//! kind of failure before the envelope tells it to stop (seed 004: "a retry budget, distinct
-//! per error category, prevents an unrecoverable error from becoming an expensive, unbounded
-//! retry loop").
+//! kind of failure before the envelope tells it to stop (a budget per category of error keeps an
+//! error the model cannot fix from turning into an expensive, unbounded retry loop).
 //!
 //! | category | error types | retries (default) |
 //! |---|---|---|
@@ -10,16 +9,14 @@
 //! | semantic | `semantic_invalid` | 1 |
 //! | circuit open | `circuit_open` | 0: never again while it is open |
 //!
-//! Counted per conversation ([`Session`](crate::Session)) and tool; a success of the tool starts
+//! Counted per conversation (in the session's
+//! [`ConversationMemory`]) and tool; a success of the tool starts
 //! its count again. Once a failure exceeds its category's budget, its envelope says
 //! `"retryable": false` and the message ends with why the model should stop and tell the user.
 //! Calls outside a session ([`Registry::call`](crate::Registry::call)) are not counted. Set the
 //! budgets with [`RegistryBuilder::recovery_budget`](crate::RegistryBuilder::recovery_budget).
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, PoisonError};
-
+use super::memory::{ConversationMemory, FailureCategory as Category};
 use crate::outcome::{ErrorKind, Outcome};
 
 /// Retries a model gets per category of failure, per tool and conversation.
@@ -33,7 +30,7 @@ pub struct RecoveryBudget {
 
 impl Default for RecoveryBudget {
     /// 2 after a schema violation, 1 after an unknown tool or a semantic failure, 0 while a
-    /// breaker is open (seed 004).
+    /// breaker is open.
     fn default() -> Self {
         RecoveryBudget {
             schema: Some(2),
@@ -103,75 +100,54 @@ impl RecoveryBudget {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-enum Category {
-    Schema,
-    UnknownTool,
-    Semantic,
-    CircuitOpen,
-}
-
-impl Category {
-    fn words(self) -> &'static str {
-        match self {
-            Category::Schema => "with arguments that do not fit its schema",
-            Category::UnknownTool => "with a tool name that does not exist",
-            Category::Semantic => "with values that break its business rule",
-            Category::CircuitOpen => "while it is out of service",
-        }
+fn words(category: Category) -> &'static str {
+    match category {
+        Category::Schema => "with arguments that do not fit its schema",
+        Category::UnknownTool => "with a tool name that does not exist",
+        Category::Semantic => "with values that break its business rule",
+        Category::CircuitOpen => "while it is out of service",
     }
 }
 
-/// Failures in a row, per tool and category, of one conversation.
-#[derive(Debug, Default)]
-pub(crate) struct Attempts {
-    counts: Mutex<HashMap<(String, Category), u32>>,
-    /// Whether `counts` may hold anything: a success with nothing to forget takes no lock.
-    any: AtomicBool,
-}
-
-impl Attempts {
-    /// Counts the outcome against the budget; a failure past it is marked final.
-    pub(crate) fn apply(&self, budget: &RecoveryBudget, outcome: &mut Outcome) {
-        if outcome.is_ok() && !self.any.load(Ordering::Acquire) {
-            return;
-        }
-        let mut counts = self.counts.lock().unwrap_or_else(PoisonError::into_inner);
-        if outcome.is_ok() {
-            // Back on track: this tool's counts, and the count of invented names, start again.
-            counts.retain(|(tool, _), _| tool != outcome.tool() && !tool.is_empty());
-            self.any.store(!counts.is_empty(), Ordering::Release);
-            return;
-        }
-        let Some(kind) = outcome.error_kind() else {
-            return;
-        };
-        let Some((category, limit)) = budget.category(kind) else {
-            return;
-        };
-        // Invented names are counted together: a model that guesses a new one each time is
-        // still guessing.
-        let key = match category {
-            Category::UnknownTool => String::new(),
-            _ => outcome.tool().to_owned(),
-        };
-        let count = counts.entry((key, category)).or_insert(0);
-        *count += 1;
-        self.any.store(true, Ordering::Release);
-        let Some(limit) = limit else { return };
-        // After `limit` retries, that is `limit + 1` failures in a row, another call would be
-        // one retry too many: say so now.
-        if *count > limit {
-            let n = *count;
-            let tool = outcome.tool().to_owned();
-            if let Some(failure) = outcome.failure.as_deref_mut() {
-                failure.retryable = false;
-                let end = if failure.message.ends_with('.') {
-                    ""
-                } else {
-                    "."
-                };
-                let stop = match (n, category) {
+/// Counts the outcome against the budget in the conversation's memory; a failure past its
+/// category's budget is marked final (`retryable: false`, and the message says why to stop).
+pub(crate) fn apply(
+    budget: &RecoveryBudget,
+    memory: &dyn ConversationMemory,
+    outcome: &mut Outcome,
+) {
+    if outcome.is_ok() {
+        // Back on track: this tool's counts, and the count of invented names, start again.
+        memory.clear_failures(outcome.tool());
+        return;
+    }
+    let Some(kind) = outcome.error_kind() else {
+        return;
+    };
+    let Some((category, limit)) = budget.category(kind) else {
+        return;
+    };
+    // Invented names are counted together: a model that guesses a new one each time is
+    // still guessing.
+    let key = match category {
+        Category::UnknownTool => "",
+        _ => outcome.tool(),
+    };
+    let count = memory.count_failure(key, category);
+    let Some(limit) = limit else { return };
+    // After `limit` retries, that is `limit + 1` failures in a row, another call would be
+    // one retry too many: say so now.
+    if count > limit {
+        let n = count;
+        let tool = outcome.tool().to_owned();
+        if let Some(failure) = outcome.failure.as_deref_mut() {
+            failure.retryable = false;
+            let end = if failure.message.ends_with('.') {
+                ""
+            } else {
+                "."
+            };
+            let stop = match (n, category) {
                     (1, Category::CircuitOpen) => format!(
                         " Do not call `{tool}` again for this; tell the user it is unavailable right now"
                     ),
@@ -185,12 +161,11 @@ impl Attempts {
                     _ => format!(
                         " This is the {} failure of `{tool}` in a row {}: stop calling it for this and tell the user what went wrong",
                         ordinal(n),
-                        category.words()
+                        words(category)
                     ),
                 };
-                failure.message.push_str(end);
-                failure.message.push_str(&stop);
-            }
+            failure.message.push_str(end);
+            failure.message.push_str(&stop);
         }
     }
 }

@@ -1,24 +1,27 @@
 //! Human approval of consequential actions (`#[tool(requires_approval)]`).
 //!
-//! Seed 000: "for consequential actions (anything involving money, irreversible state
-//! changes, or external communication) a bounded escalation is safer than a confident guess."
-//! A tool that requires approval runs only when the session's [`Approver`] approves that exact
-//! call: the tool and its arguments, by their [`Fingerprint`], so a model cannot have one
-//! amount approved and send another.
+//! For actions that move money, cannot be undone or reach people outside (a refund, a wire, an
+//! email), a person's decision is safer than a model's confident guess. A tool that requires
+//! approval runs only when the session's [`Approver`] approves that exact call: the tool and its
+//! arguments, by their [`Fingerprint`], so a model cannot have one amount approved and send
+//! another, and (with [`ApprovalQueue`]) only for the principal and conversation that asked.
 //!
 //! The decision is an [`Approval`]: run it, refuse it (`approval_denied`, the model is told not
 //! to retry), or not decided yet (the outcome is [`Status::Pending`](crate::Status::Pending)
 //! with a ticket, `{"status":"pending","message":"...","data":{"ticket":"..."}}`). A session
-//! with no approver refuses every such call. Approval is part of the validation seam, after
-//! authorization: a refused or pending call never reaches the idempotency store, the breaker or
-//! the tool.
+//! with no approver refuses every such call. Approval is the last stage of the validation seam,
+//! after authorization. For a tool that is not idempotent, the idempotency store is asked first:
+//! a call that already ran under its key is replayed (and one still running is
+//! `duplicate_in_flight`) without asking again, so a re-delivered approved call can never be
+//! denied after the fact. A refused or pending call never reaches the breaker or the tool, and
+//! leaves its idempotency key as it found it.
 //!
 //! [`ApprovalQueue`] is an approver that queues each new call for a person to decide and answers
 //! the same call again, proposed after the decision, with that decision (once):
 //!
 //! ```
 //! use std::sync::Arc;
-//! use toolwright_core::approval::ApprovalQueue;
+//! use toolwright_core::guard::approval::ApprovalQueue;
 //! use toolwright_core::Session;
 //!
 //! let queue = Arc::new(ApprovalQueue::new());
@@ -39,26 +42,39 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
 
-use crate::call::Session;
+use crate::execute::clock::ClockHandle;
+use crate::execute::contain;
 use crate::idempotency::Fingerprint;
-use crate::observe;
-use crate::tool::FieldMeta;
+use crate::outcome::{ErrorKind, Failure};
 
 /// One call waiting for a decision: what the approver sees.
 pub struct ApprovalRequest<'a> {
-    pub(crate) session: &'a Session,
+    pub(crate) conversation: &'a str,
+    pub(crate) principal: Option<&'a str>,
+    pub(crate) scopes: &'a [String],
     pub(crate) tool: &'a str,
     pub(crate) call_id: &'a str,
     pub(crate) arguments: &'a str,
-    pub(crate) fields: &'a [FieldMeta],
+    pub(crate) redacted: String,
     pub(crate) fingerprint: Fingerprint,
 }
 
 impl ApprovalRequest<'_> {
-    /// The conversation the call belongs to (its principal, its scopes).
-    pub fn session(&self) -> &Session {
-        self.session
+    /// The id of the conversation the call belongs to ([`Session::id`](crate::Session::id)).
+    pub fn conversation(&self) -> &str {
+        self.conversation
+    }
+
+    /// Who asked, when the session names a principal.
+    pub fn principal(&self) -> Option<&str> {
+        self.principal
+    }
+
+    /// The scopes the principal holds.
+    pub fn scopes(&self) -> &[String] {
+        self.scopes
     }
 
     /// The tool.
@@ -76,10 +92,10 @@ impl ApprovalRequest<'_> {
         self.arguments
     }
 
-    /// The arguments with every `#[arg(sensitive)]` field replaced by `"[redacted]"`, to show a
-    /// reviewer or write to a log.
-    pub fn redacted_arguments(&self) -> String {
-        observe::redacted(self.arguments, self.fields)
+    /// The arguments as a reviewer or a log may see them: every `#[arg(sensitive)]` field and
+    /// every field the tool does not declare replaced by `"[redacted]"`.
+    pub fn redacted_arguments(&self) -> &str {
+        &self.redacted
     }
 
     /// The tool and its arguments, canonicalized and hashed: the same call proposed again has
@@ -92,7 +108,8 @@ impl ApprovalRequest<'_> {
 impl fmt::Debug for ApprovalRequest<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ApprovalRequest")
-            .field("session", &self.session.id())
+            .field("conversation", &self.conversation)
+            .field("principal", &self.principal)
             .field("tool", &self.tool)
             .field("call_id", &self.call_id)
             .field("arguments", &self.redacted_arguments())
@@ -118,7 +135,7 @@ pub enum Approval {
 }
 
 /// Decides whether a call of a tool that requires approval may run. Set on a session with
-/// [`Session::with_approver`].
+/// [`Session::with_approver`](crate::Session::with_approver).
 ///
 /// A closure `Fn(&ApprovalRequest) -> Approval` is an approver (a fixed policy); an approver
 /// that waits for a person either awaits the answer in [`Approver::review`] or answers
@@ -169,17 +186,26 @@ enum Decision {
     Denied(String),
 }
 
+/// Whose call a decision is for: its conversation, its principal and its fingerprint. A
+/// decision is never used for another principal's call, even in a conversation of the same id.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Asker {
+    conversation: String,
+    principal: Option<String>,
+    fingerprint: Fingerprint,
+}
+
 #[derive(Default)]
 struct Queue {
     next: u64,
-    /// By conversation and call fingerprint.
-    entries: HashMap<(String, Fingerprint), Decision>,
-    tickets: HashMap<String, (String, Fingerprint)>,
+    /// By who asked (conversation and principal) and the call's fingerprint.
+    entries: HashMap<Asker, Decision>,
+    tickets: HashMap<String, Asker>,
 }
 
 /// An in-memory [`Approver`]: each new call waits for a person ([`ApprovalQueue::waiting`],
-/// [`ApprovalQueue::approve`], [`ApprovalQueue::deny`]); the same call (same conversation, tool
-/// and arguments) proposed after the decision gets it, once. One process only: several
+/// [`ApprovalQueue::approve`], [`ApprovalQueue::deny`]); the same call (same conversation,
+/// principal, tool and arguments) proposed after the decision gets it, once. One process only: several
 /// replicas need an approver backed by a shared store.
 #[derive(Default)]
 pub struct ApprovalQueue {
@@ -242,14 +268,20 @@ impl Approver for ApprovalQueue {
         &'a self,
         request: &'a ApprovalRequest<'a>,
     ) -> Pin<Box<dyn Future<Output = Approval> + Send + 'a>> {
-        let key = (request.session.id().to_owned(), request.fingerprint);
+        let key = Asker {
+            conversation: request.conversation.to_owned(),
+            principal: request.principal.map(str::to_owned),
+            fingerprint: request.fingerprint,
+        };
         let mut queue = self.lock();
         let decision = match queue.entries.remove(&key) {
             Some(Decision::Approved) => Approval::Approved,
             Some(Decision::Denied(reason)) => Approval::Denied { reason },
             Some(Decision::Waiting(n, waiting)) => {
                 let ticket = waiting.ticket.clone();
-                queue.entries.insert(key, Decision::Waiting(n, waiting));
+                queue
+                    .entries
+                    .insert(key.clone(), Decision::Waiting(n, waiting));
                 Approval::Pending { ticket }
             }
             None => {
@@ -258,23 +290,67 @@ impl Approver for ApprovalQueue {
                 queue.tickets.insert(ticket.clone(), key.clone());
                 let waiting = Waiting {
                     ticket: ticket.clone(),
-                    session: request.session.id().to_owned(),
-                    principal: request.session.principal().map(str::to_owned),
+                    session: request.conversation.to_owned(),
+                    principal: request.principal.map(str::to_owned),
                     tool: request.tool.to_owned(),
                     call_id: request.call_id.to_owned(),
-                    arguments: request.redacted_arguments(),
+                    arguments: request.redacted.clone(),
                 };
                 let n = queue.next;
-                queue.entries.insert(key, Decision::Waiting(n, waiting));
+                queue
+                    .entries
+                    .insert(key.clone(), Decision::Waiting(n, waiting));
                 Approval::Pending { ticket }
             }
         };
         if !matches!(decision, Approval::Pending { .. }) {
             // Decided and used: the ticket is done.
-            queue
-                .tickets
-                .retain(|_, k| k.0 != request.session.id() || k.1 != request.fingerprint);
+            queue.tickets.retain(|_, k| *k != key);
         }
         Box::pin(std::future::ready(decision))
+    }
+}
+
+/// Why the approval stage did not let a call through.
+pub(crate) enum Refusal {
+    /// `approval_denied`, with the reason.
+    Denied(Failure),
+    /// Waiting for a person, with the ticket.
+    Pending(String),
+}
+
+/// The approval stage: asks `approver` about this exact call, bounded by `timeout` on `clock`,
+/// with a panic in the approver contained (it refuses the call).
+pub(crate) async fn review(
+    approver: Option<&dyn Approver>,
+    request: &ApprovalRequest<'_>,
+    clock: &ClockHandle,
+    timeout: Duration,
+) -> Result<(), Refusal> {
+    let name = request.tool;
+    let denied = |message: String| {
+        Err(Refusal::Denied(Failure::new(
+            ErrorKind::ApprovalDenied,
+            message,
+        )))
+    };
+    let Some(approver) = approver else {
+        return denied(format!("`{name}` needs a person's approval and no one can approve it in this conversation; do not retry, tell the user it cannot be done here"));
+    };
+    let cut = clock.now() + timeout;
+    match clock.run_until(cut, contain(|| approver.review(request))).await.0 {
+        Some(Ok(Approval::Approved)) => Ok(()),
+        Some(Ok(Approval::Denied { reason })) => denied(format!(
+            "`{name}` was not approved: {reason}. Do not retry it; tell the user"
+        )),
+        Some(Ok(Approval::Pending { ticket })) => Err(Refusal::Pending(ticket)),
+        Some(Err(_)) => {
+            tracing::error!(target: "toolwright::approval", tool = %name, "the approver panicked; the call is refused");
+            denied(format!("`{name}` could not be approved: the approval check failed with an internal error. Do not retry it; tell the user"))
+        }
+        None => denied(format!(
+            "`{name}` was not approved: no decision came within {} s. Do not retry it now; tell the user it is waiting for a person",
+            timeout.as_secs()
+        )),
     }
 }

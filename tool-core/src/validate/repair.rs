@@ -16,7 +16,7 @@
 //! seed 003 ships, and [`parse_reply`] reads the model's answer.
 //!
 //! ```
-//! use toolwright_core::repair::{Repair, RepairRequest};
+//! use toolwright_core::validate::repair::{Repair, RepairRequest};
 //! use toolwright_core::Registry;
 //!
 //! // A deterministic repairer: numbers sent as strings become numbers.
@@ -37,9 +37,12 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::execute::clock::ClockHandle;
+use crate::execute::contain;
 use crate::outcome::{ErrorKind, Failure, Violation};
 use crate::tool::ToolSpec;
 
@@ -139,12 +142,46 @@ pub(crate) fn repairable(kind: ErrorKind) -> bool {
     )
 }
 
+/// The repair stage's question: the repairer's corrected text for a call that failed on its
+/// form, bounded by `timeout` with panics contained; otherwise why not, as the word logged.
+pub(crate) async fn ask(
+    repairer: &dyn Repairer,
+    request: &RepairRequest<'_>,
+    clock: &ClockHandle,
+    timeout: Duration,
+) -> Result<String, &'static str> {
+    let cut = clock.now() + timeout;
+    match clock
+        .run_until(cut, contain(|| repairer.repair(request)))
+        .await
+        .0
+    {
+        Some(Ok(Repair::Arguments(text))) => Ok(text),
+        Some(Ok(Repair::Abort)) => Err("abort"),
+        Some(Err(_)) => Err("the repairer panicked"),
+        None => Err("the repairer did not answer in time"),
+    }
+}
+
+/// Logs one repair pass: every malformed call, recovered or not, so a tool whose calls often
+/// need repair shows that its description needs work.
+pub(crate) fn log(tool: &str, call_id: &str, kind: ErrorKind, result: &str) {
+    tracing::info!(
+        target: "toolwright::repair",
+        tool,
+        call_id,
+        error_type = kind.as_str(),
+        result,
+        "malformed arguments; repair pass"
+    );
+}
+
 /// Reads a model's reply to [`RepairRequest::prompt`]: a JSON object is the corrected
 /// arguments (a fenced code block around it is fine); `{"abort": true}`, or anything that is
 /// not a JSON object, is [`Repair::Abort`].
 ///
 /// ```
-/// use toolwright_core::repair::{parse_reply, Repair};
+/// use toolwright_core::validate::repair::{parse_reply, Repair};
 ///
 /// assert_eq!(parse_reply("```json\n{\"max_results\": 5}\n```"), Repair::Arguments(r#"{"max_results":5}"#.into()));
 /// assert_eq!(parse_reply(r#"{"abort": true}"#), Repair::Abort);

@@ -1,6 +1,6 @@
-//! Provenance: an identifier the model passes must be one a tool returned (seed 000, "Hallucinated
-//! parameters": "when a tool result returns identifiers, tag them as known-valid in the working
-//! context, and validate that identifier arguments in the next call match a known-valid value").
+//! Provenance: an identifier the model passes must be one a tool returned. A model that invents
+//! an order id makes a well-formed call that the schema accepts; the only defence is to remember
+//! the ids tools returned in the conversation and accept only those.
 //!
 //! - `#[tool(grounds(order = "id"))]`: every value at `id` in the tool's result (arrays are
 //!   walked at every step, so `id` covers an `Order` and a `Vec<Order>`; `lines.sku` reaches
@@ -12,24 +12,31 @@
 //! - [`Session::ground`](crate::Session::ground): the application grounds ids it knows itself
 //!   (the signed-in customer's account, what the user clicked).
 //!
-//! The ids live with the [`Session`], one conversation each (at most
-//! [`MAX_IDS_PER_KIND`] per kind, the oldest forgotten first). A call outside a session
-//! ([`Registry::call`](crate::Registry::call)) belongs to no conversation: nothing it returns is
-//! remembered, and a grounded argument is refused there.
+//! The ids live in the session's
+//! `ConversationMemory`, one conversation each (the
+//! default memory keeps at most
+//! [`MAX_IDS_PER_KIND`](crate::conversation::MAX_IDS_PER_KIND) per kind, the oldest forgotten
+//! first). A call outside a session ([`Registry::call`](crate::Registry::call)) belongs to no
+//! conversation: nothing it returns is remembered, and a grounded argument is refused there.
 
 use std::borrow::Cow;
-use std::collections::{HashMap, HashSet, VecDeque};
-use std::fmt;
-use std::sync::{Mutex, PoisonError};
 
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde_json::value::RawValue;
 use serde_json::Value;
 
-use crate::call::Session;
-use crate::outcome::Violation;
+use crate::conversation::ConversationMemory;
+use crate::outcome::{ErrorKind, Failure, Violation};
 use crate::validate::{escape_pointer, preview_str, Violations};
 
-/// How many ids of one kind a session remembers; beyond it the oldest is forgotten.
-pub const MAX_IDS_PER_KIND: usize = 10_000;
+/// What a grounded argument is checked against: the identifiers known in one conversation.
+/// A [`Session`](crate::Session) is one.
+pub trait Grounding {
+    /// Whether `id` is a known identifier of `kind`.
+    fn is_grounded(&self, kind: &str, id: &str) -> bool;
+}
 
 /// Where a tool's result carries ids of a kind (`#[tool(grounds(kind = "path"))]`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,51 +80,6 @@ fn walk(value: &Value, steps: &[&str], out: &mut Vec<String>) {
         (Value::String(s), None) => out.push(s.clone()),
         (Value::Number(n), None) => out.push(n.to_string()),
         _ => {}
-    }
-}
-
-/// The ids a session knows, by kind.
-#[derive(Default)]
-pub(crate) struct Grounded {
-    kinds: Mutex<HashMap<String, Ids>>,
-}
-
-#[derive(Default)]
-struct Ids {
-    known: HashSet<String>,
-    order: VecDeque<String>,
-}
-
-impl Grounded {
-    pub(crate) fn record(&self, kind: &str, ids: impl IntoIterator<Item = String>) {
-        let mut kinds = self.kinds.lock().unwrap_or_else(PoisonError::into_inner);
-        let entry = kinds.entry(kind.to_owned()).or_default();
-        for id in ids {
-            if entry.known.insert(id.clone()) {
-                entry.order.push_back(id);
-                if entry.order.len() > MAX_IDS_PER_KIND {
-                    if let Some(oldest) = entry.order.pop_front() {
-                        entry.known.remove(&oldest);
-                    }
-                }
-            }
-        }
-    }
-
-    pub(crate) fn contains(&self, kind: &str, id: &str) -> bool {
-        let kinds = self.kinds.lock().unwrap_or_else(PoisonError::into_inner);
-        kinds.get(kind).is_some_and(|ids| ids.known.contains(id))
-    }
-}
-
-impl fmt::Debug for Grounded {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let kinds = self.kinds.lock().unwrap_or_else(PoisonError::into_inner);
-        let counts: HashMap<&str, usize> = kinds
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.known.len()))
-            .collect();
-        f.debug_map().entries(counts).finish()
     }
 }
 
@@ -170,16 +132,16 @@ impl<T: Identifier> Identifier for Vec<T> {
 }
 
 /// The check `#[arg(grounded = "kind")]` generates: every id in `value` must be known to the
-/// session as a `kind` id.
+/// conversation as a `kind` id.
 pub fn check<T: Identifier + ?Sized>(
     value: &T,
     field: &str,
     kind: &str,
-    session: &Session,
+    known: &dyn Grounding,
     report: &mut Violations,
 ) {
     value.each_id(&mut |id| {
-        if !session.is_grounded(kind, &id) {
+        if !known.is_grounded(kind, &id) {
             let shown = preview_str(&id);
             report.push(Violation {
                 path: format!("/{}", escape_pointer(field)),
@@ -204,6 +166,55 @@ pub(crate) fn article(kind: &str) -> String {
     format!("{} `{kind}`", if vowel { "an" } else { "a" })
 }
 
+/// For each kind of id, the tools whose results carry it: named in `ungrounded_identifier` so
+/// the model knows where to look an id up.
+pub(crate) type Finders = HashMap<&'static str, Vec<Arc<str>>>;
+
+/// `ungrounded_identifier`: every id no tool returned (`violations`), and which tools return
+/// ids of the argument's `kinds`.
+#[cold]
+pub(crate) fn ungrounded<'k>(
+    violations: Vec<Violation>,
+    kinds: impl Iterator<Item = &'k str>,
+    finders: &Finders,
+) -> Failure {
+    let mut message = crate::validate::summarize(&violations);
+    let mut names: Vec<&str> = kinds
+        .flat_map(|kind| finders.get(kind).into_iter().flatten())
+        .map(|name| &**name)
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    if !message.ends_with('.') {
+        message.push('.');
+    }
+    match names.as_slice() {
+        [] => message.push_str(" Use an id the user or a tool gave you; never invent one."),
+        names => {
+            let names: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+            message.push_str(&format!(
+                " Look it up first with {}; never invent ids.",
+                names.join(" or ")
+            ));
+        }
+    }
+    let mut failure = Failure::new(ErrorKind::UngroundedIdentifier, message);
+    failure.violations = violations;
+    failure
+}
+
+/// Remembers the ids a successful result carries, as `grounds` declares them.
+pub(crate) fn remember(grounds: &[Grounds], data: &RawValue, memory: &dyn ConversationMemory) {
+    let Ok(value) = serde_json::from_str::<Value>(data.get()) else {
+        return;
+    };
+    for grounds in grounds {
+        let mut ids = Vec::new();
+        grounds.ids_in(&value, &mut ids);
+        memory.record_ids(grounds.kind(), ids);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -224,16 +235,6 @@ mod tests {
         assert_eq!(ids("", json!(["A1", "A2"])), ["A1", "A2"]);
         assert!(ids("id", json!({"other": "A1"})).is_empty());
         assert!(ids("id", json!({"id": {"nested": "A1"}})).is_empty());
-    }
-
-    #[test]
-    fn a_session_forgets_the_oldest_ids_beyond_its_limit() {
-        let grounded = Grounded::default();
-        grounded.record("order", (0..=MAX_IDS_PER_KIND).map(|i| i.to_string()));
-        assert!(!grounded.contains("order", "0"));
-        assert!(grounded.contains("order", "1"));
-        assert!(grounded.contains("order", &MAX_IDS_PER_KIND.to_string()));
-        assert!(!grounded.contains("customer", "1"));
     }
 
     #[test]

@@ -1,18 +1,22 @@
 //! What the registry logs: one [`tracing`] event per call and one per attempt, with the fields
-//! a trace needs to tell one real side effect from three (seed 000, "What to log and trace"),
-//! and never the arguments unless asked.
+//! a trace needs to tell one real side effect from three (the call id, the attempt, the
+//! idempotency key), and never the arguments unless asked.
 //!
 //! | target | level | when | fields |
 //! |---|---|---|---|
 //! | `toolwright::call` | `DEBUG` for a success, `INFO` otherwise | every call | `tool`, `call_id`, `status`, `error_type`, `seam`, `attempts`, `elapsed_ms`, `idempotency_key`, `degraded_by`, `replayed`, `retry_stop`, and `arguments` (see below) |
 //! | `toolwright::attempt` | `DEBUG` | every attempt of a call that ran | `tool`, `call_id`, `attempt`, `waited_ms`, `elapsed_ms`, `result` (`success` or the `error_type`), `idempotency_key` |
+//! | `toolwright::execute` | `ERROR` | a tool body panicked (the panic was contained) | `tool`, `panic` (the panic's message) |
+//! | `toolwright::execute` | `DEBUG`, `INFO`, `WARN` | a retry is scheduled, retries stopped, a fallback answered or failed | `tool`, `attempt`, `error_type`, ... |
+//! | `toolwright::approval`, `toolwright::repair`, `toolwright::idempotency` | `INFO`/`WARN`/`ERROR` | an approver panicked, a repair pass, a key taken over or not recorded | `tool`, ... |
 //!
 //! Fields that do not apply are left out (`error_type` of a success, `idempotency_key` of a tool
 //! that takes none). The argument text is not logged by default: a spike in `schema_mismatch`
 //! is a safe signal to share, the customer data inside a failed payload is not. With
 //! [`RegistryBuilder::log_arguments`](crate::RegistryBuilder::log_arguments) set to
-//! [`ArgumentLog::Redacted`], the events of failed calls carry the arguments with every
-//! `#[arg(sensitive)]` field replaced by `"[redacted]"`. The raw text stays on the outcome
+//! [`ArgumentLog::Redacted`], the events of failed calls carry the arguments with the value of
+//! every `#[arg(sensitive)]` field, and of every key the tool's schema does not declare,
+//! replaced by `"[redacted]"`. The raw text stays on the outcome
 //! ([`Outcome::raw_arguments`]) for an access-controlled path of the application's own.
 //!
 //! ```
@@ -21,11 +25,14 @@
 //! # let _ = registry;
 //! ```
 
-use serde_json::Value;
+mod redact;
+
+pub(crate) use redact::redacted;
+pub use redact::REDACTED;
 
 use crate::idempotency::IdempotencyKey;
 use crate::outcome::{Outcome, Status};
-use crate::tool::FieldMeta;
+use crate::tool::ToolSpec;
 
 /// What the call events say of the arguments.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -34,20 +41,18 @@ pub enum ArgumentLog {
     /// Nothing (the default).
     #[default]
     Off,
-    /// The arguments of failed calls, every `#[arg(sensitive)]` field replaced by
-    /// `"[redacted]"`; text that is not a JSON object is described, not shown.
+    /// The arguments of failed calls, the value of every `#[arg(sensitive)]` field and of every
+    /// key the schema does not declare replaced by `"[redacted]"`; text that is not a JSON
+    /// object is described, not shown.
     Redacted,
 }
-
-/// What replaces a sensitive argument's value.
-pub const REDACTED: &str = "[redacted]";
 
 /// What one call came to, as `tracing` events (see the [module docs](self)).
 pub(crate) fn call(
     outcome: &Outcome,
     key: Option<&IdempotencyKey>,
     arguments: Option<&str>,
-    fields: &[FieldMeta],
+    spec: Option<&ToolSpec>,
     mode: ArgumentLog,
 ) {
     let ok = matches!(outcome.status(), Status::Success | Status::Empty) && !outcome.is_degraded();
@@ -56,9 +61,11 @@ pub(crate) fn call(
             emit(outcome, key, None, true);
         }
     } else if tracing::enabled!(target: "toolwright::call", tracing::Level::INFO) {
-        let shown = match (mode, arguments) {
-            (ArgumentLog::Redacted, Some(text)) if outcome.status() == Status::Error => {
-                Some(redacted(text, fields))
+        let shown = match (mode, arguments, spec) {
+            (ArgumentLog::Redacted, Some(text), Some(spec))
+                if outcome.status() == Status::Error =>
+            {
+                Some(redacted(text, spec.input_schema(), spec.fields()))
             }
             _ => None,
         };
@@ -118,48 +125,4 @@ fn emit(outcome: &Outcome, key: Option<&IdempotencyKey>, arguments: Option<&str>
 /// Milliseconds with microsecond precision, for durations that are often under one.
 fn millis(d: std::time::Duration) -> f64 {
     d.as_secs_f64() * 1000.0
-}
-
-/// The argument text with every sensitive field's value replaced; text that is not a JSON object
-/// is described by its length only (it may be anything the model sent).
-pub(crate) fn redacted(text: &str, fields: &[FieldMeta]) -> String {
-    match serde_json::from_str::<Value>(text) {
-        Ok(Value::Object(mut map)) => {
-            for field in fields.iter().filter(|f| f.is_sensitive()) {
-                if let Some(value) = map.get_mut(field.name()) {
-                    *value = Value::from(REDACTED);
-                }
-            }
-            Value::Object(map).to_string()
-        }
-        _ => format!("<not a JSON object, {} bytes>", text.len()),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    const FIELDS: &[FieldMeta] = &[
-        FieldMeta::new("card_number").sensitive(),
-        FieldMeta::new("amount"),
-    ];
-
-    #[test]
-    fn sensitive_fields_are_redacted_and_the_rest_kept() {
-        let shown = redacted(r#"{"card_number":"4111111111111111","amount":5}"#, FIELDS);
-        assert_eq!(shown, r#"{"card_number":"[redacted]","amount":5}"#);
-    }
-
-    #[test]
-    fn text_that_is_not_an_object_is_never_shown() {
-        assert_eq!(
-            redacted(r#"{"card_number":"4111"#, FIELDS),
-            "<not a JSON object, 20 bytes>"
-        );
-        assert_eq!(
-            redacted(r#"["4111111111111111"]"#, FIELDS),
-            "<not a JSON object, 20 bytes>"
-        );
-    }
 }

@@ -1,0 +1,172 @@
+//! What of a call's arguments may be shown to a log or a reviewer: the values of declared,
+//! non-sensitive fields. A `#[arg(sensitive)]` field's value is replaced, and so is the value
+//! of every key the tool's schema does not declare: a misspelled `card_numbr` is exactly the
+//! `unknown_argument` failure that gets logged, and its value is whatever the model meant to
+//! put in `card_number`.
+
+use serde_json::{Map, Value};
+
+use crate::tool::FieldMeta;
+
+/// What replaces a value that is not shown.
+pub const REDACTED: &str = "[redacted]";
+
+/// How deep the walk goes before it stops showing anything (a schema can be recursive).
+const MAX_DEPTH: usize = 64;
+
+/// The argument text with every sensitive or undeclared value replaced; text that is not a JSON
+/// object is described by its length only (it may be anything the model sent).
+pub(crate) fn redacted(text: &str, schema: &Value, fields: &[FieldMeta]) -> String {
+    let Ok(Value::Object(mut map)) = serde_json::from_str::<Value>(text) else {
+        return format!("<not a JSON object, {} bytes>", text.len());
+    };
+    let properties = schema.get("properties").and_then(Value::as_object);
+    for (key, value) in &mut map {
+        let sensitive = fields.iter().any(|f| f.name() == key && f.is_sensitive());
+        match properties.and_then(|p| p.get(key)) {
+            Some(property) if !sensitive => conceal(value, property, schema, 0),
+            _ => *value = Value::from(REDACTED),
+        }
+    }
+    Value::Object(map).to_string()
+}
+
+/// Replaces, inside `value`, every value at a key `schema` does not declare.
+fn conceal(value: &mut Value, schema: &Value, root: &Value, depth: usize) {
+    if depth > MAX_DEPTH {
+        *value = Value::from(REDACTED);
+        return;
+    }
+    let schema = resolve(schema, root);
+    match value {
+        Value::Object(map) => {
+            let Some(object) = object_schema(schema, root) else {
+                conceal_all(map);
+                return;
+            };
+            let properties = object.get("properties").and_then(Value::as_object);
+            let additional = object.get("additionalProperties").filter(|a| a.is_object());
+            for (key, inner) in map.iter_mut() {
+                match properties.and_then(|p| p.get(key)).or(additional) {
+                    Some(inner_schema) => conceal(inner, inner_schema, root, depth + 1),
+                    None => *inner = Value::from(REDACTED),
+                }
+            }
+        }
+        Value::Array(items) => {
+            let item_schema = alternatives(schema, root)
+                .find_map(|s| s.get("items"))
+                .cloned()
+                .unwrap_or(Value::Bool(false));
+            for item in items {
+                conceal(item, &item_schema, root, depth + 1);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn conceal_all(map: &mut Map<String, Value>) {
+    for value in map.values_mut() {
+        *value = Value::from(REDACTED);
+    }
+}
+
+/// The subschema that describes an object: the schema itself, or one of its `anyOf`/`oneOf`/
+/// `allOf` alternatives (an `Option<Struct>` is `anyOf: [{$ref}, {type: null}]`).
+fn object_schema<'a>(schema: &'a Value, root: &'a Value) -> Option<&'a Value> {
+    alternatives(schema, root)
+        .find(|s| s.get("properties").is_some() || s.get("additionalProperties").is_some())
+}
+
+/// `schema` and its direct `anyOf`/`oneOf`/`allOf` alternatives, each resolved.
+fn alternatives<'a>(schema: &'a Value, root: &'a Value) -> impl Iterator<Item = &'a Value> {
+    let nested = ["anyOf", "oneOf", "allOf"]
+        .into_iter()
+        .filter_map(move |k| schema.get(k).and_then(Value::as_array))
+        .flatten()
+        .map(move |s| resolve(s, root));
+    std::iter::once(schema).chain(nested)
+}
+
+/// Follows a local `$ref` (`#/$defs/Name`, as schemars writes them).
+fn resolve<'a>(schema: &'a Value, root: &'a Value) -> &'a Value {
+    let mut current = schema;
+    for _ in 0..8 {
+        let Some(path) = current.get("$ref").and_then(Value::as_str) else {
+            return current;
+        };
+        let Some(pointer) = path.strip_prefix('#') else {
+            return current;
+        };
+        match root.pointer(pointer) {
+            Some(target) => current = target,
+            None => return current,
+        }
+    }
+    current
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const FIELDS: &[FieldMeta] = &[
+        FieldMeta::new("card_number").sensitive(),
+        FieldMeta::new("amount"),
+        FieldMeta::new("address"),
+        FieldMeta::new("tags"),
+    ];
+
+    fn schema() -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "card_number": {"type": "string"},
+                "amount": {"type": "number"},
+                "address": {"anyOf": [{"$ref": "#/$defs/Address"}, {"type": "null"}]},
+                "tags": {"type": "object", "additionalProperties": {"type": "string"}},
+                "lines": {"type": "array", "items": {"$ref": "#/$defs/Address"}}
+            },
+            "additionalProperties": false,
+            "$defs": {"Address": {"type": "object", "properties": {"street": {"type": "string"}}, "additionalProperties": false}}
+        })
+    }
+
+    #[test]
+    fn sensitive_fields_are_redacted_and_the_rest_kept() {
+        let shown = redacted(
+            r#"{"card_number":"4111111111111111","amount":5}"#,
+            &schema(),
+            FIELDS,
+        );
+        assert_eq!(shown, r#"{"card_number":"[redacted]","amount":5}"#);
+    }
+
+    #[test]
+    fn values_of_undeclared_keys_are_never_shown_at_any_depth() {
+        let text = r#"{"card_numbr":"4111111111111111","address":{"street":"Main St","cvv":"123"},"lines":[{"street":"A","pin":"9"}],"tags":{"vip":"yes"}}"#;
+        let shown = redacted(text, &schema(), FIELDS);
+        assert!(!shown.contains("4111"), "{shown}");
+        assert!(!shown.contains("123"), "{shown}");
+        assert!(!shown.contains("\"9\""), "{shown}");
+        assert!(
+            shown.contains("Main St") && shown.contains("\"yes\""),
+            "{shown}"
+        );
+        assert!(shown.contains(r#""card_numbr":"[redacted]""#), "{shown}");
+    }
+
+    #[test]
+    fn text_that_is_not_an_object_is_never_shown() {
+        assert_eq!(
+            redacted(r#"{"card_number":"4111"#, &schema(), FIELDS),
+            "<not a JSON object, 20 bytes>"
+        );
+        assert_eq!(
+            redacted(r#"["4111111111111111"]"#, &schema(), FIELDS),
+            "<not a JSON object, 20 bytes>"
+        );
+    }
+}

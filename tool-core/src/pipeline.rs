@@ -1,0 +1,611 @@
+//! The stages of one call, in the order it runs through them, and the finalizer every path
+//! ends with.
+//!
+//! ```text
+//! scopes ─> shape, field rules, semantic rule, provenance, authorize ─> (one repair pass)
+//!   ─> [side-effecting: idempotency begin: replay, duplicate_in_flight, mismatch]
+//!   ─> approval ─> breaker, attempts under timeout and deadline, retries ─> interpret
+//!   ─> fallback ─> [settle the idempotency key] ─> finalize (ids, recovery budget, log)
+//! ```
+//!
+//! Only what needs the tool's type is generic ([`Entry`]: parsing and the typed checks, the
+//! attempts of its body, its fallback's future, the interpretation of its result); every
+//! other stage is an ordinary function of the stage's module, compiled once for all tools.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::call::{Invocation, Session, StateMap};
+use crate::conversation::recovery::{self, RecoveryBudget};
+use crate::error::ToolError;
+use crate::execute::fallback::{self, FallbackFuture, Interpreted};
+use crate::execute::{contain, AttemptInfo, Env, Executed, Guard, Step};
+use crate::guard::approval::{self, ApprovalRequest, Refusal};
+use crate::guard::provenance::{self, Finders};
+use crate::idempotency::{self, Fingerprint, IdempotencyKey, IdempotencyStore, KeyMode, Lease};
+use crate::interpret;
+use crate::observe::{self, ArgumentLog};
+use crate::outcome::{ErrorKind, Failure, Marks, Outcome, Status};
+use crate::tool::{Effect, StateRequirement, Tool, ToolSpec};
+use crate::validate::repair::{self, RepairRequest, Repairer};
+use crate::validate::shape::{self, ShapeValidator};
+use crate::validate::{summarize, Violations};
+
+pub(crate) type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// What every stage may need of the registry: its shared state, its clock and randomness, its
+/// stores and policies. Built once with the registry.
+pub(crate) struct Shared {
+    pub(crate) state: Arc<StateMap>,
+    pub(crate) env: Env,
+    pub(crate) store: Arc<dyn IdempotencyStore>,
+    pub(crate) key_mode: KeyMode,
+    pub(crate) argument_log: ArgumentLog,
+    /// For each kind of id, the tools whose results carry it.
+    pub(crate) finders: Finders,
+    pub(crate) recovery: RecoveryBudget,
+    pub(crate) repairer: Option<Arc<dyn Repairer>>,
+    pub(crate) repair_timeout: Duration,
+    pub(crate) approval_timeout: Duration,
+}
+
+/// A registered tool with its type erased, so one table can hold every tool.
+pub(crate) trait DynTool: Send + Sync {
+    fn spec(&self) -> &ToolSpec;
+    fn guard(&self) -> &Guard;
+    fn required_state(&self) -> Vec<StateRequirement>;
+    fn dispatch<'a>(
+        &'a self,
+        call: Call,
+        session: &'a Session,
+        shared: &'a Shared,
+    ) -> BoxFuture<'a, Outcome>;
+}
+
+/// One call as it moves through the stages.
+pub(crate) struct Call {
+    pub(crate) id: String,
+    /// The argument text; after a repair, the repaired text (what runs, what the key covers).
+    pub(crate) arguments: String,
+    pub(crate) arrived: Instant,
+}
+
+impl Call {
+    pub(crate) fn new(id: String, arguments: String) -> Call {
+        Call {
+            id,
+            arguments,
+            arrived: Instant::now(),
+        }
+    }
+}
+
+/// The typed half of a tool: the tool itself and what the registry resolved for it.
+pub(crate) struct Entry<T: Tool> {
+    tool: T,
+    spec: ToolSpec,
+    shape: ShapeValidator,
+    guard: Guard,
+}
+
+/// A tool ready for the table.
+pub(crate) fn entry<T: Tool>(tool: T, spec: ToolSpec, guard: Guard) -> Box<dyn DynTool> {
+    Box::new(Entry {
+        tool,
+        spec,
+        shape: ShapeValidator::default(),
+        guard,
+    })
+}
+
+impl<T: Tool> DynTool for Entry<T> {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn guard(&self) -> &Guard {
+        &self.guard
+    }
+
+    fn required_state(&self) -> Vec<StateRequirement> {
+        T::required_state()
+    }
+
+    fn dispatch<'a>(
+        &'a self,
+        call: Call,
+        session: &'a Session,
+        shared: &'a Shared,
+    ) -> BoxFuture<'a, Outcome> {
+        Box::pin(self.run(call, session, shared))
+    }
+}
+
+impl<T: Tool> Entry<T> {
+    /// The call through every stage. The future stays small (it is boxed once per call): the
+    /// stages most calls skip (repair, idempotency, approval, fallback) are boxed on their own,
+    /// and so is the retry loop, entered only after a failed attempt.
+    async fn run(&self, mut call: Call, session: &Session, shared: &Shared) -> Outcome {
+        let spec = &self.spec;
+        // Validation seam. Scopes first: a session that may not call the tool learns nothing
+        // about its arguments.
+        let checked = guard_scopes(spec, session)
+            .and_then(|()| self.validate(&call.arguments, session, shared));
+        let (args, repaired) = match checked {
+            Ok(args) => (args, false),
+            Err(failure) => {
+                match Box::pin(self.repair(&mut call, failure, session, shared)).await {
+                    Ok(args) => (args, true),
+                    Err(failure) => return rejected(spec, call, *failure, session, shared),
+                }
+            }
+        };
+        // A side-effecting call begins its key before approval: a call that already ran under
+        // it is answered from the store, never asked about again.
+        let lease = match spec.effect() {
+            Effect::SideEffecting => {
+                match Box::pin(begin(spec, &self.guard, &call, session, shared)).await {
+                    Ok(lease) => Some(lease),
+                    Err(outcome) => return answered_by_store(spec, call, outcome, session, shared),
+                }
+            }
+            _ => None,
+        };
+        if spec.requires_approval() {
+            if let Err(refusal) = Box::pin(approve(spec, &call, session, shared)).await {
+                return not_approved(spec, call, lease, refusal, session, shared).await;
+            }
+        }
+        let key = match &lease {
+            Some(lease) => Some(lease.key().clone()),
+            None => spec
+                .takes_idempotency_key()
+                .then(|| IdempotencyKey::derive(&session.call_scope(), spec.name(), &call.id)),
+        };
+        // The attempt clock starts now; a call that awaited nothing yet starts at its arrival,
+        // which spares a clock read on the common path.
+        let begin = if repaired || lease.is_some() || spec.requires_approval() {
+            Instant::now()
+        } else {
+            call.arrived
+        };
+        let executed = self
+            .execute(&call, args, key.as_ref(), begin, session, shared)
+            .await;
+        let mut executed = executed.and_then(|value| interpret::result(spec.name(), &value));
+        let degraded = match fallback::wanted(spec.has_fallback(), spec.idempotent(), &executed) {
+            Some(kind) => {
+                Box::pin(self.fall_back(&mut executed, kind, &call, key.as_ref(), session, shared))
+                    .await
+            }
+            None => None,
+        };
+        let uncertain = executed.uncertain;
+        let mut outcome = conclude(spec, &call, executed, degraded);
+        if let Some(lease) = lease {
+            Box::pin(idempotency::settle_call(
+                &*shared.store,
+                lease,
+                &outcome,
+                uncertain,
+            ))
+            .await;
+        }
+        if repaired {
+            outcome.marks.set(Marks::REPAIRED);
+        }
+        finalize(
+            Some(spec),
+            outcome,
+            call.arguments,
+            key.as_ref(),
+            session,
+            shared,
+        )
+    }
+
+    /// Shape, field rules, semantic rule, provenance, authorization: the typed checks.
+    /// Synchronous and out of line, so none of it is stored in the call's future.
+    fn validate(
+        &self,
+        arguments: &str,
+        session: &Session,
+        shared: &Shared,
+    ) -> Result<T::Args, Box<Failure>> {
+        let spec = &self.spec;
+        let args = match shape::parse::<T::Args>(arguments) {
+            Ok(args) => args,
+            Err(e) => {
+                let failure = shape::failure::<T::Args>(
+                    arguments,
+                    e.as_ref(),
+                    &spec.input_schema,
+                    &self.shape,
+                );
+                return Err(Box::new(failure));
+            }
+        };
+        let mut report = Violations::new();
+        T::check_fields(&args, &mut report);
+        if !report.is_empty() {
+            return Err(Box::new(field_failure(
+                report.into_vec(),
+                &spec.input_schema,
+            )));
+        }
+        if let Err(e) = T::check_semantics(&args) {
+            return Err(crate::guard::validation_failure(
+                e,
+                ErrorKind::SemanticInvalid,
+            ));
+        }
+        T::check_grounded(&args, session, &mut report);
+        if !report.is_empty() {
+            let kinds = spec.fields().iter().filter_map(|f| f.grounded_kind());
+            return Err(Box::new(provenance::ungrounded(
+                report.into_vec(),
+                kinds,
+                &shared.finders,
+            )));
+        }
+        T::authorize(&args, session)
+            .map_err(|e| crate::guard::validation_failure(e, ErrorKind::Unauthorized))?;
+        Ok(args)
+    }
+
+    /// The repair pass: one more try at arguments that failed on their form. On success the
+    /// call carries the repaired text; otherwise the model gets its own arguments' failure.
+    async fn repair(
+        &self,
+        call: &mut Call,
+        failure: Box<Failure>,
+        session: &Session,
+        shared: &Shared,
+    ) -> Result<T::Args, Box<Failure>> {
+        let Some(repairer) = shared
+            .repairer
+            .as_deref()
+            .filter(|_| repair::repairable(failure.kind))
+        else {
+            return Err(failure);
+        };
+        let request = RepairRequest {
+            spec: &self.spec,
+            arguments: &call.arguments,
+            failure: &failure,
+        };
+        let clock = &shared.env.clock;
+        let (result, fixed) =
+            match repair::ask(repairer, &request, clock, shared.repair_timeout).await {
+                Ok(text) => match self.validate(&text, session, shared) {
+                    Ok(args) => ("repaired", Some((args, text))),
+                    Err(_) => ("still invalid", None),
+                },
+                Err(why) => (why, None),
+            };
+        repair::log(self.spec.name(), &call.id, failure.kind, result);
+        let (args, text) = fixed.ok_or(failure)?;
+        call.arguments = text;
+        Ok(args)
+    }
+
+    /// The execution seam: a breaker permit, then attempts bounded by the timeout and one
+    /// deadline, transient failures retried within the attempt cap and the retry budget.
+    ///
+    /// The first attempt runs here; the retry loop is boxed and entered only after a failure, so
+    /// the future of a call that succeeds at once carries none of its state.
+    async fn execute(
+        &self,
+        call: &Call,
+        args: T::Args,
+        key: Option<&IdempotencyKey>,
+        begin: Instant,
+        session: &Session,
+        shared: &Shared,
+    ) -> Executed<T::Output> {
+        let (guard, env) = (&self.guard, &shared.env);
+        let mut run = guard.start(env, begin);
+        if guard.is_unguarded() {
+            let info = AttemptInfo {
+                number: 1,
+                deadline: run.deadline,
+                attempt_deadline: run.deadline,
+            };
+            let invocation = invocation(&self.spec, call, key, session, shared, info);
+            return Executed::unguarded(self.tool.invoke(args, &invocation).await);
+        }
+        let admitted = match guard.admit(&run) {
+            Ok(admitted) => admitted,
+            Err(rejection) => return guard.refused(&mut run, rejection),
+        };
+        let info = admitted.info;
+        let first = invocation(&self.spec, call, key, session, shared, info);
+        let (output, waited) = env
+            .clock
+            .run_until(
+                info.attempt_deadline,
+                contain(|| self.tool.invoke(args, &first)),
+            )
+            .await;
+        let wake = match guard.settle(env, &mut run, admitted, output, waited) {
+            Step::Done(executed) => return executed,
+            Step::RetryAt(wake) => wake,
+        };
+        let retries = guard.retry(env, run, wake, |info| {
+            // `Args` is not `Clone`: a retry parses the validated text again (deterministic).
+            let args = reparse::<T>(&call.arguments);
+            let invocation = invocation(&self.spec, call, key, session, shared, info);
+            async move { self.tool.invoke(args?, &invocation).await }
+        });
+        Box::pin(retries).await
+    }
+
+    /// The fallback's typed half: its future, for [`fallback::answer`] to run.
+    async fn fall_back(
+        &self,
+        executed: &mut Executed<Interpreted>,
+        kind: ErrorKind,
+        call: &Call,
+        key: Option<&IdempotencyKey>,
+        session: &Session,
+        shared: &Shared,
+    ) -> Option<ErrorKind> {
+        let spec = &self.spec;
+        let clock = &shared.env.clock;
+        let cut = clock.now() + spec.timeout;
+        let info = AttemptInfo {
+            number: 1,
+            deadline: cut,
+            attempt_deadline: cut,
+        };
+        let invocation = invocation(spec, call, key, session, shared, info);
+        let make = Box::new(|| -> FallbackFuture<'_> {
+            Box::pin(async {
+                let value = self
+                    .tool
+                    .fallback(reparse::<T>(&call.arguments)?, &invocation)
+                    .await?;
+                interpret::result(spec.name(), &value)
+                    .map_err(|f| ToolError::new(f.kind, f.message))
+            })
+        });
+        fallback::answer((spec.name(), spec.timeout), clock, executed, kind, make).await
+    }
+}
+
+/// The validated text parsed again, for a retry or a fallback (`Args` is not `Clone`).
+fn reparse<T: Tool>(arguments: &str) -> Result<T::Args, ToolError> {
+    serde_json::from_str::<T::Args>(arguments).map_err(|e| {
+        ToolError::new(
+            ErrorKind::InvalidJson,
+            format!("the arguments could not be read again: {e}"),
+        )
+    })
+}
+
+/// What one attempt sees of the call.
+fn invocation<'a>(
+    spec: &'a ToolSpec,
+    call: &'a Call,
+    key: Option<&'a IdempotencyKey>,
+    session: &'a Session,
+    shared: &'a Shared,
+    info: AttemptInfo,
+) -> Invocation<'a> {
+    Invocation {
+        call_id: &call.id,
+        tool: &spec.name,
+        session,
+        key,
+        attempt: info.number,
+        deadline: info.deadline,
+        attempt_deadline: info.attempt_deadline,
+        state: &shared.state,
+        clock: &shared.env.clock,
+    }
+}
+
+/// `schema_mismatch` with every field-rule violation, and the schema to fix them by.
+#[cold]
+fn field_failure(
+    violations: Vec<crate::outcome::Violation>,
+    schema: &Arc<serde_json::Value>,
+) -> Failure {
+    let mut failure = Failure::new(ErrorKind::SchemaMismatch, summarize(&violations));
+    failure.violations = violations;
+    failure.expected_schema = Some(Arc::clone(schema));
+    failure
+}
+
+fn guard_scopes(spec: &ToolSpec, session: &Session) -> Result<(), Box<Failure>> {
+    crate::guard::scopes(spec, session)
+}
+
+/// The idempotency stage's begin for a side-effecting call: the key in the session's mode
+/// and scope, held for the call's whole deadline (and its approval, when it needs one).
+async fn begin(
+    spec: &ToolSpec,
+    guard: &Guard,
+    call: &Call,
+    session: &Session,
+    shared: &Shared,
+) -> Result<Lease, Outcome> {
+    let mode = session.key_mode().unwrap_or(shared.key_mode);
+    let fingerprint = Fingerprint::of(spec.name(), &call.arguments);
+    let key = mode.key(&session.call_scope(), spec.name(), &call.id, &fingerprint);
+    let mut hold = guard.deadline();
+    if spec.requires_approval() {
+        hold += shared.approval_timeout;
+    }
+    idempotency::begin_call(
+        &*shared.store,
+        key,
+        fingerprint,
+        (&call.id, &spec.name),
+        hold,
+    )
+    .await
+}
+
+/// The approval stage: the session's approver decides this exact call.
+async fn approve(
+    spec: &ToolSpec,
+    call: &Call,
+    session: &Session,
+    shared: &Shared,
+) -> Result<(), Refusal> {
+    let request = ApprovalRequest {
+        conversation: session.id(),
+        principal: session.principal(),
+        scopes: session.scopes(),
+        tool: spec.name(),
+        call_id: &call.id,
+        arguments: &call.arguments,
+        redacted: observe::redacted(&call.arguments, spec.input_schema(), spec.fields()),
+        fingerprint: Fingerprint::of(spec.name(), &call.arguments),
+    };
+    approval::review(
+        session.approver(),
+        &request,
+        &shared.env.clock,
+        shared.approval_timeout,
+    )
+    .await
+}
+
+/// The outcome of a call that was not approved: `approval_denied`, or `pending` with the
+/// ticket as its data. Its idempotency key, begun for nothing, is released.
+#[cold]
+async fn not_approved(
+    spec: &ToolSpec,
+    call: Call,
+    lease: Option<Lease>,
+    refusal: Refusal,
+    session: &Session,
+    shared: &Shared,
+) -> Outcome {
+    if let Some(lease) = lease {
+        if let Err(e) = shared.store.release(&lease).await {
+            tracing::warn!(target: "toolwright::idempotency", tool = spec.name(), error = %e, "the key of a call that was not approved could not be released; its lock will expire");
+        }
+    }
+    let ticket = match refusal {
+        Refusal::Denied(failure) => return rejected(spec, call, failure, session, shared),
+        Refusal::Pending(ticket) => ticket,
+    };
+    let data = serde_json::value::to_raw_value(&serde_json::json!({ "ticket": ticket }))
+        .unwrap_or_else(|_| serde_json::value::RawValue::NULL.to_owned());
+    let mut outcome = Outcome::success(call.id, Arc::clone(&spec.name), Status::Pending, data);
+    outcome.attempts = 0;
+    outcome.elapsed = call.arrived.elapsed();
+    observe::call(&outcome, None, None, Some(spec), shared.argument_log);
+    outcome
+}
+
+/// A call refused before anything ran: a validation or guard failure.
+#[cold]
+fn rejected(
+    spec: &ToolSpec,
+    call: Call,
+    failure: Failure,
+    session: &Session,
+    shared: &Shared,
+) -> Outcome {
+    let mut outcome = Outcome::failed(call.id, Arc::clone(&spec.name), failure);
+    outcome.attempts = 1;
+    outcome.elapsed = call.arrived.elapsed();
+    finalize(Some(spec), outcome, call.arguments, None, session, shared)
+}
+
+/// A call the idempotency store answered: a replay, or a refusal (`duplicate_in_flight`,
+/// `idempotency_mismatch`, the store unreachable).
+#[cold]
+fn answered_by_store(
+    spec: &ToolSpec,
+    call: Call,
+    mut outcome: Outcome,
+    session: &Session,
+    shared: &Shared,
+) -> Outcome {
+    outcome.elapsed = call.arrived.elapsed();
+    finalize(Some(spec), outcome, call.arguments, None, session, shared)
+}
+
+/// The interpretation seam's result as the call's outcome: its data or failure, its attempts,
+/// and how long it took. `degraded`: the fallback answered, for this failure.
+fn conclude(
+    spec: &ToolSpec,
+    call: &Call,
+    executed: Executed<Interpreted>,
+    degraded: Option<ErrorKind>,
+) -> Outcome {
+    let Executed {
+        result,
+        mut history,
+        stop,
+        open_since,
+        ..
+    } = executed;
+    let name = Arc::clone(&spec.name);
+    let mut outcome = match result {
+        Ok((status, data)) => Outcome::success(call.id.clone(), name, status, data),
+        Err(failure) => Outcome::failed_boxed(call.id.clone(), name, failure),
+    };
+    let finished = Instant::now();
+    if let Some(begin) = open_since {
+        history.close(finished.saturating_duration_since(begin));
+    }
+    outcome.attempts = u32::try_from(history.as_slice().len()).unwrap_or(u32::MAX);
+    outcome.history = history.into_kept();
+    outcome.retry_stop = stop;
+    outcome.elapsed = finished.saturating_duration_since(call.arrived);
+    if outcome.failure.is_none() {
+        outcome.degraded = degraded;
+    }
+    outcome
+}
+
+/// The one end of every call: the ids a successful result carries are remembered, the model's
+/// recovery budget counts the outcome, the call is logged, and a failed call keeps its raw
+/// arguments (never in the envelope, never logged).
+pub(crate) fn finalize(
+    spec: Option<&ToolSpec>,
+    mut outcome: Outcome,
+    arguments: String,
+    key: Option<&IdempotencyKey>,
+    session: &Session,
+    shared: &Shared,
+) -> Outcome {
+    if let Some(memory) = session.memory() {
+        if let (Some(spec), Some(data)) = (spec, outcome.data.as_deref()) {
+            if !spec.grounds().is_empty() && outcome.is_ok() {
+                provenance::remember(spec.grounds(), data, memory);
+            }
+        }
+        recovery::apply(&shared.recovery, memory, &mut outcome);
+    }
+    observe::call(&outcome, key, Some(&arguments), spec, shared.argument_log);
+    if outcome.failure.is_some() && !outcome.is_replayed() {
+        outcome.raw_arguments = Some(arguments);
+    }
+    outcome
+}
+
+/// The default of [`Shared::finders`]: every kind a tool grounds, and the tools that do.
+pub(crate) fn finders(specs: &[ToolSpec]) -> Finders {
+    let mut finders: HashMap<&'static str, Vec<Arc<str>>> = HashMap::new();
+    for spec in specs {
+        for grounds in spec.grounds() {
+            let tools = finders.entry(grounds.kind()).or_default();
+            if !tools.contains(&spec.name) {
+                tools.push(Arc::clone(&spec.name));
+            }
+        }
+    }
+    finders
+}
