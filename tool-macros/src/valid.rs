@@ -1,7 +1,7 @@
 //! Checks of the model, each reported at the span that caused it with the fix in the message.
 
-use crate::ast::{Output, ParamKind, ToolFn};
-use crate::attr::OneOf;
+use crate::ast::{Output, Param, ParamKind, ToolFn};
+use crate::attr::{ArgAttrs, OneOf};
 use crate::ctxt::Ctxt;
 use syn::ext::IdentExt;
 
@@ -102,9 +102,25 @@ fn not_result_message(ty: &syn::Type) -> String {
 }
 
 pub fn check(cx: &Ctxt, tool: &ToolFn) {
+    signature(cx, tool);
+    name_and_description(cx, tool);
+    policy(cx, tool);
+    let mut injected = Injected::default();
+    for param in &tool.params {
+        injected.check(cx, param);
+        if matches!(param.kind, ParamKind::Receiver | ParamKind::Pattern) {
+            continue;
+        }
+        param_type(cx, param);
+        arg_rules(cx, &param.arg);
+    }
+    output(cx, tool);
+}
+
+/// What the function must be: a plain, non-generic `async fn`.
+fn signature(cx: &Ctxt, tool: &ToolFn) {
     let sig = &tool.item.sig;
     let fn_name = &sig.ident;
-
     if sig.asyncness.is_none() {
         cx.error_spanned_by(
             sig.fn_token,
@@ -129,7 +145,10 @@ pub fn check(cx: &Ctxt, tool: &ToolFn) {
             "`#[tool]` functions cannot be generic: the model's arguments need one concrete schema; use concrete types (or an enum for alternatives)",
         );
     }
+}
 
+/// What the model reads: a name providers accept and a description.
+fn name_and_description(cx: &Ctxt, tool: &ToolFn) {
     if let Some(problem) = name_problem(&tool.name) {
         let fix = if tool.attrs.name.is_some() {
             "write"
@@ -145,27 +164,28 @@ pub fn check(cx: &Ctxt, tool: &ToolFn) {
             ),
         );
     }
-
     if tool.description.is_none() {
         cx.error_spanned_by(
-            fn_name,
+            &tool.item.sig.ident,
             format!("tool `{}` has no description: add a `///` doc comment above the function saying what the tool does; the model reads it to decide when to call the tool", tool.name),
         );
     }
+}
 
-    if let Some((0, lit)) = &tool.attrs.timeout_ms {
+/// Timeout, idempotency and retries that agree with each other.
+fn policy(cx: &Ctxt, tool: &ToolFn) {
+    let attrs = &tool.attrs;
+    if let Some((0, lit)) = &attrs.timeout_ms {
         cx.error_spanned_by(lit, "`timeout_ms = 0` would fail every call; give the tool's expected latency with headroom, for example `timeout_ms = 2000`");
     }
-
-    if let (Some(_), Some(idem)) = (tool.attrs.read_only, &tool.attrs.idempotent) {
+    if let (Some(_), Some(idem)) = (attrs.read_only, &attrs.idempotent) {
         if !idem.value {
             cx.error_spanned_by(idem, "`read_only` implies `idempotent`: a tool that changes nothing can be called twice; remove `idempotent = false` or `read_only`");
         }
     }
-
     let idempotent =
-        tool.attrs.read_only.is_some() || tool.attrs.idempotent.as_ref().is_some_and(|b| b.value);
-    if let Some((n, lit)) = &tool.attrs.retries {
+        attrs.read_only.is_some() || attrs.idempotent.as_ref().is_some_and(|b| b.value);
+    if let Some((n, lit)) = &attrs.retries {
         if *n > 0 && !idempotent && !tool.takes_key() {
             cx.error_spanned_by(
                 lit,
@@ -173,100 +193,105 @@ pub fn check(cx: &Ctxt, tool: &ToolFn) {
             );
         }
     }
+}
 
-    let mut seen_key = false;
-    let mut seen_ctx = false;
-    for param in &tool.params {
-        match &param.kind {
+/// Receivers, patterns and injected parameters: what cannot be a property of the arguments.
+#[derive(Default)]
+struct Injected {
+    key: bool,
+    context: bool,
+}
+
+impl Injected {
+    fn check(&mut self, cx: &Ctxt, param: &Param) {
+        let seen = match param.kind {
             ParamKind::Receiver => {
-                cx.error_spanned_by(&param.written, "`#[tool]` cannot take `self`: write a free `async fn` outside the `impl`, and pass shared state as a `State<T>` parameter (registered with `Registry::builder().state(value)`)");
-                continue;
+                return cx.error_spanned_by(&param.written, "`#[tool]` cannot take `self`: write a free `async fn` outside the `impl`, and pass shared state as a `State<T>` parameter (registered with `Registry::builder().state(value)`)");
             }
             ParamKind::Pattern => {
-                cx.error_spanned_by(&param.written, "tool parameters must be plain names, such as `order_id: String`: each name becomes a property of the JSON arguments; destructure inside the function");
-                continue;
+                return cx.error_spanned_by(&param.written, "tool parameters must be plain names, such as `order_id: String`: each name becomes a property of the JSON arguments; destructure inside the function");
             }
-            ParamKind::Key | ParamKind::Context | ParamKind::State(_) => {
-                if let Some(written) = &param.arg.written {
-                    cx.error_spanned_by(written, format!("`{}` is injected by the registry, not sent by the model, so it takes no `#[arg]`; remove the attribute", param.ident));
-                }
-                let dup = match param.kind {
-                    ParamKind::Key => std::mem::replace(&mut seen_key, true),
-                    ParamKind::Context => std::mem::replace(&mut seen_ctx, true),
-                    _ => false,
-                };
-                if dup {
-                    cx.error_spanned_by(
-                        &param.ty,
-                        "this is injected once per call; declare it in one parameter only",
-                    );
-                }
-            }
-            ParamKind::Arg => {}
+            ParamKind::Arg => return,
+            ParamKind::Key => std::mem::replace(&mut self.key, true),
+            ParamKind::Context => std::mem::replace(&mut self.context, true),
+            ParamKind::State(_) => false,
+        };
+        if let Some(written) = &param.arg.written {
+            cx.error_spanned_by(written, format!("`{}` is injected by the registry, not sent by the model, so it takes no `#[arg]`; remove the attribute", param.ident));
         }
-        if let syn::Type::Reference(r) = &param.ty {
+        if seen {
             cx.error_spanned_by(
-                r,
-                format!(
-                    "tool parameters must be owned: write `{}: {}`; the arguments are parsed per call and moved into the function",
-                    param.ident.unraw(),
-                    owned(&r.elem)
-                ),
+                &param.ty,
+                "this is injected once per call; declare it in one parameter only",
             );
         }
-        if let syn::Type::ImplTrait(t) = &param.ty {
-            cx.error_spanned_by(
-                t,
-                "`impl Trait` parameters cannot be deserialized; use a concrete type",
-            );
+    }
+}
+
+/// A parameter's type must be owned and concrete.
+fn param_type(cx: &Ctxt, param: &Param) {
+    if let syn::Type::Reference(r) = &param.ty {
+        cx.error_spanned_by(
+            r,
+            format!(
+                "tool parameters must be owned: write `{}: {}`; the arguments are parsed per call and moved into the function",
+                param.ident.unraw(),
+                owned(&r.elem)
+            ),
+        );
+    }
+    if let syn::Type::ImplTrait(t) = &param.ty {
+        cx.error_spanned_by(
+            t,
+            "`impl Trait` parameters cannot be deserialized; use a concrete type",
+        );
+    }
+}
+
+/// `#[arg]` rules that can hold for some value, and patterns that compile.
+fn arg_rules(cx: &Ctxt, arg: &ArgAttrs) {
+    match &arg.range {
+        Some((_, Some(min), Some(max))) if min.value.above(max.value) => cx.error_at(
+            min.span,
+            format!(
+                "`range` has min {} above max {}; swap them",
+                min.value, max.value
+            ),
+        ),
+        Some((span, None, None)) => cx.error_at(
+            *span,
+            "`range` needs `min`, `max` or both: `range(min = 1, max = 9)`",
+        ),
+        _ => {}
+    }
+    match &arg.length {
+        Some((_, Some((min, span)), Some((max, _)))) if min > max => cx.error_at(
+            *span,
+            format!("`length` has min {min} above max {max}; swap them"),
+        ),
+        Some((span, None, None)) => cx.error_at(
+            *span,
+            "`length` needs `min`, `max` or both: `length(min = 1, max = 300)`",
+        ),
+        _ => {}
+    }
+    if let Some(lit) = &arg.pattern {
+        if let Err(e) = regex_syntax::Parser::new().parse(&lit.value()) {
+            cx.error_spanned_by(lit, regex_message(&lit.value(), &e));
         }
-        let arg = &param.arg;
-        if let Some((_, Some(min), Some(max))) = &arg.range {
-            if min.value > max.value {
-                cx.error_at(
-                    min.span,
-                    format!(
-                        "`range` has min {} above max {}; swap them",
-                        min.value, max.value
-                    ),
-                );
-            }
-        }
-        if let Some((_, Some((min, span)), Some((max, _)))) = &arg.length {
-            if min > max {
-                cx.error_at(
-                    *span,
-                    format!("`length` has min {min} above max {max}; swap them"),
-                );
-            }
-        }
-        if let Some((span, None, None)) = &arg.range {
-            cx.error_at(
-                *span,
-                "`range` needs `min`, `max` or both: `range(min = 1, max = 9)`",
-            );
-        }
-        if let Some((span, None, None)) = &arg.length {
-            cx.error_at(
-                *span,
-                "`length` needs `min`, `max` or both: `length(min = 1, max = 300)`",
-            );
-        }
-        if let Some(lit) = &arg.pattern {
-            if let Err(e) = regex_syntax::Parser::new().parse(&lit.value()) {
-                cx.error_spanned_by(lit, regex_message(&lit.value(), &e));
-            }
-        }
-        if let Some((_, OneOf::Strings(values))) = &arg.one_of {
-            let mut seen = std::collections::HashSet::new();
-            for v in values {
-                if !seen.insert(v.value()) {
-                    cx.error_spanned_by(v, "duplicate value in `one_of`");
-                }
+    }
+    if let Some((_, OneOf::Strings(values))) = &arg.one_of {
+        let mut seen = std::collections::HashSet::new();
+        for v in values {
+            if !seen.insert(v.value()) {
+                cx.error_spanned_by(v, "duplicate value in `one_of`");
             }
         }
     }
+}
 
+/// The result: `Result<T, E>` with a named `T`.
+fn output(cx: &Ctxt, tool: &ToolFn) {
     match &tool.output {
         Output::Result { ok, .. } => {
             if matches!(**ok, syn::Type::ImplTrait(_) | syn::Type::Infer(_)) {
@@ -278,7 +303,7 @@ pub fn check(cx: &Ctxt, tool: &ToolFn) {
         }
         Output::Unsupported(Some(ty)) => cx.error_spanned_by(ty, not_result_message(ty)),
         Output::Unsupported(None) => cx.error_at(
-            sig.paren_token.span.close(),
+            tool.item.sig.paren_token.span.close(),
             "a tool returns a `Result`: add `-> Result<T, ToolError>`, where `T: Serialize + JsonSchema` is what the model receives",
         ),
     }
