@@ -501,13 +501,14 @@ fn number(cx: &Ctxt, expr: &Expr) -> Option<NumLit> {
     Some(NumLit { value, span })
 }
 
-/// `rule(min = .., max = ..)`, each bound read by `read`.
+/// `rule(min = .., max = ..)`, each bound read by `read`; `None` when a bound was malformed
+/// (and reported), so the rule is left out rather than reported again as missing a bound.
 fn bounds<T>(
     cx: &Ctxt,
     meta: &ParseNestedMeta,
     rule: &'static str,
     read: impl Fn(&Ctxt, &Expr) -> Option<T>,
-) -> syn::Result<(Option<T>, Option<T>)> {
+) -> syn::Result<Option<(Option<T>, Option<T>)>> {
     let within = if rule == "range" {
         "range(..)"
     } else {
@@ -515,6 +516,7 @@ fn bounds<T>(
     };
     let mut min = Attr::none(cx, within, "min");
     let mut max = Attr::none(cx, within, "max");
+    let mut malformed = false;
     meta.parse_nested_meta(|inner| {
         let key = key_of(&inner);
         let slot = match key.as_str() {
@@ -529,12 +531,13 @@ fn bounds<T>(
             }
         };
         let expr: Expr = inner.value()?.parse()?;
-        if let Some(value) = read(cx, &expr) {
-            slot.set(&inner.path, value);
+        match read(cx, &expr) {
+            Some(value) => slot.set(&inner.path, value),
+            None => malformed = true,
         }
         Ok(())
     })?;
-    Ok((min.get(), max.get()))
+    Ok((!malformed).then(|| (min.get(), max.get())))
 }
 
 fn length_bound(cx: &Ctxt, expr: &Expr) -> Option<(u64, Span)> {
@@ -621,12 +624,14 @@ impl<'c> ArgAttrsBuilder<'c> {
                 skip_value(meta)?;
             }
             "range" => {
-                let (min, max) = bounds(cx, meta, "range", number)?;
-                self.range.set(at, (span, min, max));
+                if let Some((min, max)) = bounds(cx, meta, "range", number)? {
+                    self.range.set(at, (span, min, max));
+                }
             }
             "length" => {
-                let (min, max) = bounds(cx, meta, "length", length_bound)?;
-                self.length.set(at, (span, min, max));
+                if let Some((min, max)) = bounds(cx, meta, "length", length_bound)? {
+                    self.length.set(at, (span, min, max));
+                }
             }
             "pattern" => self.pattern.set(at, meta.value()?.parse()?),
             "one_of" => {

@@ -184,4 +184,28 @@ mod tests {
             assert!(message.contains(fragment), "{message:?} lacks {fragment:?}");
         }
     }
+
+    #[test]
+    fn integer_bounds_beyond_i64_and_u64_are_refused_at_the_literal() {
+        let item = quote! {
+            /// Count.
+            async fn count(
+                #[arg(range(min = -9223372036854775808, max = 18446744073709551615))]
+                n: u64,
+                #[arg(range(max = 18446744073709551616))]
+                m: u64,
+                #[arg(range(min = -9223372036854775809))]
+                k: i64,
+            ) -> Result<u64, ToolError> { todo!() }
+        };
+        let found = errors(quote!(read_only), item);
+        assert_eq!(found.len(), 2, "{found:#?}");
+        assert!(found[0].contains("too large"), "{}", found[0]);
+        assert!(found[1].contains("too small"), "{}", found[1]);
+        assert!(
+            found[0].contains("18446744073709551615 (`u64::MAX`)"),
+            "{}",
+            found[0]
+        );
+    }
 }

@@ -82,6 +82,98 @@ fn regex_message(pattern: &str, error: &regex_syntax::Error) -> String {
     format!("`pattern` is not a valid regular expression: {kind}{at}{hint}")
 }
 
+/// What keeps a `pattern` from meaning the same to the model's provider, to `jsonschema` and to
+/// the runtime check: JSON Schema patterns are ECMA-262 regular expressions, which the runtime
+/// check translates to Rust's regex syntax exactly as `jsonschema` does (`jsonschema-regex`).
+fn pattern_problem(pattern: &str) -> Option<String> {
+    let ast = match regex_syntax::ast::parse::Parser::new().parse(pattern) {
+        Ok(ast) => ast,
+        Err(e) => {
+            return Some(
+                unsupported(pattern, &e).unwrap_or_else(|| regex_message(pattern, &e.into())),
+            )
+        }
+    };
+    if let Err(e) = regex_syntax::hir::translate::Translator::new().translate(pattern, &ast) {
+        return Some(regex_message(pattern, &e.into()));
+    }
+    if let Some(problem) = regex_syntax::ast::visit(&ast, RustOnly(pattern)).err() {
+        return Some(problem);
+    }
+    if !jsonschema_regex::is_valid_ecma_regex(pattern) {
+        return Some("`pattern` is not an ECMA-262 regular expression, the syntax JSON Schema and model providers read it in; write it in that syntax (`[0-9]`, `[A-Za-z]`, `^...$`)".to_owned());
+    }
+    match jsonschema_regex::to_rust_regex(pattern) {
+        Ok(rust) if regex_syntax::Parser::new().parse(&rust).is_ok() => None,
+        _ => Some("`pattern` cannot be translated from ECMA-262 to the runtime check's regex syntax; write it with plain characters, classes such as `[0-9]`, groups and repetitions".to_owned()),
+    }
+}
+
+/// Look-around and backreferences: valid ECMA-262, which `jsonschema` runs with a backtracking
+/// engine, but not something the runtime check's linear-time `regex` can run.
+fn unsupported(pattern: &str, error: &regex_syntax::ast::Error) -> Option<String> {
+    use regex_syntax::ast::ErrorKind as Kind;
+    let construct = match error.kind() {
+        Kind::UnsupportedLookAround => "look-around (`(?=`, `(?!`, `(?<=`, `(?<!`)",
+        Kind::UnsupportedBackreference => "a backreference (`\\1`)",
+        _ => return None,
+    };
+    let at = pattern.get(error.span().start.offset..).unwrap_or_default();
+    Some(format!("`pattern` uses {construct} at `{at}`, which the runtime check cannot run (it uses Rust's linear-time `regex`); rewrite it without, or check the value in an `#[arg(validate = path)]` function"))
+}
+
+/// Finds Rust-only syntax, and `\b`, which means an ASCII word boundary in ECMA-262 but a
+/// Unicode one in `jsonschema` and Rust.
+struct RustOnly<'a>(&'a str);
+
+impl regex_syntax::ast::Visitor for RustOnly<'_> {
+    type Output = ();
+    type Err = String;
+
+    fn finish(self) -> Result<(), String> {
+        Ok(())
+    }
+
+    fn visit_pre(&mut self, ast: &regex_syntax::ast::Ast) -> Result<(), String> {
+        use regex_syntax::ast::{AssertionKind, Ast, GroupKind};
+        let written = |span: &regex_syntax::ast::Span| {
+            self.0
+                .get(span.start.offset..span.end.offset)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        let fix = match ast {
+            Ast::Flags(flags) => format!("inline flags `{}` are Rust syntax, not ECMA-262; write the cases out, as in `[Aa]`", written(&flags.span)),
+            Ast::Assertion(a) => match a.kind {
+                AssertionKind::StartText | AssertionKind::EndText => format!("`{}` is Rust syntax, not ECMA-262; write `^` or `$`", written(&a.span)),
+                AssertionKind::StartLine | AssertionKind::EndLine => return Ok(()),
+                _ => format!("`{}` means an ASCII word boundary in JSON Schema (ECMA-262) but a Unicode one in the `jsonschema` validator and Rust's regex; anchor with `^`/`$` or match the separator, as in `[^A-Za-z0-9_]`", written(&a.span)),
+            },
+            Ast::Group(g) => match &g.kind {
+                GroupKind::CaptureName { starts_with_p: true, name } => format!("`(?P<{}>` is Rust syntax, not ECMA-262; write `(?<{}>`", name.name, name.name),
+                _ => return Ok(()),
+            },
+            _ => return Ok(()),
+        };
+        Err(format!("`pattern`: {fix}"))
+    }
+
+    fn visit_class_set_item_pre(
+        &mut self,
+        item: &regex_syntax::ast::ClassSetItem,
+    ) -> Result<(), String> {
+        match item {
+            regex_syntax::ast::ClassSetItem::Ascii(class) => Err(format!(
+                "`pattern`: `{}` is Rust syntax, not ECMA-262; write the range, as in `[A-Za-z]`",
+                self.0
+                    .get(class.span.start.offset..class.span.end.offset)
+                    .unwrap_or_default()
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
 /// For a return type that is not `Result<T, E>`: the `Result` to write instead.
 fn not_result_message(ty: &syn::Type) -> String {
     let last = match ty {
@@ -276,8 +368,8 @@ fn arg_rules(cx: &Ctxt, arg: &ArgAttrs) {
         _ => {}
     }
     if let Some(lit) = &arg.pattern {
-        if let Err(e) = regex_syntax::Parser::new().parse(&lit.value()) {
-            cx.error_spanned_by(lit, regex_message(&lit.value(), &e));
+        if let Some(problem) = pattern_problem(&lit.value()) {
+            cx.error_spanned_by(lit, problem);
         }
     }
     if let Some((_, OneOf::Strings(values))) = &arg.one_of {
@@ -377,5 +469,36 @@ mod tests {
             message.contains("write `-> Result<Vec<Order>, ToolError>`"),
             "{message}"
         );
+    }
+
+    #[test]
+    fn patterns_json_schema_and_the_runtime_read_alike_pass() {
+        for pattern in [
+            "^A[0-9]+$",
+            r"^A\d{4}$",
+            r"^\w+$",
+            r"^\S+$",
+            "^.+$",
+            "^(?<id>[a-z]+)$",
+        ] {
+            assert_eq!(pattern_problem(pattern), None, "{pattern}");
+        }
+    }
+
+    #[test]
+    fn patterns_that_would_mean_something_else_name_the_construct_and_the_fix() {
+        let cases = [
+            (r"\bA", "ASCII word boundary in JSON Schema"),
+            ("(?i)abc", "inline flags `(?i)`"),
+            (r"\Aabc", "write `^` or `$`"),
+            ("[[:alpha:]]", "write the range"),
+            ("(?P<id>a)", "write `(?<id>`"),
+            ("a(?=b)", "look-around"),
+            (r"(a)\1", "a backreference"),
+        ];
+        for (pattern, fragment) in cases {
+            let problem = pattern_problem(pattern).unwrap_or_default();
+            assert!(problem.contains(fragment), "{pattern}: {problem:?}");
+        }
     }
 }
