@@ -93,3 +93,38 @@ fn the_schema_writes_the_exact_integer() {
     );
     assert_eq!(props["low"]["minimum"], json!(-9_007_199_254_740_992i64));
 }
+
+/// Take the widest bounds there are.
+#[tool(read_only)]
+async fn extremes(
+    /// Any `i64`.
+    #[arg(range(min = -9223372036854775808, max = 9223372036854775807))]
+    signed: i64,
+    /// Any `u64`.
+    #[arg(range(min = 0, max = 18446744073709551615))]
+    unsigned: u64,
+) -> Result<String, ToolError> {
+    Ok(format!("{signed} {unsigned}"))
+}
+
+#[tokio::test]
+async fn the_widest_bounds_hold_the_extreme_values() {
+    let registry = Registry::builder().tool(Extremes).build().expect("builds");
+    let arguments = json!({"signed": i64::MIN, "unsigned": u64::MAX});
+    let outcome = registry
+        .call(ToolCall::new("c1", "extremes", arguments.to_string()))
+        .await;
+    assert_eq!(
+        outcome.status(),
+        Status::Success,
+        "{}",
+        outcome.to_model_json()
+    );
+    let schema = registry
+        .spec("extremes")
+        .expect("registered")
+        .input_schema();
+    let props = &schema["properties"];
+    assert_eq!(props["signed"]["minimum"], json!(i64::MIN));
+    assert_eq!(props["unsigned"]["maximum"], json!(u64::MAX));
+}
