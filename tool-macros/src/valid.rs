@@ -126,6 +126,42 @@ fn unsupported(pattern: &str, error: &regex_syntax::ast::Error) -> Option<String
 /// Unicode one in `jsonschema` and Rust.
 struct RustOnly<'a>(&'a str);
 
+impl RustOnly<'_> {
+    fn written(&self, span: &regex_syntax::ast::Span) -> &str {
+        self.0
+            .get(span.start.offset..span.end.offset)
+            .unwrap_or_default()
+    }
+
+    /// Escapes Rust reads and ECMA-262 does not, in or out of a class.
+    fn literal(&self, literal: &regex_syntax::ast::Literal) -> Option<String> {
+        use regex_syntax::ast::{HexLiteralKind, LiteralKind, SpecialLiteralKind};
+        let written = self.written(&literal.span);
+        let code = u32::from(literal.c);
+        let fix = match literal.kind {
+            LiteralKind::HexBrace(HexLiteralKind::X)
+            | LiteralKind::HexFixed(HexLiteralKind::UnicodeLong) => {
+                format!("write `\\u{{{code:X}}}`")
+            }
+            LiteralKind::Special(SpecialLiteralKind::Bell) => "write `\\x07`".to_owned(),
+            _ => return None,
+        };
+        Some(format!("`{written}` is Rust syntax, not ECMA-262; {fix}"))
+    }
+
+    /// `\pL`: ECMA-262 writes every property in braces.
+    fn unicode(&self, class: &regex_syntax::ast::ClassUnicode) -> Option<String> {
+        let regex_syntax::ast::ClassUnicodeKind::OneLetter(letter) = class.kind else {
+            return None;
+        };
+        let p = if class.negated { 'P' } else { 'p' };
+        Some(format!(
+            "`{}` is Rust syntax, not ECMA-262; write `\\{p}{{{letter}}}`",
+            self.written(&class.span)
+        ))
+    }
+}
+
 impl regex_syntax::ast::Visitor for RustOnly<'_> {
     type Output = ();
     type Err = String;
@@ -136,22 +172,24 @@ impl regex_syntax::ast::Visitor for RustOnly<'_> {
 
     fn visit_pre(&mut self, ast: &regex_syntax::ast::Ast) -> Result<(), String> {
         use regex_syntax::ast::{AssertionKind, Ast, GroupKind};
-        let written = |span: &regex_syntax::ast::Span| {
-            self.0
-                .get(span.start.offset..span.end.offset)
-                .unwrap_or_default()
-                .to_owned()
-        };
         let fix = match ast {
-            Ast::Flags(flags) => format!("inline flags `{}` are Rust syntax, not ECMA-262; write the cases out, as in `[Aa]`", written(&flags.span)),
+            Ast::Flags(flags) => format!("inline flags `{}` are Rust syntax, not ECMA-262; write the cases out, as in `[Aa]`", self.written(&flags.span)),
             Ast::Assertion(a) => match a.kind {
-                AssertionKind::StartText | AssertionKind::EndText => format!("`{}` is Rust syntax, not ECMA-262; write `^` or `$`", written(&a.span)),
+                AssertionKind::StartText | AssertionKind::EndText => format!("`{}` is Rust syntax, not ECMA-262; write `^` or `$`", self.written(&a.span)),
                 AssertionKind::StartLine | AssertionKind::EndLine => return Ok(()),
-                _ => format!("`{}` means an ASCII word boundary in JSON Schema (ECMA-262) but a Unicode one in the `jsonschema` validator and Rust's regex; anchor with `^`/`$` or match the separator, as in `[^A-Za-z0-9_]`", written(&a.span)),
+                _ => format!("`{}` means an ASCII word boundary in JSON Schema (ECMA-262) but a Unicode one in the `jsonschema` validator and Rust's regex; anchor with `^`/`$` or match the separator, as in `[^A-Za-z0-9_]`", self.written(&a.span)),
             },
             Ast::Group(g) => match &g.kind {
                 GroupKind::CaptureName { starts_with_p: true, name } => format!("`(?P<{}>` is Rust syntax, not ECMA-262; write `(?<{}>`", name.name, name.name),
                 _ => return Ok(()),
+            },
+            Ast::Literal(literal) => match self.literal(literal) {
+                Some(fix) => fix,
+                None => return Ok(()),
+            },
+            Ast::ClassUnicode(class) => match self.unicode(class) {
+                Some(fix) => fix,
+                None => return Ok(()),
             },
             _ => return Ok(()),
         };
@@ -162,14 +200,22 @@ impl regex_syntax::ast::Visitor for RustOnly<'_> {
         &mut self,
         item: &regex_syntax::ast::ClassSetItem,
     ) -> Result<(), String> {
-        match item {
-            regex_syntax::ast::ClassSetItem::Ascii(class) => Err(format!(
-                "`pattern`: `{}` is Rust syntax, not ECMA-262; write the range, as in `[A-Za-z]`",
-                self.0
-                    .get(class.span.start.offset..class.span.end.offset)
-                    .unwrap_or_default()
+        use regex_syntax::ast::ClassSetItem;
+        let fix = match item {
+            ClassSetItem::Ascii(class) => Some(format!(
+                "`{}` is Rust syntax, not ECMA-262; write the range, as in `[A-Za-z]`",
+                self.written(&class.span)
             )),
-            _ => Ok(()),
+            ClassSetItem::Literal(literal) => self.literal(literal),
+            ClassSetItem::Range(range) => self
+                .literal(&range.start)
+                .or_else(|| self.literal(&range.end)),
+            ClassSetItem::Unicode(class) => self.unicode(class),
+            _ => None,
+        };
+        match fix {
+            Some(fix) => Err(format!("`pattern`: {fix}")),
+            None => Ok(()),
         }
     }
 }
@@ -493,6 +539,11 @@ mod tests {
             (r"\Aabc", "write `^` or `$`"),
             ("[[:alpha:]]", "write the range"),
             ("(?P<id>a)", "write `(?<id>`"),
+            (r"\x{41}", r"write `\u{41}`"),
+            (r"[\x{41}-Z]", r"write `\u{41}`"),
+            (r"\pL", r"write `\p{L}`"),
+            (r"[\PN]", r"write `\P{N}`"),
+            (r"\a", r"write `\x07`"),
             ("a(?=b)", "look-around"),
             (r"(a)\1", "a backreference"),
         ];
