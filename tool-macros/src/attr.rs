@@ -149,6 +149,10 @@ impl<'c, T> Attr<'c, T> {
         }
     }
 
+    pub fn is_set(&self) -> bool {
+        self.value.is_some()
+    }
+
     pub fn get(self) -> Option<T> {
         self.value
     }
