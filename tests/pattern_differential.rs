@@ -10,8 +10,9 @@ use serde_json::{json, Value};
 use toolwright::prelude::*;
 use toolwright::validate::rules::LazyPattern;
 
-/// Every pattern in the test suite, `tests/ui-pass` and `examples/`, then the classes whose
-/// meaning differs between ECMA-262 and Rust's `regex`.
+/// The patterns in the test suite, `tests/ui-pass` and `examples/` (read from the sources by
+/// [`declared_patterns`] as well, so a new one is covered without being listed), then the
+/// classes whose meaning differs between ECMA-262 and Rust's `regex`.
 const PATTERNS: &[&str] = &[
     "^A[0-9]+$",
     "^A[0-9]{4}$",
@@ -81,14 +82,65 @@ fn inputs() -> Vec<String> {
     inputs
 }
 
+/// Every `#[arg(pattern)]` literal in `tests/*.rs`, `tests/ui-pass/*.rs` and `examples/*.rs`
+/// (not `tests/ui`, whose patterns are wrong on purpose).
+fn declared_patterns() -> Vec<String> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut patterns = Vec::new();
+    for dir in ["tests", "tests/ui-pass", "examples"] {
+        let entries = std::fs::read_dir(root.join(dir)).expect("the directory exists");
+        for entry in entries {
+            let path = entry.expect("readable").path();
+            if path.extension().is_some_and(|e| e == "rs") {
+                let source = std::fs::read_to_string(&path).expect("readable");
+                patterns.extend(string_literals_after(&source, "pattern = \""));
+            }
+        }
+    }
+    patterns.sort();
+    patterns.dedup();
+    patterns
+}
+
+/// The string literals that follow `marker` (which ends at the opening quote), unescaped.
+fn string_literals_after(source: &str, marker: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for (start, _) in source.match_indices(marker) {
+        let mut literal = String::new();
+        let mut chars = source[start + marker.len()..].chars();
+        while let Some(c) = chars.next() {
+            match c {
+                '"' => break,
+                '\\' => literal.extend(chars.next()),
+                c => literal.push(c),
+            }
+        }
+        found.push(literal);
+    }
+    found
+}
+
+#[test]
+fn the_patterns_in_the_sources_are_found() {
+    let declared = declared_patterns();
+    for pattern in ["^[A-Z]{3}$", "^A[0-9]{4}$", r"^A\d{4}$"] {
+        assert!(
+            declared.iter().any(|p| p == pattern),
+            "{pattern}: {declared:?}"
+        );
+    }
+}
+
 #[test]
 fn the_runtime_check_accepts_exactly_what_the_schema_keyword_accepts() {
     let inputs = inputs();
+    let mut patterns: Vec<String> = PATTERNS.iter().map(|p| (*p).to_owned()).collect();
+    patterns.extend(declared_patterns());
     let mut disagreements = Vec::new();
-    for pattern in PATTERNS {
+    for pattern in &patterns {
         let schema = json!({"type": "string", "pattern": pattern});
         let validator = jsonschema::validator_for(&schema).expect("the pattern compiles");
-        let runtime = LazyPattern::new(pattern);
+        let runtime = LazyPattern::new(Box::leak(pattern.clone().into_boxed_str()));
         for input in &inputs {
             let by_schema = validator.is_valid(&Value::String(input.clone()));
             let by_rule = runtime.is_match(input).expect("the pattern translates");
