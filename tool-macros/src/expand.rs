@@ -183,20 +183,26 @@ fn registration(
     arg_bounds: &[TokenStream],
 ) -> TokenStream {
     let p = quote!(::toolwright::__private_v0_1);
-    let Output::Result { first, last, .. } = &tool.output else {
-        return TokenStream::new();
-    };
-    // `__register::<>` spanned from the first to the last token of `T` underlines all of `T`.
-    let ident = Ident::new("__register", *first);
-    let open = quote_spanned!(*first=> ::<);
-    let close = quote_spanned!(*last=> >);
+    let register = register(tool);
     let links = links(tool, tool_ident, output_bound, arg_bounds);
     quote! {
         const _: () = {
             #(#links)*
-            #p::inventory::submit! { #p::CollectedTool::new(#ident #open #close) }
+            #p::inventory::submit! { #p::CollectedTool::new(#register) }
         };
     }
+}
+
+/// `__register::<>`, link 0, spanned from the first to the last token of the `T` of
+/// `Result<T, E>`, which it underlines when the output bound fails.
+fn register(tool: &ToolFn) -> TokenStream {
+    let Output::Result { first, last, .. } = &tool.output else {
+        return TokenStream::new();
+    };
+    let ident = Ident::new("__register", *first);
+    let open = quote_spanned!(*first=> ::<);
+    let close = quote_spanned!(*last=> >);
+    quote!(#ident #open #close)
 }
 
 /// The registration function, as a chain with one link per argument.
@@ -780,14 +786,7 @@ pub fn stub_items(tool: &ToolFn) -> TokenStream {
             let (ident, ty) = (&param.ident, &param.ty);
             quote!(#vis #ident: #ty,)
         });
-    let output = match &tool.output {
-        Output::Result { ok, .. }
-            if !matches!(**ok, syn::Type::ImplTrait(_) | syn::Type::Infer(_)) =>
-        {
-            quote!(#ok)
-        }
-        _ => quote!(()),
-    };
+    let (output, bounds, type_checks) = stub_type_checks(tool, &names);
     let name = &tool.name;
     quote! {
         #[doc = #args_doc]
@@ -820,7 +819,8 @@ pub fn stub_items(tool: &ToolFn) -> TokenStream {
         #[derive(Debug, Clone, Copy, Default)]
         #vis struct #tool_ident;
 
-        impl #p::Tool for #tool_ident {
+        #[allow(unused_lifetimes)]
+        impl #p::Tool for #tool_ident #bounds {
             type Args = #args_ident;
             type Output = #output;
 
@@ -838,5 +838,43 @@ pub fn stub_items(tool: &ToolFn) -> TokenStream {
                 }
             }
         }
+
+        #type_checks
     }
+}
+
+/// The stand-in's result type, the bounds of its `Tool` impl and the checks of the parameter
+/// and result types, the same as the real tool's ([`registration`] without the collection
+/// entry): a type that cannot be sent or returned is still reported once, at the type, and
+/// code that registers the stand-in sees the same bounds as the real tool. Left out (with `()`
+/// as the result) when validation already reported a type.
+fn stub_type_checks(tool: &ToolFn, names: &Names) -> (TokenStream, TokenStream, TokenStream) {
+    let p = quote!(::toolwright::__private_v0_1);
+    let unusable = |ty: &syn::Type| {
+        matches!(
+            ty,
+            syn::Type::Reference(_) | syn::Type::ImplTrait(_) | syn::Type::Infer(_)
+        )
+    };
+    let ok = match &tool.output {
+        Output::Result { ok, .. } if !unusable(ok) => ok,
+        _ => return (quote!(()), TokenStream::new(), TokenStream::new()),
+    };
+    if tool.args().any(|param| unusable(&param.ty)) {
+        return (quote!(()), TokenStream::new(), TokenStream::new());
+    }
+    let arg_bounds: Vec<TokenStream> = tool.args().map(argument_bound).collect();
+    let output_bound = quote_spanned!(token_spans(ok).0=> for<'__toolwright> #ok: #p::ToolOutput);
+    let links = links(tool, &names.tool, &output_bound, &arg_bounds);
+    let register = register(tool);
+    (
+        quote!(#ok),
+        quote!(where #output_bound, #(#arg_bounds,)*),
+        quote! {
+            const _: () = {
+                #(#links)*
+                let _ = #register;
+            };
+        },
+    )
 }
