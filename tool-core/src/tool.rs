@@ -144,49 +144,82 @@ impl StateRequirement {
 }
 
 /// A number as written in a declaration, so schemas keep `5` an integer and `0.5` a float.
+///
+/// Integers are kept exact: a bound of `u64::MAX` is 18446744073709551615, not the `f64` nearest
+/// to it, and [`rules::range`](crate::validate::rules::range) compares integer values with it
+/// exactly.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Number {
-    value: f64,
-    integer: bool,
+pub struct Number(Repr);
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Repr {
+    /// Between `i64::MIN` and `u64::MAX`.
+    Integer(i128),
+    Float(f64),
 }
 
 impl Number {
     /// An integer bound.
     pub const fn int(value: i64) -> Self {
-        Number {
-            value: value as f64,
-            integer: true,
-        }
+        Number(Repr::Integer(value as i128))
+    }
+
+    /// An integer bound above `i64::MAX`.
+    pub const fn uint(value: u64) -> Self {
+        Number(Repr::Integer(value as i128))
     }
 
     /// A floating-point bound.
     pub const fn float(value: f64) -> Self {
-        Number {
-            value,
-            integer: false,
+        Number(Repr::Float(value))
+    }
+
+    /// The value as `f64`: the nearest one for an integer beyond 2^53.
+    pub const fn value(self) -> f64 {
+        match self.0 {
+            Repr::Integer(v) => v as f64,
+            Repr::Float(v) => v,
         }
     }
 
-    /// The value as `f64`, the type runtime checks compare in.
-    pub const fn value(self) -> f64 {
-        self.value
+    /// The value, exact, when it is an integer.
+    pub const fn integer(self) -> Option<i128> {
+        match self.0 {
+            Repr::Integer(v) => Some(v),
+            Repr::Float(_) => None,
+        }
     }
 
     fn to_json(self) -> Value {
-        if self.integer {
-            Value::from(self.value as i64)
-        } else {
-            serde_json::Number::from_f64(self.value).map_or(Value::Null, Value::Number)
+        match self.0 {
+            Repr::Integer(v) => match (i64::try_from(v), u64::try_from(v)) {
+                (Ok(v), _) => Value::from(v),
+                (_, Ok(v)) => Value::from(v),
+                // The constructors take an `i64` or a `u64`.
+                _ => Value::Null,
+            },
+            Repr::Float(v) => serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number),
+        }
+    }
+
+    /// How `self` compares with a JSON number, exactly when both are integers.
+    fn cmp_json(self, json: &Value) -> Option<std::cmp::Ordering> {
+        let exact = json
+            .as_i64()
+            .map(i128::from)
+            .or_else(|| json.as_u64().map(i128::from));
+        match (self.integer(), exact) {
+            (Some(v), Some(other)) => Some(v.cmp(&other)),
+            _ => self.value().partial_cmp(&json.as_f64()?),
         }
     }
 }
 
 impl fmt::Display for Number {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.integer {
-            write!(f, "{}", self.value as i64)
-        } else {
-            write!(f, "{}", self.value)
+        match self.0 {
+            Repr::Integer(v) => write!(f, "{v}"),
+            Repr::Float(v) => write!(f, "{v}"),
         }
     }
 }
@@ -575,10 +608,10 @@ fn apply_rules(prop: &mut Map<String, Value>, rules: &[Rule]) {
         match *rule {
             Rule::Range { min, max } => {
                 if let Some(min) = min {
-                    tighten(prop, "minimum", min, |old, new| new > old);
+                    tighten(prop, "minimum", min, std::cmp::Ordering::Greater);
                 }
                 if let Some(max) = max {
-                    tighten(prop, "maximum", max, |old, new| new < old);
+                    tighten(prop, "maximum", max, std::cmp::Ordering::Less);
                 }
             }
             Rule::Length { min, max } => {
@@ -620,16 +653,13 @@ fn apply_rules(prop: &mut Map<String, Value>, rules: &[Rule]) {
 
 /// Sets a numeric bound unless the schema already has a stricter one (schemars writes
 /// `minimum: 0` for unsigned integers; a declared `min = 1` tightens it, `min = -5` does not).
-fn tighten(
-    prop: &mut Map<String, Value>,
-    key: &str,
-    bound: Number,
-    stricter: fn(f64, f64) -> bool,
-) {
+/// `stricter` is how the new bound compares with the old one when it is the stricter: greater
+/// for `minimum`, less for `maximum`; integers compare exactly.
+fn tighten(prop: &mut Map<String, Value>, key: &str, bound: Number, stricter: std::cmp::Ordering) {
     let keep_old = prop
         .get(key)
-        .and_then(Value::as_f64)
-        .is_some_and(|old| !stricter(old, bound.value()));
+        .and_then(|old| bound.cmp_json(old))
+        .is_some_and(|order| order != stricter);
     if !keep_old {
         prop.insert(key.into(), bound.to_json());
     }

@@ -136,6 +136,62 @@ fn classify(ty: &Type) -> ParamKind {
     }
 }
 
+/// One parameter, with `#[arg]` and doc attributes taken off the function.
+fn param(cx: &Ctxt, input: &mut FnArg) -> Param {
+    let pat_type = match input {
+        FnArg::Receiver(receiver) => {
+            return Param {
+                written: receiver.to_token_stream(),
+                ident: Ident::new("self_", receiver.span()),
+                ty: Type::Verbatim(quote::quote!(Self)),
+                kind: ParamKind::Receiver,
+                docs: Vec::new(),
+                arg: ArgAttrs::default(),
+            }
+        }
+        FnArg::Typed(pat_type) => pat_type,
+    };
+    let arg = attr::parse_arg_attrs(cx, &pat_type.attrs);
+    let param_docs = docs(&pat_type.attrs);
+    pat_type
+        .attrs
+        .retain(|a| !a.path().is_ident("arg") && !a.path().is_ident("doc"));
+    let (ident, kind) = match &*pat_type.pat {
+        Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => {
+            (p.ident.clone(), classify(&pat_type.ty))
+        }
+        other => (Ident::new("invalid_", other.span()), ParamKind::Pattern),
+    };
+    Param {
+        written: pat_type.pat.to_token_stream(),
+        ident,
+        ty: (*pat_type.ty).clone(),
+        kind,
+        docs: param_docs,
+        arg,
+    }
+}
+
+fn output(output: &ReturnType) -> Output {
+    let ReturnType::Type(_, ty) = output else {
+        return Output::Unsupported(None);
+    };
+    let Some(seg) = last_segment(ty).filter(|seg| seg.ident == "Result") else {
+        return Output::Unsupported(Some(ty.clone()));
+    };
+    let Some(ok) = first_type_arg(seg) else {
+        return Output::Unsupported(Some(ty.clone()));
+    };
+    let (first, last) = token_spans(ok);
+    let error = token_spans(type_args(seg).nth(1).unwrap_or(ty));
+    Output::Result {
+        ok: Box::new(ok.clone()),
+        first,
+        last,
+        error,
+    }
+}
+
 impl ToolFn {
     pub fn from_item(cx: &Ctxt, attrs: ToolAttrs, mut item: ItemFn) -> ToolFn {
         let description = doc_text(&item.attrs);
@@ -143,65 +199,13 @@ impl ToolFn {
             Some(lit) => (lit.value(), lit.span()),
             None => (item.sig.ident.unraw().to_string(), item.sig.ident.span()),
         };
-
-        let mut params = Vec::new();
-        for input in item.sig.inputs.iter_mut() {
-            match input {
-                FnArg::Receiver(receiver) => params.push(Param {
-                    written: receiver.to_token_stream(),
-                    ident: Ident::new("self_", receiver.span()),
-                    ty: Type::Verbatim(quote::quote!(Self)),
-                    kind: ParamKind::Receiver,
-                    docs: Vec::new(),
-                    arg: ArgAttrs::default(),
-                }),
-                FnArg::Typed(pat_type) => {
-                    let mut arg = ArgAttrs::default();
-                    for a in pat_type.attrs.iter().filter(|a| a.path().is_ident("arg")) {
-                        attr::parse_arg_attr(cx, a, &mut arg);
-                    }
-                    let param_docs = docs(&pat_type.attrs);
-                    pat_type
-                        .attrs
-                        .retain(|a| !a.path().is_ident("arg") && !a.path().is_ident("doc"));
-                    let (ident, kind) = match &*pat_type.pat {
-                        Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => {
-                            (p.ident.clone(), classify(&pat_type.ty))
-                        }
-                        other => (Ident::new("invalid_", other.span()), ParamKind::Pattern),
-                    };
-                    params.push(Param {
-                        written: pat_type.pat.to_token_stream(),
-                        ident,
-                        ty: (*pat_type.ty).clone(),
-                        kind,
-                        docs: param_docs,
-                        arg,
-                    });
-                }
-            }
-        }
-
-        let output = match &item.sig.output {
-            ReturnType::Type(_, ty) => match last_segment(ty) {
-                Some(seg) if seg.ident == "Result" => match first_type_arg(seg) {
-                    Some(ok) => {
-                        let (first, last) = token_spans(ok);
-                        let error = token_spans(type_args(seg).nth(1).unwrap_or(ty));
-                        Output::Result {
-                            ok: Box::new(ok.clone()),
-                            first,
-                            last,
-                            error,
-                        }
-                    }
-                    None => Output::Unsupported(Some(ty.clone())),
-                },
-                _ => Output::Unsupported(Some(ty.clone())),
-            },
-            ReturnType::Default => Output::Unsupported(None),
-        };
-
+        let params = item
+            .sig
+            .inputs
+            .iter_mut()
+            .map(|input| param(cx, input))
+            .collect();
+        let output = output(&item.sig.output);
         ToolFn {
             item,
             attrs,
@@ -221,5 +225,31 @@ impl ToolFn {
 
     pub fn takes_key(&self) -> bool {
         self.params.iter().any(|p| matches!(p.kind, ParamKind::Key))
+    }
+}
+
+/// A function whose body syn cannot read: the signature parsed, the body kept as written.
+pub struct UnparsedBody {
+    /// The function with an empty body, for the model.
+    pub item: ItemFn,
+    pub body: proc_macro2::Group,
+}
+
+impl syn::parse::Parse for UnparsedBody {
+    fn parse(input: syn::parse::ParseStream) -> syn::Result<Self> {
+        let attrs = input.call(Attribute::parse_outer)?;
+        let vis: syn::Visibility = input.parse()?;
+        let sig: syn::Signature = input.parse()?;
+        let body: proc_macro2::Group = input.parse()?;
+        if body.delimiter() != proc_macro2::Delimiter::Brace || !input.is_empty() {
+            return Err(input.error("expected a function body"));
+        }
+        let item = ItemFn {
+            attrs,
+            vis,
+            sig,
+            block: Box::new(syn::parse_quote!({})),
+        };
+        Ok(UnparsedBody { item, body })
     }
 }

@@ -34,6 +34,7 @@ pub const ARG_KEYS: &[&str] = &[
     "grounded",
 ];
 
+/// What `#[tool(...)]` says, each key at most once.
 #[derive(Default)]
 pub struct ToolAttrs {
     pub name: Option<LitStr>,
@@ -50,11 +51,46 @@ pub struct ToolAttrs {
     pub grounds: Vec<(syn::Ident, LitStr)>,
 }
 
+/// The value of a number literal, integers kept exact: a bound of `u64::MAX` must not become
+/// the nearest `f64`, 18446744073709551616.
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub enum NumValue {
+    /// Between `i64::MIN` and `u64::MAX`, the integers a bound can hold.
+    Int(i128),
+    Float(f64),
+}
+
+impl NumValue {
+    /// `a > b`, exact when both are integers.
+    pub fn above(self, other: NumValue) -> bool {
+        match (self, other) {
+            (NumValue::Int(a), NumValue::Int(b)) => a > b,
+            (a, b) => a.as_f64() > b.as_f64(),
+        }
+    }
+
+    fn as_f64(self) -> f64 {
+        match self {
+            #[allow(clippy::cast_precision_loss)]
+            NumValue::Int(v) => v as f64,
+            NumValue::Float(v) => v,
+        }
+    }
+}
+
+impl std::fmt::Display for NumValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NumValue::Int(v) => write!(f, "{v}"),
+            NumValue::Float(v) => write!(f, "{v}"),
+        }
+    }
+}
+
 /// A number literal as written: `1`, `0.5`, `-3`.
 #[derive(Clone)]
 pub struct NumLit {
-    pub value: f64,
-    pub integer: bool,
+    pub value: NumValue,
     pub span: Span,
 }
 
@@ -66,6 +102,7 @@ pub enum OneOf {
     Numbers(Vec<NumLit>),
 }
 
+/// What the `#[arg(...)]` attributes of one parameter say, each key at most once.
 #[derive(Default)]
 pub struct ArgAttrs {
     pub range: Option<(Span, Option<NumLit>, Option<NumLit>)>,
@@ -73,11 +110,65 @@ pub struct ArgAttrs {
     pub pattern: Option<LitStr>,
     pub one_of: Option<(Span, OneOf)>,
     pub default: Option<Expr>,
+    /// Several custom checks may apply; they run in order.
     pub validate: Vec<Path>,
     pub sensitive: Option<Span>,
     pub grounded: Option<LitStr>,
     /// The first `#[arg]` as written, for errors about the attribute as a whole.
     pub written: Option<TokenStream>,
+}
+
+/// One key of an attribute while it is parsed, as serde_derive's `Attr<T>`: set at most once,
+/// a second setting reported as "duplicate" at its own span, the first value kept.
+pub struct Attr<'c, T> {
+    cx: &'c Ctxt,
+    within: &'static str,
+    key: &'static str,
+    value: Option<T>,
+}
+
+impl<'c, T> Attr<'c, T> {
+    pub fn none(cx: &'c Ctxt, within: &'static str, key: &'static str) -> Self {
+        Attr {
+            cx,
+            within,
+            key,
+            value: None,
+        }
+    }
+
+    /// Sets the value, or reports `at` as a duplicate.
+    pub fn set(&mut self, at: impl ToTokens, value: T) {
+        if self.value.is_some() {
+            self.cx.error_spanned_by(
+                at,
+                format!("duplicate `{}` in `{}`; keep one", self.key, self.within),
+            );
+        } else {
+            self.value = Some(value);
+        }
+    }
+
+    pub fn is_set(&self) -> bool {
+        self.value.is_some()
+    }
+
+    pub fn get(self) -> Option<T> {
+        self.value
+    }
+}
+
+/// A flag such as `read_only`: written or not, at most once.
+fn set_flag(flag: &mut Attr<Span>, meta: &ParseNestedMeta, key: &str) -> syn::Result<()> {
+    if meta.input.peek(Token![=]) {
+        flag.cx.error_spanned_by(
+            &meta.path,
+            format!("`{key}` is a flag: write `{key}`, not `{key} = ...`"),
+        );
+        return skip_value(meta);
+    }
+    flag.set(&meta.path, meta.path.span());
+    Ok(())
 }
 
 pub fn key_of(meta: &ParseNestedMeta) -> String {
@@ -199,13 +290,6 @@ fn unknown_key_message(what: &str, key: &str, valid: &[&str], hints: &[(&str, &s
     }
 }
 
-fn duplicate(cx: &Ctxt, meta: &ParseNestedMeta, key: &str, what: &str) {
-    cx.error_spanned_by(
-        &meta.path,
-        format!("duplicate `{key}` in `{what}`; keep one"),
-    );
-}
-
 fn parse_u64(cx: &Ctxt, lit: &LitInt) -> Option<u64> {
     match lit.base10_parse::<u64>() {
         Ok(v) => Some(v),
@@ -216,216 +300,248 @@ fn parse_u64(cx: &Ctxt, lit: &LitInt) -> Option<u64> {
     }
 }
 
-pub fn parse_tool_attrs(cx: &Ctxt, tokens: TokenStream) -> ToolAttrs {
-    let mut attrs = ToolAttrs::default();
-    let parser = syn::meta::parser(|meta| {
-        let key = key_of(&meta);
-        match key.as_str() {
-            "name" => {
-                let lit: LitStr = meta.value()?.parse()?;
-                if attrs.name.replace(lit).is_some() {
-                    duplicate(cx, &meta, &key, "#[tool]");
-                }
-            }
+/// `#[tool(...)]` while it is parsed: one [`Attr`] per key.
+struct ToolAttrsBuilder<'c> {
+    name: Attr<'c, LitStr>,
+    timeout_ms: Attr<'c, (u64, LitInt)>,
+    idempotent: Attr<'c, LitBool>,
+    read_only: Attr<'c, Span>,
+    retries: Attr<'c, (u32, LitInt)>,
+    scopes: Attr<'c, Vec<LitStr>>,
+    validate: Attr<'c, Path>,
+    authorize: Attr<'c, Path>,
+    fallback: Attr<'c, Path>,
+    requires_approval: Attr<'c, Span>,
+    grounds: Attr<'c, Vec<(syn::Ident, LitStr)>>,
+}
+
+impl<'c> ToolAttrsBuilder<'c> {
+    fn new(cx: &'c Ctxt) -> Self {
+        ToolAttrsBuilder {
+            name: Attr::none(cx, "#[tool]", "name"),
+            timeout_ms: Attr::none(cx, "#[tool]", "timeout_ms"),
+            idempotent: Attr::none(cx, "#[tool]", "idempotent"),
+            read_only: Attr::none(cx, "#[tool]", "read_only"),
+            retries: Attr::none(cx, "#[tool]", "retries"),
+            scopes: Attr::none(cx, "#[tool]", "scopes"),
+            validate: Attr::none(cx, "#[tool]", "validate"),
+            authorize: Attr::none(cx, "#[tool]", "authorize"),
+            fallback: Attr::none(cx, "#[tool]", "fallback"),
+            requires_approval: Attr::none(cx, "#[tool]", "requires_approval"),
+            grounds: Attr::none(cx, "#[tool]", "grounds"),
+        }
+    }
+
+    fn key(&mut self, cx: &Ctxt, meta: &ParseNestedMeta) -> syn::Result<()> {
+        let at = &meta.path;
+        match key_of(meta).as_str() {
+            "name" => self.name.set(at, meta.value()?.parse()?),
             "timeout_ms" => {
                 let lit: LitInt = meta.value()?.parse()?;
                 if let Some(v) = parse_u64(cx, &lit) {
-                    if attrs.timeout_ms.replace((v, lit)).is_some() {
-                        duplicate(cx, &meta, &key, "#[tool]");
-                    }
+                    self.timeout_ms.set(at, (v, lit));
                 }
             }
-            "idempotent" => {
-                let lit: LitBool = meta.value()?.parse()?;
-                if attrs.idempotent.replace(lit).is_some() {
-                    duplicate(cx, &meta, &key, "#[tool]");
-                }
-            }
-            "grounds" => {
-                meta.parse_nested_meta(|inner| {
-                    let Some(kind) = inner.path.get_ident().cloned() else {
-                        cx.error_spanned_by(
-                            &inner.path,
-                            "a kind of id is one word: `grounds(order = \"id\")`",
-                        );
-                        return skip_value(&inner);
-                    };
-                    if !inner.input.peek(Token![=]) {
-                        cx.error_spanned_by(
-                            &inner.path,
-                            format!("say where the result carries `{kind}` ids: `grounds({kind} = \"id\")`, a field name, or a path such as `\"lines.sku\"`"),
-                        );
-                        return Ok(());
-                    }
-                    let path: LitStr = inner.value()?.parse()?;
-                    let text = path.value();
-                    if text.split('.').any(str::is_empty) && !text.is_empty() {
-                        cx.error_spanned_by(
-                            &path,
-                            "a path is field names joined by `.`, such as `\"id\"` or `\"lines.sku\"` (arrays are walked by themselves); `\"\"` is the result itself",
-                        );
-                    }
-                    if attrs.grounds.iter().any(|(k, p)| *k == kind && p.value() == text) {
-                        duplicate(cx, &inner, &kind.to_string(), "grounds(..)");
-                    }
-                    attrs.grounds.push((kind, path));
-                    Ok(())
-                })?;
-            }
+            "idempotent" => self.idempotent.set(at, meta.value()?.parse()?),
+            "read_only" => set_flag(&mut self.read_only, meta, "read_only")?,
             "requires_approval" => {
-                if meta.input.peek(Token![=]) {
-                    cx.error_spanned_by(
-                        &meta.path,
-                        "`requires_approval` is a flag: write `requires_approval`, not `requires_approval = ...`",
-                    );
-                    skip_value(&meta)?;
-                } else if attrs.requires_approval.replace(meta.path.span()).is_some() {
-                    duplicate(cx, &meta, &key, "#[tool]");
-                }
-            }
-            "read_only" => {
-                if meta.input.peek(Token![=]) {
-                    cx.error_spanned_by(
-                        &meta.path,
-                        "`read_only` is a flag: write `read_only`, not `read_only = ...`",
-                    );
-                    skip_value(&meta)?;
-                } else if attrs.read_only.replace(meta.path.span()).is_some() {
-                    duplicate(cx, &meta, &key, "#[tool]");
-                }
+                set_flag(&mut self.requires_approval, meta, "requires_approval")?
             }
             "retries" => {
                 let lit: LitInt = meta.value()?.parse()?;
                 match lit.base10_parse::<u32>() {
-                    Ok(v) => {
-                        if attrs.retries.replace((v, lit)).is_some() {
-                            duplicate(cx, &meta, &key, "#[tool]");
-                        }
-                    }
+                    Ok(v) => self.retries.set(at, (v, lit)),
                     Err(_) => {
                         cx.error_spanned_by(&lit, "`retries` must be a small non-negative integer")
                     }
                 }
             }
-            "scopes" => {
-                let array: syn::ExprArray = meta.value()?.parse()?;
-                for elem in array.elems {
-                    match elem {
-                        Expr::Lit(ExprLit {
-                            lit: Lit::Str(s), ..
-                        }) => attrs.scopes.push(s),
-                        other => cx.error_spanned_by(
-                            other,
-                            "scopes are string literals: `scopes = [\"orders:write\"]`",
-                        ),
-                    }
-                }
-            }
-            "validate" => {
-                let path: Path = meta.value()?.parse()?;
-                if attrs.validate.replace(path).is_some() {
-                    duplicate(cx, &meta, &key, "#[tool]");
-                }
-            }
-            "authorize" => {
-                let path: Path = meta.value()?.parse()?;
-                if attrs.authorize.replace(path).is_some() {
-                    duplicate(cx, &meta, &key, "#[tool]");
-                }
-            }
-            "fallback" => {
-                let path: Path = meta.value()?.parse()?;
-                if attrs.fallback.replace(path).is_some() {
-                    duplicate(cx, &meta, &key, "#[tool]");
-                }
-            }
+            "scopes" => self.scopes.set(at, scopes(cx, meta.value()?.parse()?)),
+            "validate" => self.validate.set(at, meta.value()?.parse()?),
+            "authorize" => self.authorize.set(at, meta.value()?.parse()?),
+            "fallback" => self.fallback.set(at, meta.value()?.parse()?),
+            "grounds" => self.grounds.set(at, grounds(cx, meta)?),
             other => {
                 cx.error_spanned_by(
-                    &meta.path,
+                    at,
                     unknown_key_message("#[tool]", other, TOOL_KEYS, TOOL_KEY_HINTS),
                 );
-                skip_value(&meta)?;
+                skip_value(meta)?;
             }
         }
         Ok(())
-    });
+    }
+
+    fn build(self) -> ToolAttrs {
+        ToolAttrs {
+            name: self.name.get(),
+            timeout_ms: self.timeout_ms.get(),
+            idempotent: self.idempotent.get(),
+            read_only: self.read_only.get(),
+            retries: self.retries.get(),
+            scopes: self.scopes.get().unwrap_or_default(),
+            validate: self.validate.get(),
+            authorize: self.authorize.get(),
+            fallback: self.fallback.get(),
+            requires_approval: self.requires_approval.get(),
+            grounds: self.grounds.get().unwrap_or_default(),
+        }
+    }
+}
+
+fn scopes(cx: &Ctxt, array: syn::ExprArray) -> Vec<LitStr> {
+    let mut scopes = Vec::new();
+    for elem in array.elems {
+        match elem {
+            Expr::Lit(ExprLit {
+                lit: Lit::Str(s), ..
+            }) => scopes.push(s),
+            other => cx.error_spanned_by(
+                other,
+                "scopes are string literals: `scopes = [\"orders:write\"]`",
+            ),
+        }
+    }
+    scopes
+}
+
+/// `grounds(order = "id", sku = "lines.sku")`: a kind may be grounded at several paths, each
+/// (kind, path) pair once.
+fn grounds(cx: &Ctxt, meta: &ParseNestedMeta) -> syn::Result<Vec<(syn::Ident, LitStr)>> {
+    let mut grounds: Vec<(syn::Ident, LitStr)> = Vec::new();
+    meta.parse_nested_meta(|inner| {
+        let Some(kind) = inner.path.get_ident().cloned() else {
+            cx.error_spanned_by(
+                &inner.path,
+                "a kind of id is one word: `grounds(order = \"id\")`",
+            );
+            return skip_value(&inner);
+        };
+        if !inner.input.peek(Token![=]) {
+            cx.error_spanned_by(
+                &inner.path,
+                format!("say where the result carries `{kind}` ids: `grounds({kind} = \"id\")`, a field name, or a path such as `\"lines.sku\"`"),
+            );
+            return Ok(());
+        }
+        let path: LitStr = inner.value()?.parse()?;
+        let text = path.value();
+        if text.split('.').any(str::is_empty) && !text.is_empty() {
+            cx.error_spanned_by(
+                &path,
+                "a path is field names joined by `.`, such as `\"id\"` or `\"lines.sku\"` (arrays are walked by themselves); `\"\"` is the result itself",
+            );
+        }
+        if grounds.iter().any(|(k, p)| *k == kind && p.value() == text) {
+            cx.error_spanned_by(
+                &inner.path,
+                format!("duplicate `{kind} = {text:?}` in `grounds(..)`; keep one"),
+            );
+        } else {
+            grounds.push((kind, path));
+        }
+        Ok(())
+    })?;
+    Ok(grounds)
+}
+
+pub fn parse_tool_attrs(cx: &Ctxt, tokens: TokenStream) -> ToolAttrs {
+    let mut builder = ToolAttrsBuilder::new(cx);
+    let parser = syn::meta::parser(|meta| builder.key(cx, &meta));
     if let Err(e) = syn::parse::Parser::parse2(parser, tokens) {
         cx.syn_error(e);
     }
-    attrs
+    builder.build()
 }
 
+/// The integers a bound can hold: what `Number::int` (i64) and `Number::uint` (u64) take.
+const INTEGER_RANGE: &str =
+    "an integer bound must lie between -9223372036854775808 (`i64::MIN`) and 18446744073709551615 (`u64::MAX`)";
+
 fn number(cx: &Ctxt, expr: &Expr) -> Option<NumLit> {
-    match expr {
+    let (value, span) = match expr {
         Expr::Lit(ExprLit {
             lit: Lit::Int(i), ..
-        }) => match i.base10_parse::<i64>() {
-            Ok(v) => Some(NumLit {
-                value: v as f64,
-                integer: true,
-                span: i.span(),
-            }),
+        }) => match i.base10_parse::<u64>() {
+            Ok(v) => (NumValue::Int(i128::from(v)), i.span()),
             Err(_) => {
-                cx.error_spanned_by(i, "this integer does not fit in an i64");
-                None
+                cx.error_spanned_by(i, format!("this integer is too large: {INTEGER_RANGE}"));
+                return None;
             }
         },
         Expr::Lit(ExprLit {
             lit: Lit::Float(f), ..
         }) => match f.base10_parse::<f64>() {
-            Ok(v) => Some(NumLit {
-                value: v,
-                integer: false,
-                span: f.span(),
-            }),
+            Ok(v) => (NumValue::Float(v), f.span()),
             Err(_) => {
                 cx.error_spanned_by(f, "expected a float literal");
-                None
+                return None;
             }
         },
         Expr::Unary(ExprUnary {
             op: UnOp::Neg(_),
             expr: inner,
             ..
-        }) => number(cx, inner).map(|n| NumLit {
-            value: -n.value,
-            span: expr.span(),
-            ..n
-        }),
+        }) if matches!(**inner, Expr::Lit(_)) => {
+            let n = number(cx, inner)?;
+            let value = match n.value {
+                NumValue::Int(v) if -v < i128::from(i64::MIN) => {
+                    cx.error_spanned_by(
+                        expr,
+                        format!("this integer is too small: {INTEGER_RANGE}"),
+                    );
+                    return None;
+                }
+                NumValue::Int(v) => NumValue::Int(-v),
+                NumValue::Float(v) => NumValue::Float(-v),
+            };
+            (value, expr.span())
+        }
         other => {
             cx.error_spanned_by(other, "expected a number literal such as `1` or `0.5`");
-            None
+            return None;
         }
-    }
+    };
+    Some(NumLit { value, span })
 }
 
+/// `rule(min = .., max = ..)`, each bound read by `read`; `None` when a bound was malformed
+/// (and reported), so the rule is left out rather than reported again as missing a bound.
 fn bounds<T>(
     cx: &Ctxt,
     meta: &ParseNestedMeta,
-    rule: &str,
-    mut read: impl FnMut(&Ctxt, &Expr) -> Option<T>,
-) -> syn::Result<(Option<T>, Option<T>)> {
-    let (mut min, mut max) = (None, None);
+    rule: &'static str,
+    read: impl Fn(&Ctxt, &Expr) -> Option<T>,
+) -> syn::Result<Option<(Option<T>, Option<T>)>> {
+    let within = if rule == "range" {
+        "range(..)"
+    } else {
+        "length(..)"
+    };
+    let mut min = Attr::none(cx, within, "min");
+    let mut max = Attr::none(cx, within, "max");
+    let mut malformed = false;
     meta.parse_nested_meta(|inner| {
         let key = key_of(&inner);
-        let expr: Expr = match key.as_str() {
-            "min" | "max" => inner.value()?.parse()?,
+        let slot = match key.as_str() {
+            "min" => &mut min,
+            "max" => &mut max,
             other => {
                 cx.error_spanned_by(
                     &inner.path,
                     format!("unknown `{rule}` bound `{other}`; write `{rule}(min = .., max = ..)` (either may be omitted)"),
                 );
-                skip_value(&inner)?;
-                return Ok(());
+                return skip_value(&inner);
             }
         };
-        let slot = if key == "min" { &mut min } else { &mut max };
-        if slot.replace(read(cx, &expr)).is_some() {
-            cx.error_spanned_by(&inner.path, format!("duplicate `{key}` in `{rule}(...)`"));
+        let expr: Expr = inner.value()?.parse()?;
+        match read(cx, &expr) {
+            Some(value) => slot.set(&inner.path, value),
+            None => malformed = true,
         }
         Ok(())
     })?;
-    Ok((min.flatten(), max.flatten()))
+    Ok((!malformed).then(|| (min.get(), max.get())))
 }
 
 fn length_bound(cx: &Ctxt, expr: &Expr) -> Option<(u64, Span)> {
@@ -440,85 +556,97 @@ fn length_bound(cx: &Ctxt, expr: &Expr) -> Option<(u64, Span)> {
     }
 }
 
-pub fn parse_arg_attr(cx: &Ctxt, attr: &syn::Attribute, attrs: &mut ArgAttrs) {
-    attrs.written.get_or_insert_with(|| attr.to_token_stream());
-    let result = attr.parse_nested_meta(|meta| {
-        let key = key_of(&meta);
-        let span = meta.path.span();
-        match key.as_str() {
+fn one_of(cx: &Ctxt, array: &syn::ExprArray) -> Option<OneOf> {
+    let mut strings = Vec::new();
+    let mut numbers = Vec::new();
+    for elem in &array.elems {
+        match elem {
+            Expr::Lit(ExprLit {
+                lit: Lit::Str(s), ..
+            }) => strings.push(s.clone()),
+            other => numbers.extend(number(cx, other)),
+        }
+    }
+    match (strings.is_empty(), numbers.is_empty()) {
+        (true, true) => {
+            cx.error_spanned_by(
+                array,
+                "`one_of` needs at least one value: `one_of = [\"a\", \"b\"]`",
+            );
+            None
+        }
+        (false, false) => {
+            cx.error_spanned_by(array, "`one_of` values must be all strings or all numbers");
+            None
+        }
+        (false, true) => Some(OneOf::Strings(strings)),
+        (true, false) => Some(OneOf::Numbers(numbers)),
+    }
+}
+
+/// The `#[arg(...)]` attributes of one parameter while they are parsed: one [`Attr`] per key,
+/// shared by all of them, so a key written in two `#[arg]`s is a duplicate too.
+struct ArgAttrsBuilder<'c> {
+    range: Attr<'c, (Span, Option<NumLit>, Option<NumLit>)>,
+    length: Attr<'c, (Span, Option<LengthBound>, Option<LengthBound>)>,
+    pattern: Attr<'c, LitStr>,
+    one_of: Attr<'c, (Span, OneOf)>,
+    default: Attr<'c, Expr>,
+    validate: Vec<Path>,
+    sensitive: Attr<'c, Span>,
+    grounded: Attr<'c, LitStr>,
+}
+
+impl<'c> ArgAttrsBuilder<'c> {
+    fn new(cx: &'c Ctxt) -> Self {
+        ArgAttrsBuilder {
+            range: Attr::none(cx, "#[arg]", "range"),
+            length: Attr::none(cx, "#[arg]", "length"),
+            pattern: Attr::none(cx, "#[arg]", "pattern"),
+            one_of: Attr::none(cx, "#[arg]", "one_of"),
+            default: Attr::none(cx, "#[arg]", "default"),
+            validate: Vec::new(),
+            sensitive: Attr::none(cx, "#[arg]", "sensitive"),
+            grounded: Attr::none(cx, "#[arg]", "grounded"),
+        }
+    }
+
+    fn key(&mut self, cx: &Ctxt, meta: &ParseNestedMeta) -> syn::Result<()> {
+        let at = &meta.path;
+        let span = at.span();
+        match key_of(meta).as_str() {
+            rule @ ("range" | "length") if !meta.input.peek(syn::token::Paren) => {
+                let example = if rule == "range" {
+                    "range(min = 1, max = 9)"
+                } else {
+                    "length(min = 1, max = 300)"
+                };
+                cx.error_spanned_by(
+                    at,
+                    format!("write `{example}`; either bound may be omitted"),
+                );
+                skip_value(meta)?;
+            }
             "range" => {
-                if !meta.input.peek(syn::token::Paren) {
-                    cx.error_spanned_by(&meta.path, "write `range(min = 1, max = 9)`; either bound may be omitted");
-                    return skip_value(&meta);
-                }
-                let (min, max) = bounds(cx, &meta, "range", number)?;
-                if attrs.range.replace((span, min, max)).is_some() {
-                    duplicate(cx, &meta, &key, "#[arg]");
+                if let Some((min, max)) = bounds(cx, meta, "range", number)? {
+                    self.range.set(at, (span, min, max));
                 }
             }
             "length" => {
-                if !meta.input.peek(syn::token::Paren) {
-                    cx.error_spanned_by(&meta.path, "write `length(min = 1, max = 300)`; either bound may be omitted");
-                    return skip_value(&meta);
-                }
-                let (min, max) = bounds(cx, &meta, "length", length_bound)?;
-                if attrs.length.replace((span, min, max)).is_some() {
-                    duplicate(cx, &meta, &key, "#[arg]");
+                if let Some((min, max)) = bounds(cx, meta, "length", length_bound)? {
+                    self.length.set(at, (span, min, max));
                 }
             }
-            "pattern" => {
-                let lit: LitStr = meta.value()?.parse()?;
-                if attrs.pattern.replace(lit).is_some() {
-                    duplicate(cx, &meta, &key, "#[arg]");
-                }
-            }
+            "pattern" => self.pattern.set(at, meta.value()?.parse()?),
             "one_of" => {
                 let array: syn::ExprArray = meta.value()?.parse()?;
-                let mut strings = Vec::new();
-                let mut numbers = Vec::new();
-                for elem in &array.elems {
-                    match elem {
-                        Expr::Lit(ExprLit { lit: Lit::Str(s), .. }) => strings.push(s.clone()),
-                        other => {
-                            if let Some(n) = number(cx, other) {
-                                numbers.push(n);
-                            }
-                        }
-                    }
-                }
-                let one_of = match (strings.is_empty(), numbers.is_empty()) {
-                    (true, true) => {
-                        cx.error_spanned_by(&array, "`one_of` needs at least one value: `one_of = [\"a\", \"b\"]`");
-                        None
-                    }
-                    (false, false) => {
-                        cx.error_spanned_by(&array, "`one_of` values must be all strings or all numbers");
-                        None
-                    }
-                    (false, true) => Some(OneOf::Strings(strings)),
-                    (true, false) => Some(OneOf::Numbers(numbers)),
-                };
-                if let Some(one_of) = one_of {
-                    if attrs.one_of.replace((span, one_of)).is_some() {
-                        duplicate(cx, &meta, &key, "#[arg]");
-                    }
+                if let Some(values) = one_of(cx, &array) {
+                    self.one_of.set(at, (span, values));
                 }
             }
-            "default" => {
-                let expr: Expr = meta.value()?.parse()?;
-                if attrs.default.replace(expr).is_some() {
-                    duplicate(cx, &meta, &key, "#[arg]");
-                }
-            }
-            "validate" => {
-                let path: Path = meta.value()?.parse()?;
-                attrs.validate.push(path);
-            }
-            "sensitive" => {
-                if attrs.sensitive.replace(span).is_some() {
-                    duplicate(cx, &meta, &key, "#[arg]");
-                }
-            }
+            "default" => self.default.set(at, meta.value()?.parse()?),
+            "validate" => self.validate.push(meta.value()?.parse()?),
+            "sensitive" => set_flag(&mut self.sensitive, meta, "sensitive")?,
             "grounded" => {
                 let lit: LitStr = meta.value()?.parse()?;
                 if lit.value().trim().is_empty() {
@@ -527,20 +655,45 @@ pub fn parse_arg_attr(cx: &Ctxt, attr: &syn::Attribute, attrs: &mut ArgAttrs) {
                         "name the kind of id: `grounded = \"order\"`, matching a tool's `grounds(order = \"id\")`",
                     );
                 }
-                if attrs.grounded.replace(lit).is_some() {
-                    duplicate(cx, &meta, &key, "#[arg]");
-                }
+                self.grounded.set(at, lit);
             }
             other => {
-                cx.error_spanned_by(&meta.path, unknown_key_message("#[arg]", other, ARG_KEYS, ARG_KEY_HINTS));
-                skip_value(&meta)?;
+                cx.error_spanned_by(
+                    at,
+                    unknown_key_message("#[arg]", other, ARG_KEYS, ARG_KEY_HINTS),
+                );
+                skip_value(meta)?;
             }
         }
         Ok(())
-    });
-    if let Err(e) = result {
-        cx.syn_error(e);
     }
+
+    fn build(self, written: Option<TokenStream>) -> ArgAttrs {
+        ArgAttrs {
+            range: self.range.get(),
+            length: self.length.get(),
+            pattern: self.pattern.get(),
+            one_of: self.one_of.get(),
+            default: self.default.get(),
+            validate: self.validate,
+            sensitive: self.sensitive.get(),
+            grounded: self.grounded.get(),
+            written,
+        }
+    }
+}
+
+/// Every `#[arg(...)]` among a parameter's attributes, as one declaration.
+pub fn parse_arg_attrs(cx: &Ctxt, attrs: &[syn::Attribute]) -> ArgAttrs {
+    let mut builder = ArgAttrsBuilder::new(cx);
+    let mut written = None;
+    for attr in attrs.iter().filter(|a| a.path().is_ident("arg")) {
+        written.get_or_insert_with(|| attr.to_token_stream());
+        if let Err(e) = attr.parse_nested_meta(|meta| builder.key(cx, &meta)) {
+            cx.syn_error(e);
+        }
+    }
+    builder.build(written)
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use syn::meta::ParseNestedMeta;
 use syn::spanned::Spanned;
 use syn::Token;
 
-use crate::attr::{distance, key_of, skip_value};
+use crate::attr::{distance, key_of, skip_value, Attr};
 use crate::ctxt::Ctxt;
 
 const OPTIONS: &[&str] = &["input", "output"];
@@ -75,15 +75,15 @@ fn unknown_option_message(key: &str) -> String {
 
 /// Parses `input` / `output`; anything else is recorded and parsing goes on.
 pub fn parse_options(cx: &Ctxt, tokens: TokenStream) -> Direction {
-    let mut input: Option<Span> = None;
-    let mut output: Option<Span> = None;
+    let mut input = Attr::none(cx, "#[data]", "input");
+    let mut output = Attr::none(cx, "#[data]", "output");
     // The flag that completed the pair, where `input, output` is blamed.
     let mut both_at: Option<Span> = None;
     let parser = syn::meta::parser(|meta: ParseNestedMeta| {
         let key = key_of(&meta);
         let (slot, other) = match key.as_str() {
-            "input" => (&mut input, output),
-            "output" => (&mut output, input),
+            "input" => (&mut input, output.is_set()),
+            "output" => (&mut output, input.is_set()),
             unknown => {
                 cx.error_spanned_by(&meta.path, unknown_option_message(unknown));
                 return skip_value(&meta);
@@ -95,13 +95,11 @@ pub fn parse_options(cx: &Ctxt, tokens: TokenStream) -> Direction {
                 format!("`{key}` is a flag: write `#[data({key})]`"),
             );
             skip_value(&meta)?;
-        } else if slot.replace(meta.path.span()).is_some() {
-            cx.error_spanned_by(
-                &meta.path,
-                format!("duplicate `{key}` in `#[data]`; keep one"),
-            );
-        } else if other.is_some() {
-            both_at = Some(meta.path.span());
+        } else {
+            if other && !slot.is_set() {
+                both_at = Some(meta.path.span());
+            }
+            slot.set(&meta.path, ());
         }
         Ok(())
     });
@@ -115,9 +113,9 @@ pub fn parse_options(cx: &Ctxt, tokens: TokenStream) -> Direction {
         );
         return Direction::Both;
     }
-    match (input, output) {
-        (Some(_), None) => Direction::Input,
-        (None, Some(_)) => Direction::Output,
+    match (input.get(), output.get()) {
+        (Some(()), None) => Direction::Input,
+        (None, Some(())) => Direction::Output,
         _ => Direction::Both,
     }
 }

@@ -21,24 +21,47 @@ use quote::quote;
 /// See the `toolwright` crate documentation for the keys of `#[tool(...)]` and `#[arg(...)]`.
 #[proc_macro_attribute]
 pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
-    let item = match syn::parse::<syn::ItemFn>(item) {
-        Ok(item) => item,
-        Err(e) => {
-            let message = format!("`#[tool]` goes on an `async fn` with a `///` doc comment ({e})");
-            return syn::Error::new(e.span(), message).to_compile_error().into();
-        }
+    let item = proc_macro2::TokenStream::from(item);
+    let tool_fn = match syn::parse2::<syn::ItemFn>(item.clone()) {
+        Ok(tool_fn) => tool_fn,
+        Err(e) => return unparsed(attr.into(), item, e).into(),
     };
-    let (tool, checked) = model(attr.into(), item);
+    let (tool, checked) = model(attr.into(), tool_fn);
     match checked {
         Ok(()) => expand::expand(&tool).into(),
         Err(errors) => {
-            // Keep the function itself so the rest of the crate still type-checks and the user
-            // sees only the mistakes in the attribute.
             let errors = errors.to_compile_error();
-            let item = &tool.item;
-            quote!(#errors #item).into()
+            let stub = expand::stub(&tool);
+            quote!(#errors #stub).into()
         }
     }
+}
+
+/// An item that is not a function syn can read. A function whose body has a syntax error is
+/// emitted again with its body as written, so the compiler reports that error itself and
+/// nothing else (as tracing-attributes does), with the tool's stand-in beside it so that code
+/// using the tool still type-checks. Anything else is not a function at all.
+fn unparsed(
+    attr: proc_macro2::TokenStream,
+    item: proc_macro2::TokenStream,
+    error: syn::Error,
+) -> proc_macro2::TokenStream {
+    if let Ok(ast::UnparsedBody {
+        item: tool_fn,
+        body,
+    }) = syn::parse2(item.clone())
+    {
+        let (tool, _) = model(attr, tool_fn);
+        let (attrs, vis, sig) = (&tool.item.attrs, &tool.item.vis, &tool.item.sig);
+        let stub = expand::stub_items(&tool);
+        return quote!(#(#attrs)* #vis #sig #body #stub);
+    }
+    if syn::parse2::<syn::Item>(item.clone()).is_err() {
+        // Not an item the compiler accepts either: it reports the syntax error.
+        return item;
+    }
+    let message = format!("`#[tool]` goes on an `async fn` with a `///` doc comment ({error})");
+    syn::Error::new(error.span(), message).to_compile_error()
 }
 
 /// Derives serde's `Serialize` and `Deserialize` and schemars' `JsonSchema` for a struct or enum
@@ -160,5 +183,29 @@ mod tests {
         for (message, fragment) in found.iter().zip(expected) {
             assert!(message.contains(fragment), "{message:?} lacks {fragment:?}");
         }
+    }
+
+    #[test]
+    fn integer_bounds_beyond_i64_and_u64_are_refused_at_the_literal() {
+        let item = quote! {
+            /// Count.
+            async fn count(
+                #[arg(range(min = -9223372036854775808, max = 18446744073709551615))]
+                n: u64,
+                #[arg(range(max = 18446744073709551616))]
+                m: u64,
+                #[arg(range(min = -9223372036854775809))]
+                k: i64,
+            ) -> Result<u64, ToolError> { todo!() }
+        };
+        let found = errors(quote!(read_only), item);
+        assert_eq!(found.len(), 2, "{found:#?}");
+        assert!(found[0].contains("too large"), "{}", found[0]);
+        assert!(found[1].contains("too small"), "{}", found[1]);
+        assert!(
+            found[0].contains("18446744073709551615 (`u64::MAX`)"),
+            "{}",
+            found[0]
+        );
     }
 }

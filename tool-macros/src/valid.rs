@@ -1,7 +1,7 @@
 //! Checks of the model, each reported at the span that caused it with the fix in the message.
 
-use crate::ast::{Output, ParamKind, ToolFn};
-use crate::attr::OneOf;
+use crate::ast::{Output, Param, ParamKind, ToolFn};
+use crate::attr::{ArgAttrs, OneOf};
 use crate::ctxt::Ctxt;
 use syn::ext::IdentExt;
 
@@ -82,6 +82,144 @@ fn regex_message(pattern: &str, error: &regex_syntax::Error) -> String {
     format!("`pattern` is not a valid regular expression: {kind}{at}{hint}")
 }
 
+/// What keeps a `pattern` from meaning the same to the model's provider, to `jsonschema` and to
+/// the runtime check: JSON Schema patterns are ECMA-262 regular expressions, which the runtime
+/// check translates to Rust's regex syntax exactly as `jsonschema` does (`jsonschema-regex`).
+fn pattern_problem(pattern: &str) -> Option<String> {
+    let ast = match regex_syntax::ast::parse::Parser::new().parse(pattern) {
+        Ok(ast) => ast,
+        Err(e) => {
+            return Some(
+                unsupported(pattern, &e).unwrap_or_else(|| regex_message(pattern, &e.into())),
+            )
+        }
+    };
+    if let Err(e) = regex_syntax::hir::translate::Translator::new().translate(pattern, &ast) {
+        return Some(regex_message(pattern, &e.into()));
+    }
+    if let Some(problem) = regex_syntax::ast::visit(&ast, RustOnly(pattern)).err() {
+        return Some(problem);
+    }
+    if !jsonschema_regex::is_valid_ecma_regex(pattern) {
+        return Some("`pattern` is not an ECMA-262 regular expression, the syntax JSON Schema and model providers read it in; write it in that syntax (`[0-9]`, `[A-Za-z]`, `^...$`)".to_owned());
+    }
+    match jsonschema_regex::to_rust_regex(pattern) {
+        Ok(rust) if regex_syntax::Parser::new().parse(&rust).is_ok() => None,
+        _ => Some("`pattern` cannot be translated from ECMA-262 to the runtime check's regex syntax; write it with plain characters, classes such as `[0-9]`, groups and repetitions".to_owned()),
+    }
+}
+
+/// Look-around and backreferences: valid ECMA-262, which `jsonschema` runs with a backtracking
+/// engine, but not something the runtime check's linear-time `regex` can run.
+fn unsupported(pattern: &str, error: &regex_syntax::ast::Error) -> Option<String> {
+    use regex_syntax::ast::ErrorKind as Kind;
+    let construct = match error.kind() {
+        Kind::UnsupportedLookAround => "look-around (`(?=`, `(?!`, `(?<=`, `(?<!`)",
+        Kind::UnsupportedBackreference => "a backreference (`\\1`)",
+        _ => return None,
+    };
+    let at = pattern.get(error.span().start.offset..).unwrap_or_default();
+    Some(format!("`pattern` uses {construct} at `{at}`, which the runtime check cannot run (it uses Rust's linear-time `regex`); rewrite it without, or check the value in an `#[arg(validate = path)]` function"))
+}
+
+/// Finds Rust-only syntax, and `\b`, which means an ASCII word boundary in ECMA-262 but a
+/// Unicode one in `jsonschema` and Rust.
+struct RustOnly<'a>(&'a str);
+
+impl RustOnly<'_> {
+    fn written(&self, span: &regex_syntax::ast::Span) -> &str {
+        self.0
+            .get(span.start.offset..span.end.offset)
+            .unwrap_or_default()
+    }
+
+    /// Escapes Rust reads and ECMA-262 does not, in or out of a class.
+    fn literal(&self, literal: &regex_syntax::ast::Literal) -> Option<String> {
+        use regex_syntax::ast::{HexLiteralKind, LiteralKind, SpecialLiteralKind};
+        let written = self.written(&literal.span);
+        let code = u32::from(literal.c);
+        let fix = match literal.kind {
+            LiteralKind::HexBrace(HexLiteralKind::X)
+            | LiteralKind::HexFixed(HexLiteralKind::UnicodeLong) => {
+                format!("write `\\u{{{code:X}}}`")
+            }
+            LiteralKind::Special(SpecialLiteralKind::Bell) => "write `\\x07`".to_owned(),
+            _ => return None,
+        };
+        Some(format!("`{written}` is Rust syntax, not ECMA-262; {fix}"))
+    }
+
+    /// `\pL`: ECMA-262 writes every property in braces.
+    fn unicode(&self, class: &regex_syntax::ast::ClassUnicode) -> Option<String> {
+        let regex_syntax::ast::ClassUnicodeKind::OneLetter(letter) = class.kind else {
+            return None;
+        };
+        let p = if class.negated { 'P' } else { 'p' };
+        Some(format!(
+            "`{}` is Rust syntax, not ECMA-262; write `\\{p}{{{letter}}}`",
+            self.written(&class.span)
+        ))
+    }
+}
+
+impl regex_syntax::ast::Visitor for RustOnly<'_> {
+    type Output = ();
+    type Err = String;
+
+    fn finish(self) -> Result<(), String> {
+        Ok(())
+    }
+
+    fn visit_pre(&mut self, ast: &regex_syntax::ast::Ast) -> Result<(), String> {
+        use regex_syntax::ast::{AssertionKind, Ast, GroupKind};
+        let fix = match ast {
+            Ast::Flags(flags) => format!("inline flags `{}` are Rust syntax, not ECMA-262; write the cases out, as in `[Aa]`", self.written(&flags.span)),
+            Ast::Assertion(a) => match a.kind {
+                AssertionKind::StartText | AssertionKind::EndText => format!("`{}` is Rust syntax, not ECMA-262; write `^` or `$`", self.written(&a.span)),
+                AssertionKind::StartLine | AssertionKind::EndLine => return Ok(()),
+                _ => format!("`{}` means an ASCII word boundary in JSON Schema (ECMA-262) but a Unicode one in the `jsonschema` validator and Rust's regex; anchor with `^`/`$` or match the separator, as in `[^A-Za-z0-9_]`", self.written(&a.span)),
+            },
+            Ast::Group(g) => match &g.kind {
+                GroupKind::CaptureName { starts_with_p: true, name } => format!("`(?P<{}>` is Rust syntax, not ECMA-262; write `(?<{}>`", name.name, name.name),
+                _ => return Ok(()),
+            },
+            Ast::Literal(literal) => match self.literal(literal) {
+                Some(fix) => fix,
+                None => return Ok(()),
+            },
+            Ast::ClassUnicode(class) => match self.unicode(class) {
+                Some(fix) => fix,
+                None => return Ok(()),
+            },
+            _ => return Ok(()),
+        };
+        Err(format!("`pattern`: {fix}"))
+    }
+
+    fn visit_class_set_item_pre(
+        &mut self,
+        item: &regex_syntax::ast::ClassSetItem,
+    ) -> Result<(), String> {
+        use regex_syntax::ast::ClassSetItem;
+        let fix = match item {
+            ClassSetItem::Ascii(class) => Some(format!(
+                "`{}` is Rust syntax, not ECMA-262; write the range, as in `[A-Za-z]`",
+                self.written(&class.span)
+            )),
+            ClassSetItem::Literal(literal) => self.literal(literal),
+            ClassSetItem::Range(range) => self
+                .literal(&range.start)
+                .or_else(|| self.literal(&range.end)),
+            ClassSetItem::Unicode(class) => self.unicode(class),
+            _ => None,
+        };
+        match fix {
+            Some(fix) => Err(format!("`pattern`: {fix}")),
+            None => Ok(()),
+        }
+    }
+}
+
 /// For a return type that is not `Result<T, E>`: the `Result` to write instead.
 fn not_result_message(ty: &syn::Type) -> String {
     let last = match ty {
@@ -102,9 +240,25 @@ fn not_result_message(ty: &syn::Type) -> String {
 }
 
 pub fn check(cx: &Ctxt, tool: &ToolFn) {
+    signature(cx, tool);
+    name_and_description(cx, tool);
+    policy(cx, tool);
+    let mut injected = Injected::default();
+    for param in &tool.params {
+        injected.check(cx, param);
+        if matches!(param.kind, ParamKind::Receiver | ParamKind::Pattern) {
+            continue;
+        }
+        param_type(cx, param);
+        arg_rules(cx, &param.arg);
+    }
+    output(cx, tool);
+}
+
+/// What the function must be: a plain, non-generic `async fn`.
+fn signature(cx: &Ctxt, tool: &ToolFn) {
     let sig = &tool.item.sig;
     let fn_name = &sig.ident;
-
     if sig.asyncness.is_none() {
         cx.error_spanned_by(
             sig.fn_token,
@@ -129,7 +283,10 @@ pub fn check(cx: &Ctxt, tool: &ToolFn) {
             "`#[tool]` functions cannot be generic: the model's arguments need one concrete schema; use concrete types (or an enum for alternatives)",
         );
     }
+}
 
+/// What the model reads: a name providers accept and a description.
+fn name_and_description(cx: &Ctxt, tool: &ToolFn) {
     if let Some(problem) = name_problem(&tool.name) {
         let fix = if tool.attrs.name.is_some() {
             "write"
@@ -145,27 +302,28 @@ pub fn check(cx: &Ctxt, tool: &ToolFn) {
             ),
         );
     }
-
     if tool.description.is_none() {
         cx.error_spanned_by(
-            fn_name,
+            &tool.item.sig.ident,
             format!("tool `{}` has no description: add a `///` doc comment above the function saying what the tool does; the model reads it to decide when to call the tool", tool.name),
         );
     }
+}
 
-    if let Some((0, lit)) = &tool.attrs.timeout_ms {
+/// Timeout, idempotency and retries that agree with each other.
+fn policy(cx: &Ctxt, tool: &ToolFn) {
+    let attrs = &tool.attrs;
+    if let Some((0, lit)) = &attrs.timeout_ms {
         cx.error_spanned_by(lit, "`timeout_ms = 0` would fail every call; give the tool's expected latency with headroom, for example `timeout_ms = 2000`");
     }
-
-    if let (Some(_), Some(idem)) = (tool.attrs.read_only, &tool.attrs.idempotent) {
+    if let (Some(_), Some(idem)) = (attrs.read_only, &attrs.idempotent) {
         if !idem.value {
             cx.error_spanned_by(idem, "`read_only` implies `idempotent`: a tool that changes nothing can be called twice; remove `idempotent = false` or `read_only`");
         }
     }
-
     let idempotent =
-        tool.attrs.read_only.is_some() || tool.attrs.idempotent.as_ref().is_some_and(|b| b.value);
-    if let Some((n, lit)) = &tool.attrs.retries {
+        attrs.read_only.is_some() || attrs.idempotent.as_ref().is_some_and(|b| b.value);
+    if let Some((n, lit)) = &attrs.retries {
         if *n > 0 && !idempotent && !tool.takes_key() {
             cx.error_spanned_by(
                 lit,
@@ -173,100 +331,105 @@ pub fn check(cx: &Ctxt, tool: &ToolFn) {
             );
         }
     }
+}
 
-    let mut seen_key = false;
-    let mut seen_ctx = false;
-    for param in &tool.params {
-        match &param.kind {
+/// Receivers, patterns and injected parameters: what cannot be a property of the arguments.
+#[derive(Default)]
+struct Injected {
+    key: bool,
+    context: bool,
+}
+
+impl Injected {
+    fn check(&mut self, cx: &Ctxt, param: &Param) {
+        let seen = match param.kind {
             ParamKind::Receiver => {
-                cx.error_spanned_by(&param.written, "`#[tool]` cannot take `self`: write a free `async fn` outside the `impl`, and pass shared state as a `State<T>` parameter (registered with `Registry::builder().state(value)`)");
-                continue;
+                return cx.error_spanned_by(&param.written, "`#[tool]` cannot take `self`: write a free `async fn` outside the `impl`, and pass shared state as a `State<T>` parameter (registered with `Registry::builder().state(value)`)");
             }
             ParamKind::Pattern => {
-                cx.error_spanned_by(&param.written, "tool parameters must be plain names, such as `order_id: String`: each name becomes a property of the JSON arguments; destructure inside the function");
-                continue;
+                return cx.error_spanned_by(&param.written, "tool parameters must be plain names, such as `order_id: String`: each name becomes a property of the JSON arguments; destructure inside the function");
             }
-            ParamKind::Key | ParamKind::Context | ParamKind::State(_) => {
-                if let Some(written) = &param.arg.written {
-                    cx.error_spanned_by(written, format!("`{}` is injected by the registry, not sent by the model, so it takes no `#[arg]`; remove the attribute", param.ident));
-                }
-                let dup = match param.kind {
-                    ParamKind::Key => std::mem::replace(&mut seen_key, true),
-                    ParamKind::Context => std::mem::replace(&mut seen_ctx, true),
-                    _ => false,
-                };
-                if dup {
-                    cx.error_spanned_by(
-                        &param.ty,
-                        "this is injected once per call; declare it in one parameter only",
-                    );
-                }
-            }
-            ParamKind::Arg => {}
+            ParamKind::Arg => return,
+            ParamKind::Key => std::mem::replace(&mut self.key, true),
+            ParamKind::Context => std::mem::replace(&mut self.context, true),
+            ParamKind::State(_) => false,
+        };
+        if let Some(written) = &param.arg.written {
+            cx.error_spanned_by(written, format!("`{}` is injected by the registry, not sent by the model, so it takes no `#[arg]`; remove the attribute", param.ident));
         }
-        if let syn::Type::Reference(r) = &param.ty {
+        if seen {
             cx.error_spanned_by(
-                r,
-                format!(
-                    "tool parameters must be owned: write `{}: {}`; the arguments are parsed per call and moved into the function",
-                    param.ident.unraw(),
-                    owned(&r.elem)
-                ),
+                &param.ty,
+                "this is injected once per call; declare it in one parameter only",
             );
         }
-        if let syn::Type::ImplTrait(t) = &param.ty {
-            cx.error_spanned_by(
-                t,
-                "`impl Trait` parameters cannot be deserialized; use a concrete type",
-            );
+    }
+}
+
+/// A parameter's type must be owned and concrete.
+fn param_type(cx: &Ctxt, param: &Param) {
+    if let syn::Type::Reference(r) = &param.ty {
+        cx.error_spanned_by(
+            r,
+            format!(
+                "tool parameters must be owned: write `{}: {}`; the arguments are parsed per call and moved into the function",
+                param.ident.unraw(),
+                owned(&r.elem)
+            ),
+        );
+    }
+    if let syn::Type::ImplTrait(t) = &param.ty {
+        cx.error_spanned_by(
+            t,
+            "`impl Trait` parameters cannot be deserialized; use a concrete type",
+        );
+    }
+}
+
+/// `#[arg]` rules that can hold for some value, and patterns that compile.
+fn arg_rules(cx: &Ctxt, arg: &ArgAttrs) {
+    match &arg.range {
+        Some((_, Some(min), Some(max))) if min.value.above(max.value) => cx.error_at(
+            min.span,
+            format!(
+                "`range` has min {} above max {}; swap them",
+                min.value, max.value
+            ),
+        ),
+        Some((span, None, None)) => cx.error_at(
+            *span,
+            "`range` needs `min`, `max` or both: `range(min = 1, max = 9)`",
+        ),
+        _ => {}
+    }
+    match &arg.length {
+        Some((_, Some((min, span)), Some((max, _)))) if min > max => cx.error_at(
+            *span,
+            format!("`length` has min {min} above max {max}; swap them"),
+        ),
+        Some((span, None, None)) => cx.error_at(
+            *span,
+            "`length` needs `min`, `max` or both: `length(min = 1, max = 300)`",
+        ),
+        _ => {}
+    }
+    if let Some(lit) = &arg.pattern {
+        if let Some(problem) = pattern_problem(&lit.value()) {
+            cx.error_spanned_by(lit, problem);
         }
-        let arg = &param.arg;
-        if let Some((_, Some(min), Some(max))) = &arg.range {
-            if min.value > max.value {
-                cx.error_at(
-                    min.span,
-                    format!(
-                        "`range` has min {} above max {}; swap them",
-                        min.value, max.value
-                    ),
-                );
-            }
-        }
-        if let Some((_, Some((min, span)), Some((max, _)))) = &arg.length {
-            if min > max {
-                cx.error_at(
-                    *span,
-                    format!("`length` has min {min} above max {max}; swap them"),
-                );
-            }
-        }
-        if let Some((span, None, None)) = &arg.range {
-            cx.error_at(
-                *span,
-                "`range` needs `min`, `max` or both: `range(min = 1, max = 9)`",
-            );
-        }
-        if let Some((span, None, None)) = &arg.length {
-            cx.error_at(
-                *span,
-                "`length` needs `min`, `max` or both: `length(min = 1, max = 300)`",
-            );
-        }
-        if let Some(lit) = &arg.pattern {
-            if let Err(e) = regex_syntax::Parser::new().parse(&lit.value()) {
-                cx.error_spanned_by(lit, regex_message(&lit.value(), &e));
-            }
-        }
-        if let Some((_, OneOf::Strings(values))) = &arg.one_of {
-            let mut seen = std::collections::HashSet::new();
-            for v in values {
-                if !seen.insert(v.value()) {
-                    cx.error_spanned_by(v, "duplicate value in `one_of`");
-                }
+    }
+    if let Some((_, OneOf::Strings(values))) = &arg.one_of {
+        let mut seen = std::collections::HashSet::new();
+        for v in values {
+            if !seen.insert(v.value()) {
+                cx.error_spanned_by(v, "duplicate value in `one_of`");
             }
         }
     }
+}
 
+/// The result: `Result<T, E>` with a named `T`.
+fn output(cx: &Ctxt, tool: &ToolFn) {
     match &tool.output {
         Output::Result { ok, .. } => {
             if matches!(**ok, syn::Type::ImplTrait(_) | syn::Type::Infer(_)) {
@@ -278,7 +441,7 @@ pub fn check(cx: &Ctxt, tool: &ToolFn) {
         }
         Output::Unsupported(Some(ty)) => cx.error_spanned_by(ty, not_result_message(ty)),
         Output::Unsupported(None) => cx.error_at(
-            sig.paren_token.span.close(),
+            tool.item.sig.paren_token.span.close(),
             "a tool returns a `Result`: add `-> Result<T, ToolError>`, where `T: Serialize + JsonSchema` is what the model receives",
         ),
     }
@@ -352,5 +515,41 @@ mod tests {
             message.contains("write `-> Result<Vec<Order>, ToolError>`"),
             "{message}"
         );
+    }
+
+    #[test]
+    fn patterns_json_schema_and_the_runtime_read_alike_pass() {
+        for pattern in [
+            "^A[0-9]+$",
+            r"^A\d{4}$",
+            r"^\w+$",
+            r"^\S+$",
+            "^.+$",
+            "^(?<id>[a-z]+)$",
+        ] {
+            assert_eq!(pattern_problem(pattern), None, "{pattern}");
+        }
+    }
+
+    #[test]
+    fn patterns_that_would_mean_something_else_name_the_construct_and_the_fix() {
+        let cases = [
+            (r"\bA", "ASCII word boundary in JSON Schema"),
+            ("(?i)abc", "inline flags `(?i)`"),
+            (r"\Aabc", "write `^` or `$`"),
+            ("[[:alpha:]]", "write the range"),
+            ("(?P<id>a)", "write `(?<id>`"),
+            (r"\x{41}", r"write `\u{41}`"),
+            (r"[\x{41}-Z]", r"write `\u{41}`"),
+            (r"\pL", r"write `\p{L}`"),
+            (r"[\PN]", r"write `\P{N}`"),
+            (r"\a", r"write `\x07`"),
+            ("a(?=b)", "look-around"),
+            (r"(a)\1", "a backreference"),
+        ];
+        for (pattern, fragment) in cases {
+            let problem = pattern_problem(pattern).unwrap_or_default();
+            assert!(problem.contains(fragment), "{pattern}: {problem:?}");
+        }
     }
 }

@@ -15,6 +15,7 @@
 //! assert_eq!(report.as_slice()[0].message, "`max_results` must be at most 20, got 50");
 //! ```
 
+use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Display;
 use std::sync::OnceLock;
@@ -31,22 +32,77 @@ use crate::tool::Number;
     note = "`#[arg(range(min = .., max = ..))]` applies to integers, floats and `Option`s of them; use `length` for strings and lists"
 )]
 pub trait Numeric {
-    /// The value as `f64`, `None` when absent.
-    fn numeric(&self) -> Option<f64>;
+    /// The value, integers exact, `None` when absent.
+    fn numeric(&self) -> Option<NumericValue>;
+}
+
+/// A value as [`range`] and [`one_of_numbers`] compare it: an integer (of any width) exactly,
+/// so `u64::MAX` is not read as the `f64` 18446744073709551616, and a float as `f64`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum NumericValue {
+    /// A signed integer.
+    Signed(i128),
+    /// An unsigned integer.
+    Unsigned(u128),
+    /// A float.
+    Float(f64),
+}
+
+impl NumericValue {
+    /// How the value compares with `bound`: exactly when both are integers, as `f64` otherwise;
+    /// `None` for NaN.
+    pub fn cmp_bound(self, bound: Number) -> Option<Ordering> {
+        match (self, bound.integer()) {
+            (NumericValue::Signed(v), Some(b)) => Some(v.cmp(&b)),
+            (NumericValue::Unsigned(v), Some(b)) => Some(match u128::try_from(b) {
+                Ok(b) => v.cmp(&b),
+                Err(_) => Ordering::Greater,
+            }),
+            (v, _) => v.as_f64().partial_cmp(&bound.value()),
+        }
+    }
+
+    #[allow(clippy::cast_precision_loss)]
+    fn as_f64(self) -> f64 {
+        match self {
+            NumericValue::Signed(v) => v as f64,
+            NumericValue::Unsigned(v) => v as f64,
+            NumericValue::Float(v) => v,
+        }
+    }
+
+    fn is_nan(self) -> bool {
+        matches!(self, NumericValue::Float(v) if v.is_nan())
+    }
+}
+
+impl Display for NumericValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Integers exactly as they are, floats without a fraction when whole: "50", not "50.0".
+        match self {
+            NumericValue::Signed(v) => write!(f, "{v}"),
+            NumericValue::Unsigned(v) => write!(f, "{v}"),
+            NumericValue::Float(v) => write!(f, "{v}"),
+        }
+    }
 }
 
 macro_rules! numeric {
-    ($($t:ty),*) => {$(
+    ($variant:ident as $wide:ty: $($t:ty),*) => {$(
         impl Numeric for $t {
-            #[allow(clippy::cast_lossless, clippy::cast_precision_loss)]
-            fn numeric(&self) -> Option<f64> { Some(*self as f64) }
+            #[allow(clippy::cast_lossless)]
+            fn numeric(&self) -> Option<NumericValue> {
+                Some(NumericValue::$variant(*self as $wide))
+            }
         }
     )*};
 }
-numeric!(u8, u16, u32, u64, u128, usize, i8, i16, i32, i64, i128, isize, f32, f64);
+numeric!(Signed as i128: i8, i16, i32, i64, i128, isize);
+numeric!(Unsigned as u128: u8, u16, u32, u64, u128, usize);
+numeric!(Float as f64: f32, f64);
 
 impl<T: Numeric> Numeric for Option<T> {
-    fn numeric(&self) -> Option<f64> {
+    fn numeric(&self) -> Option<NumericValue> {
         self.as_ref().and_then(Numeric::numeric)
     }
 }
@@ -127,11 +183,6 @@ impl<T: Textual> Textual for Option<T> {
     }
 }
 
-fn number_text(v: f64) -> String {
-    // Integers print without a fraction: "50", not "50.0".
-    format!("{v}")
-}
-
 /// Checks an inclusive numeric range.
 pub fn range<T: Numeric + ?Sized>(
     value: &T,
@@ -141,8 +192,8 @@ pub fn range<T: Numeric + ?Sized>(
     report: &mut Violations,
 ) {
     let Some(v) = value.numeric() else { return };
-    let below = min.is_some_and(|m| v < m.value());
-    let above = max.is_some_and(|m| v > m.value());
+    let below = min.is_some_and(|m| v.cmp_bound(m) == Some(Ordering::Less));
+    let above = max.is_some_and(|m| v.cmp_bound(m) == Some(Ordering::Greater));
     // NaN compares false everywhere; it is never inside a declared range.
     let nan = v.is_nan() && (min.is_some() || max.is_some());
     if !(below || above || nan) {
@@ -155,7 +206,7 @@ pub fn range<T: Numeric + ?Sized>(
         (Some(lo), None) => format!("at least {lo}"),
         (None, None) => return,
     };
-    report.field(field, "range", expected, number_text(v));
+    report.field(field, "range", expected, v.to_string());
 }
 
 /// Checks an inclusive length range (characters for strings, items for lists).
@@ -181,6 +232,12 @@ pub fn length<T: Measured + ?Sized>(
 }
 
 /// A `pattern` compiled on first use and shared by every later call.
+///
+/// The pattern is JSON Schema's, an ECMA-262 regular expression, where `\d` is `[0-9]`, `\w` is
+/// `[A-Za-z0-9_]` and `.` stops at every line terminator; in Rust's `regex` the first two also
+/// match other scripts' digits and letters. It is translated as the `jsonschema` validator
+/// translates it (the `jsonschema-regex` crate), so the check accepts exactly the strings the
+/// schema keyword accepts.
 pub struct LazyPattern {
     source: &'static str,
     compiled: OnceLock<Option<Regex>>,
@@ -202,8 +259,17 @@ impl LazyPattern {
 
     fn regex(&self) -> Option<&Regex> {
         self.compiled
-            .get_or_init(|| Regex::new(self.source).ok())
+            .get_or_init(|| {
+                let translated = jsonschema_regex::to_rust_regex(self.source).ok()?;
+                Regex::new(&translated).ok()
+            })
             .as_ref()
+    }
+
+    /// Whether `text` matches, searched anywhere as JSON Schema does; `None` when the pattern
+    /// cannot be translated or compiled (the macro rejects such patterns).
+    pub fn is_match(&self, text: &str) -> Option<bool> {
+        self.regex().map(|re| re.is_match(text))
     }
 }
 
@@ -216,10 +282,9 @@ pub fn pattern<T: Textual + ?Sized>(
     report: &mut Violations,
 ) {
     let Some(text) = value.text() else { return };
-    // The macro rejects patterns that do not compile, so `None` only happens for hand-written
-    // tools; an uncompilable pattern cannot reject anything.
-    let Some(re) = pattern.regex() else { return };
-    if !re.is_match(text) {
+    // The macro rejects patterns that do not translate or compile, so `None` only happens for
+    // hand-written tools; such a pattern cannot reject anything.
+    if pattern.is_match(text) == Some(false) {
         report.field(
             field,
             "pattern",
@@ -269,12 +334,15 @@ pub fn one_of_numbers<T: Numeric + ?Sized>(
     report: &mut Violations,
 ) {
     let Some(v) = value.numeric() else { return };
-    if !options.iter().any(|o| o.value() == v) {
+    if !options
+        .iter()
+        .any(|o| v.cmp_bound(*o) == Some(Ordering::Equal))
+    {
         report.field(
             field,
             "one_of",
             format!("one of {}", list(options, false)),
-            number_text(v),
+            v.to_string(),
         );
     }
 }
@@ -365,5 +433,70 @@ mod tests {
             run(|r| one_of_numbers(&3u8, "stars", &[Number::int(1), Number::int(5)], r)),
             ["`stars` must be one of 1, 5, got 3"]
         );
+    }
+
+    #[test]
+    fn integer_bounds_compare_exactly() {
+        let max = Some(Number::int(9_007_199_254_740_992));
+        assert_eq!(
+            run(|r| range(&9_007_199_254_740_993u64, "capped", None, max, r)),
+            ["`capped` must be at most 9007199254740992, got 9007199254740993"]
+        );
+        assert!(run(|r| range(&9_007_199_254_740_992u64, "capped", None, max, r)).is_empty());
+        let max = Some(Number::uint(u64::MAX - 1));
+        assert_eq!(
+            run(|r| range(&u64::MAX, "big", None, max, r)),
+            ["`big` must be at most 18446744073709551614, got 18446744073709551615"]
+        );
+        assert!(run(|r| range(&(u64::MAX - 1), "big", None, max, r)).is_empty());
+    }
+
+    #[test]
+    fn wide_integers_compare_exactly_on_both_sides() {
+        let (lo, hi) = (Some(Number::int(i64::MIN)), Some(Number::uint(u64::MAX)));
+        assert!(run(|r| range(&i64::MIN, "n", lo, hi, r)).is_empty());
+        assert!(run(|r| range(&u64::MAX, "n", lo, hi, r)).is_empty());
+        assert_eq!(
+            run(|r| range(&u128::MAX, "n", lo, hi, r)),
+            [format!(
+                "`n` must be at most {}, got {}",
+                u64::MAX,
+                u128::MAX
+            )]
+        );
+        assert_eq!(
+            run(|r| range(&(i128::from(i64::MIN) - 1), "n", lo, hi, r)),
+            ["`n` must be at least -9223372036854775808, got -9223372036854775809"]
+        );
+        // An unsigned value is above every negative bound.
+        assert!(run(|r| range(&0u8, "n", Some(Number::int(-1)), None, r)).is_empty());
+        assert_eq!(
+            run(|r| one_of_numbers(&u64::MAX, "n", &[Number::uint(u64::MAX - 1)], r)),
+            ["`n` must be one of 18446744073709551614, got 18446744073709551615"]
+        );
+    }
+
+    #[test]
+    fn patterns_mean_what_json_schema_means() {
+        static DIGITS: LazyPattern = LazyPattern::new(r"^A\d{4}$");
+        static WORD: LazyPattern = LazyPattern::new(r"^\w+$");
+        static SPACE: LazyPattern = LazyPattern::new(r"^\s$");
+        // ECMA-262 `\d` is [0-9] and `\w` is [A-Za-z0-9_]; Rust's would take other scripts.
+        for other_digits in [
+            "A\u{661}\u{662}\u{663}\u{664}",
+            "A\u{ff11}\u{ff12}\u{ff13}\u{ff14}",
+        ] {
+            assert_eq!(DIGITS.is_match(other_digits), Some(false), "{other_digits}");
+        }
+        assert_eq!(DIGITS.is_match("A1234"), Some(true));
+        assert_eq!(
+            WORD.is_match("\u{43f}\u{430}\u{440}\u{43e}\u{43b}\u{44c}"),
+            Some(false)
+        );
+        assert_eq!(WORD.is_match("pass_word1"), Some(true));
+        // ECMA-262 `\s` is Unicode whitespace, the byte order mark included.
+        for space in ["\u{a0}", "\u{2003}", "\u{feff}", "\t"] {
+            assert_eq!(SPACE.is_match(space), Some(true), "{space:?}");
+        }
     }
 }
