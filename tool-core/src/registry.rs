@@ -574,7 +574,8 @@ impl<T: Tool> Entry<T> {
             call_id,
             arguments,
             fields: T::META.fields,
-            fingerprint: Fingerprint::of(name, arguments),
+            // wiring(exact): schema-guided, so `null` counts where the tool sees it.
+            fingerprint: Fingerprint::for_tool(&self.spec, arguments),
         };
         // The approver is application code: a panic in it refuses the call, it does not
         // reach the caller.
@@ -639,7 +640,8 @@ impl<T: Tool> Entry<T> {
     ) -> Result<Lease, Outcome> {
         let spec = &self.spec;
         let mode = session.key_mode().unwrap_or(registry.key_mode);
-        let fingerprint = Fingerprint::of(&spec.name, arguments);
+        // wiring(exact): schema-guided, so `null` counts where the tool sees it.
+        let fingerprint = Fingerprint::for_tool(spec, arguments);
         let key = mode.key(
             session.idempotency_scope(),
             &spec.name,

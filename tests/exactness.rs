@@ -1,0 +1,185 @@
+//! Issue 16, through the real pipeline: what an approver approved and what an idempotency key
+//! covers are exactly the values the tool receives (a `null` that clears a field counts, a
+//! `u128` is exact), and what the model is told never quotes a sensitive value back.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+
+use toolwright::approval::ApprovalQueue;
+use toolwright::prelude::*;
+
+static PROFILE_UPDATES: AtomicU32 = AtomicU32::new(0);
+
+/// Update a customer profile; a field set to null is cleared.
+#[tool(requires_approval)]
+async fn update_profile(
+    /// The fields to set; null clears one.
+    fields: HashMap<String, Option<String>>,
+    /// How to apply the update.
+    #[arg(default = Some("merge".to_string()))]
+    mode: Option<String>,
+    /// A note for the audit log.
+    note: Option<String>,
+) -> Result<String, ToolError> {
+    PROFILE_UPDATES.fetch_add(1, Ordering::SeqCst);
+    Ok(format!("{fields:?} {mode:?} {note:?}"))
+}
+
+/// Credit an account with an amount in the ledger's smallest unit.
+#[tool(requires_approval)]
+async fn credit_ledger(
+    /// Amount in the smallest unit.
+    amount: u128,
+) -> Result<String, ToolError> {
+    Ok(amount.to_string())
+}
+
+/// Set profile fields, once per call id.
+#[tool(idempotent = false)]
+async fn set_fields(
+    key: IdempotencyKey,
+    /// The fields to set; null clears one.
+    fields: HashMap<String, Option<String>>,
+    /// Amount in the smallest unit.
+    amount: Option<u128>,
+    /// A note for the audit log.
+    note: Option<String>,
+) -> Result<String, ToolError> {
+    Ok(format!("{key} {fields:?} {amount:?} {note:?}"))
+}
+
+fn registry() -> Registry {
+    Registry::builder()
+        .tool(UpdateProfile)
+        .tool(CreditLedger)
+        .tool(SetFields)
+        .build()
+        .unwrap()
+}
+
+/// Has `arguments` approved for `tool` in a fresh session, then proposes `other`: is it let
+/// through on the first approval?
+async fn approved_covers(tool: &str, arguments: &str, other: &str) -> bool {
+    let queue = Arc::new(ApprovalQueue::new());
+    let session = Session::new("conv-approve").with_approver(Arc::clone(&queue));
+    let registry = registry();
+    let first = registry
+        .call_in(&session, ToolCall::new("call_1", tool, arguments))
+        .await;
+    assert_eq!(first.status(), Status::Pending, "{}", first.to_model_json());
+    let waiting = queue.waiting();
+    assert!(queue.approve(&waiting[0].ticket));
+    let second = registry
+        .call_in(&session, ToolCall::new("call_2", tool, other))
+        .await;
+    match second.status() {
+        Status::Success => true,
+        Status::Pending => false,
+        _ => panic!("{}", second.to_model_json()),
+    }
+}
+
+#[tokio::test]
+async fn approving_no_change_does_not_approve_clearing_fields() {
+    let before = PROFILE_UPDATES.load(Ordering::SeqCst);
+    assert!(
+        !approved_covers(
+            "update_profile",
+            r#"{"fields":{}}"#,
+            r#"{"fields":{"email":null,"phone":null,"address":null}}"#,
+        )
+        .await
+    );
+    assert_eq!(PROFILE_UPDATES.load(Ordering::SeqCst), before);
+}
+
+#[tokio::test]
+async fn approving_the_default_does_not_approve_an_explicit_null() {
+    assert!(
+        !approved_covers(
+            "update_profile",
+            r#"{"fields":{}}"#,
+            r#"{"fields":{},"mode":null}"#
+        )
+        .await
+    );
+}
+
+#[tokio::test]
+async fn an_approval_covers_the_same_values_however_written() {
+    // `note: null` is `None` as much as no note; `mode` left out is its default.
+    assert!(
+        approved_covers(
+            "update_profile",
+            r#"{"fields":{"email":"a@b.c"}}"#,
+            r#"{ "note": null, "mode": "merge", "fields": {"email": "a\u0040b.c"} }"#,
+        )
+        .await
+    );
+}
+
+#[tokio::test]
+async fn approving_one_u128_amount_does_not_approve_a_neighbour() {
+    assert!(
+        !approved_covers(
+            "credit_ledger",
+            r#"{"amount":100000000000000000000000000000}"#,
+            r#"{"amount":100000000000000000000000009999}"#,
+        )
+        .await
+    );
+    assert!(
+        approved_covers(
+            "credit_ledger",
+            r#"{"amount":100000000000000000000000000000}"#,
+            r#"{"amount": 100000000000000000000000000000 }"#,
+        )
+        .await
+    );
+}
+
+/// Runs `first` and then `second` under one call id of `set_fields`: the second's error kind
+/// (`None`: replayed).
+async fn same_call_id(first: &str, second: &str) -> Option<ErrorKind> {
+    let session = Session::new("conv-idem");
+    let registry = registry();
+    let one = registry
+        .call_in(&session, ToolCall::new("call_1", "set_fields", first))
+        .await;
+    assert_eq!(one.status(), Status::Success, "{}", one.to_model_json());
+    let two = registry
+        .call_in(&session, ToolCall::new("call_1", "set_fields", second))
+        .await;
+    assert!(
+        two.error_kind().is_some() || two.is_replayed(),
+        "{}",
+        two.to_model_json()
+    );
+    two.error_kind()
+}
+
+#[tokio::test]
+async fn an_added_null_map_value_under_the_same_call_id_is_a_mismatch() {
+    assert_eq!(
+        same_call_id(r#"{"fields":{}}"#, r#"{"fields":{"phone":null}}"#).await,
+        Some(ErrorKind::IdempotencyMismatch)
+    );
+    assert_eq!(
+        same_call_id(r#"{"fields":{}}"#, r#"{"fields":{},"note":null}"#).await,
+        None,
+        "an Option left out or null is the same call"
+    );
+}
+
+#[tokio::test]
+async fn another_u128_under_the_same_call_id_is_a_mismatch() {
+    assert_eq!(
+        same_call_id(
+            r#"{"fields":{},"amount":100000000000000000000000000000}"#,
+            r#"{"fields":{},"amount":100000000000000000000000009999}"#,
+        )
+        .await,
+        Some(ErrorKind::IdempotencyMismatch)
+    );
+}
