@@ -183,3 +183,69 @@ async fn another_u128_under_the_same_call_id_is_a_mismatch() {
         Some(ErrorKind::IdempotencyMismatch)
     );
 }
+
+/// Pay an order by card.
+#[tool(idempotent = true)]
+async fn pay_by_card(
+    /// The card number.
+    #[arg(sensitive, pattern = "^[0-9]{16}$")]
+    card_number: String,
+    /// The card's security code.
+    #[arg(sensitive, one_of = ["000", "999"])]
+    cvv: String,
+    /// The account to charge.
+    #[arg(sensitive, grounded = "account")]
+    account_id: String,
+    /// The order.
+    order_id: String,
+) -> Result<String, ToolError> {
+    let _ = (card_number, cvv, account_id);
+    Ok(order_id)
+}
+
+/// The envelope of one `pay_by_card` call, as the model reads it.
+async fn pay(arguments: &str) -> String {
+    let registry = Registry::builder().tool(PayByCard).build().unwrap();
+    let outcome = registry
+        .call(ToolCall::new("call_1", "pay_by_card", arguments))
+        .await;
+    assert_eq!(outcome.status(), Status::Error);
+    outcome.to_model_json().to_string()
+}
+
+#[tokio::test]
+async fn a_sensitive_value_that_breaks_its_rules_is_never_quoted_back() {
+    let envelope = pay(
+        r#"{"card_number":"4111 1111 1111 1111","cvv":"7319","account_id":"acct_93817","order_id":"A1"}"#,
+    )
+    .await;
+    for secret in ["4111", "7319", "acct_93817"] {
+        assert!(!envelope.contains(secret), "{secret} in {envelope}");
+    }
+    assert!(envelope.contains("a string of 19 characters"), "{envelope}");
+    assert!(envelope.contains("card_number"), "{envelope}");
+    assert!(
+        envelope.contains("^[0-9]{16}$"),
+        "the expectation stays: {envelope}"
+    );
+}
+
+#[tokio::test]
+async fn an_ungrounded_sensitive_id_is_not_quoted_back() {
+    let envelope =
+        pay(r#"{"card_number":"4111111111111111","cvv":"000","account_id":"acct_93817","order_id":"A1"}"#)
+            .await;
+    assert!(envelope.contains("ungrounded_identifier"), "{envelope}");
+    assert!(!envelope.contains("acct_93817"), "{envelope}");
+    assert!(envelope.contains("account_id"), "{envelope}");
+}
+
+#[tokio::test]
+async fn a_sensitive_value_of_the_wrong_type_is_not_quoted_back() {
+    let envelope =
+        pay(r#"{"card_number":4111111111111111,"cvv":"000","account_id":"x","order_id":"A1"}"#)
+            .await;
+    assert!(envelope.contains("schema_mismatch"), "{envelope}");
+    assert!(!envelope.contains("4111"), "{envelope}");
+    assert!(envelope.contains("an integer"), "{envelope}");
+}

@@ -820,10 +820,12 @@ impl<T: Tool> Entry<T> {
         &self,
         call_id: String,
         arguments: String,
-        failure: Failure,
+        mut failure: Failure,
         started: Instant,
         registry: &Inner,
     ) -> Outcome {
+        // wiring(exact): no `#[arg(sensitive)]` value is quoted back to the model.
+        crate::validate::redact_failure(&mut failure, T::META.fields, &arguments);
         let mut outcome = Outcome::failed(call_id, Arc::clone(&self.spec.name), failure);
         outcome.attempts = 1;
         outcome.elapsed = started.elapsed();
