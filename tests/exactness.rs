@@ -249,3 +249,103 @@ async fn a_sensitive_value_of_the_wrong_type_is_not_quoted_back() {
     assert!(!envelope.contains("4111"), "{envelope}");
     assert!(envelope.contains("an integer"), "{envelope}");
 }
+
+/// Reserve seats.
+#[tool(idempotent = true)]
+async fn reserve(
+    /// Seats.
+    b: Option<u32>,
+    /// A 64-bit counter.
+    c: Option<u64>,
+    /// An offset.
+    d: Option<i8>,
+    /// Floors, at least 1 (declared).
+    #[arg(range(min = 1))]
+    floors: Option<u16>,
+) -> Result<String, ToolError> {
+    Ok(format!("{b:?} {c:?} {d:?} {floors:?}"))
+}
+
+/// The message and the one violation of a `reserve` call that fails.
+async fn reserve_fails(arguments: &str) -> (String, toolwright::serde_json::Value) {
+    let registry = Registry::builder().tool(Reserve).build().unwrap();
+    let outcome = registry
+        .call(ToolCall::new("call_1", "reserve", arguments))
+        .await;
+    let envelope = outcome.to_model_json();
+    assert_eq!(envelope["error_type"], "schema_mismatch", "{envelope}");
+    assert_eq!(
+        envelope["errors"].as_array().map(Vec::len),
+        Some(1),
+        "{envelope}"
+    );
+    (
+        envelope["message"].as_str().unwrap().to_owned(),
+        envelope["errors"][0].clone(),
+    )
+}
+
+#[tokio::test]
+async fn an_integer_too_large_for_its_type_is_out_of_range_not_badly_written() {
+    let (message, error) = reserve_fails(r#"{"b":4294967296}"#).await;
+    assert_eq!(
+        message,
+        "`b` is out of range for a 32-bit unsigned integer (0 to 4294967295), got 4294967296"
+    );
+    assert_eq!(error["rule"], "range");
+    assert_eq!(error["expected"], "an integer from 0 to 4294967295");
+
+    let (message, _) = reserve_fails(r#"{"d":-129}"#).await;
+    assert_eq!(
+        message,
+        "`d` is out of range for an 8-bit signed integer (-128 to 127), got -129"
+    );
+    // Beyond 64 bits serde_json reads a float; the message still quotes what was written.
+    let (message, _) = reserve_fails(r#"{"c":18446744073709551616}"#).await;
+    assert_eq!(
+        message,
+        "`c` is out of range for a 64-bit unsigned integer (0 to 18446744073709551615), got 18446744073709551616"
+    );
+    let (message, _) = reserve_fails(r#"{"c":-1}"#).await;
+    assert!(
+        message.contains("out of range") || message.contains("at least 0"),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn minus_zero_for_an_integer_is_explained() {
+    let (message, error) = reserve_fails(r#"{"b":-0}"#).await;
+    assert_eq!(message, "`b`: -0 is not accepted for an integer; write 0");
+    assert_eq!(error["got"], "-0");
+    // A float-written integer keeps its own advice.
+    let (message, _) = reserve_fails(r#"{"b":5.0}"#).await;
+    assert!(
+        message.contains("without a decimal point or exponent"),
+        "{message}"
+    );
+}
+
+#[test]
+fn bounded_integer_types_carry_their_range_in_the_schema() {
+    let registry = Registry::builder().tool(Reserve).build().unwrap();
+    let schema = registry.spec("reserve").unwrap().input_schema();
+    let b = &schema["properties"]["b"];
+    assert_eq!(
+        (b["minimum"].as_u64(), b["maximum"].as_u64()),
+        (Some(0), Some(4_294_967_295))
+    );
+    let d = &schema["properties"]["d"];
+    assert_eq!(
+        (d["minimum"].as_i64(), d["maximum"].as_i64()),
+        (Some(-128), Some(127))
+    );
+    // A declared bound stricter than the type's is kept.
+    let floors = &schema["properties"]["floors"];
+    assert_eq!(
+        (floors["minimum"].as_u64(), floors["maximum"].as_u64()),
+        (Some(1), Some(65_535))
+    );
+    // 64-bit bounds are not written: providers read numbers as doubles, which round them.
+    assert!(schema["properties"]["c"].get("maximum").is_none());
+}

@@ -522,7 +522,178 @@ fn root_schema<T: JsonSchema + ?Sized>() -> Value {
         obj.remove("$schema");
         obj.remove("title");
     }
+    bound_integers(&mut value, 0);
     value
+}
+
+/// A Rust integer type: its name, width and range, found by the name serde uses in its errors
+/// or by the `format` schemars writes for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct IntegerType {
+    pub(crate) rust: &'static str,
+    pub(crate) bits: u32,
+    pub(crate) min: i128,
+    pub(crate) max: u128,
+}
+
+impl IntegerType {
+    const ALL: &'static [(&'static str, &'static str, IntegerType)] = &[
+        ("u8", "uint8", IntegerType::new("u8", 8, 0, u8::MAX as u128)),
+        (
+            "u16",
+            "uint16",
+            IntegerType::new("u16", 16, 0, u16::MAX as u128),
+        ),
+        (
+            "u32",
+            "uint32",
+            IntegerType::new("u32", 32, 0, u32::MAX as u128),
+        ),
+        (
+            "u64",
+            "uint64",
+            IntegerType::new("u64", 64, 0, u64::MAX as u128),
+        ),
+        (
+            "u128",
+            "uint128",
+            IntegerType::new("u128", 128, 0, u128::MAX),
+        ),
+        (
+            "usize",
+            "uint",
+            IntegerType::new("usize", usize::BITS, 0, usize::MAX as u128),
+        ),
+        (
+            "i8",
+            "int8",
+            IntegerType::new("i8", 8, i8::MIN as i128, i8::MAX as u128),
+        ),
+        (
+            "i16",
+            "int16",
+            IntegerType::new("i16", 16, i16::MIN as i128, i16::MAX as u128),
+        ),
+        (
+            "i32",
+            "int32",
+            IntegerType::new("i32", 32, i32::MIN as i128, i32::MAX as u128),
+        ),
+        (
+            "i64",
+            "int64",
+            IntegerType::new("i64", 64, i64::MIN as i128, i64::MAX as u128),
+        ),
+        (
+            "i128",
+            "int128",
+            IntegerType::new("i128", 128, i128::MIN, i128::MAX as u128),
+        ),
+        (
+            "isize",
+            "int",
+            IntegerType::new("isize", isize::BITS, isize::MIN as i128, isize::MAX as u128),
+        ),
+    ];
+
+    const fn new(rust: &'static str, bits: u32, min: i128, max: u128) -> Self {
+        IntegerType {
+            rust,
+            bits,
+            min,
+            max,
+        }
+    }
+
+    /// The type serde names `rust` (`"u32"`) in its errors.
+    pub(crate) fn by_rust_name(rust: &str) -> Option<IntegerType> {
+        Self::ALL.iter().find(|t| t.0 == rust).map(|t| t.2)
+    }
+
+    /// The type schemars writes as `format` (`"uint32"`).
+    pub(crate) fn by_format(format: &str) -> Option<IntegerType> {
+        Self::ALL.iter().find(|t| t.1 == format).map(|t| t.2)
+    }
+
+    /// "a 32-bit unsigned integer (0 to 4294967295)", for a model to act on.
+    pub(crate) fn describe(&self) -> String {
+        let sign = if self.min < 0 { "signed" } else { "unsigned" };
+        let article = if self.bits == 8 { "an" } else { "a" };
+        format!(
+            "{article} {}-bit {sign} integer ({} to {})",
+            self.bits, self.min, self.max
+        )
+    }
+
+    /// The bounds as JSON numbers, when a JSON double holds them exactly and every provider
+    /// reads them (up to 32 bits; 64-bit bounds round when read as doubles).
+    fn schema_bounds(&self) -> Option<(Value, Value)> {
+        if self.bits > 32 {
+            return None;
+        }
+        let min = i64::try_from(self.min).ok()?;
+        let max = u64::try_from(self.max).ok()?;
+        Some((Value::from(min), Value::from(max)))
+    }
+}
+
+/// Writes the range of every bounded integer type (schemars' `format: "uint32"`, `"int8"`, ...)
+/// as `minimum`/`maximum` where the schema has none, or one looser than the type allows, so a
+/// provider or a model reading the schema knows `300` does not fit a `u8`. A declared bound
+/// stricter than the type's is kept; an `enum` already says which values fit.
+fn bound_integers(schema: &mut Value, depth: usize) {
+    if depth > 64 {
+        return;
+    }
+    match schema {
+        Value::Object(node) => {
+            let bounds = node
+                .get("format")
+                .and_then(Value::as_str)
+                .and_then(IntegerType::by_format)
+                .filter(|_| types_of(node).contains(&"integer"))
+                .filter(|_| !node.contains_key("enum") && !node.contains_key("const"))
+                .and_then(|t| t.schema_bounds());
+            if let Some((min, max)) = bounds {
+                let looser =
+                    |old: Option<&Value>, new: &Value, stricter: fn(f64, f64) -> bool| match (
+                        old.and_then(Value::as_f64),
+                        new.as_f64(),
+                    ) {
+                        (Some(old), Some(new)) => stricter(new, old),
+                        _ => true,
+                    };
+                if looser(node.get("minimum"), &min, |new, old| new > old) {
+                    node.insert("minimum".into(), min);
+                }
+                if looser(node.get("maximum"), &max, |new, old| new < old) {
+                    node.insert("maximum".into(), max);
+                }
+            }
+            for (key, child) in node.iter_mut() {
+                match (key.as_str(), child) {
+                    // Maps from a name to a schema: a property may be called `default`.
+                    (
+                        "properties" | "$defs" | "definitions" | "patternProperties",
+                        Value::Object(map),
+                    ) => {
+                        for schema in map.values_mut() {
+                            bound_integers(schema, depth + 1);
+                        }
+                    }
+                    // Values, not schemas: a default or an example is left as written.
+                    ("default" | "examples" | "const" | "enum", _) => {}
+                    (_, child) => bound_integers(child, depth + 1),
+                }
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                bound_integers(item, depth + 1);
+            }
+        }
+        _ => {}
+    }
 }
 
 fn types_of(prop: &Map<String, Value>) -> Vec<&str> {
