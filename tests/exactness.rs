@@ -349,3 +349,76 @@ fn bounded_integer_types_carry_their_range_in_the_schema() {
     // 64-bit bounds are not written: providers read numbers as doubles, which round them.
     assert!(schema["properties"]["c"].get("maximum").is_none());
 }
+
+/// `set_fields` arguments of exactly `len` bytes.
+fn arguments_of_length(len: usize) -> String {
+    let frame = r#"{"fields":{},"note":""}"#;
+    let pad = "x".repeat(len - frame.len());
+    format!(r#"{{"fields":{{}},"note":"{pad}"}}"#)
+}
+
+#[tokio::test]
+async fn arguments_over_the_size_limit_are_refused_before_parsing() {
+    let registry = registry();
+    let limit = toolwright::validate::DEFAULT_MAX_ARGUMENT_BYTES;
+    let at_limit = registry
+        .call(ToolCall::new(
+            "call_1",
+            "set_fields",
+            arguments_of_length(limit),
+        ))
+        .await;
+    assert_eq!(
+        at_limit.status(),
+        Status::Success,
+        "{}",
+        at_limit.message().unwrap_or("")
+    );
+
+    // One byte more, and also broken JSON: refused on its size alone.
+    let mut over = arguments_of_length(limit + 1);
+    over.push_str(",oops");
+    let outcome = registry
+        .call(ToolCall::new("call_2", "set_fields", over.clone()))
+        .await;
+    assert_eq!(outcome.error_kind(), Some(ErrorKind::BadRequest));
+    let envelope = outcome.to_model_json();
+    assert_eq!(envelope["retryable"], true);
+    let expected = format!(
+        "the arguments are {} bytes long, more than the 1048576 bytes this tool accepts",
+        over.len()
+    );
+    assert!(
+        envelope["message"].as_str().unwrap().starts_with(&expected),
+        "{envelope}"
+    );
+}
+
+#[tokio::test]
+async fn the_size_limit_is_configurable() {
+    let registry = Registry::builder()
+        .tool(SetFields)
+        .max_argument_bytes(64)
+        .build()
+        .unwrap();
+    let fits = registry
+        .call(ToolCall::new(
+            "call_1",
+            "set_fields",
+            arguments_of_length(64),
+        ))
+        .await;
+    assert_eq!(fits.status(), Status::Success);
+    let refused = registry
+        .call(ToolCall::new(
+            "call_2",
+            "set_fields",
+            arguments_of_length(65),
+        ))
+        .await;
+    assert_eq!(refused.error_kind(), Some(ErrorKind::BadRequest));
+    assert!(refused
+        .message()
+        .unwrap()
+        .contains("65 bytes long, more than the 64 bytes"));
+}

@@ -121,6 +121,15 @@ impl<T: Tool> Entry<T> {
     ) -> Outcome {
         let started = Instant::now();
 
+        // wiring(exact): oversized argument text is refused before anything parses it.
+        if let Err(failure) = crate::validate::check_size(&arguments, registry.max_argument_bytes) {
+            let mut outcome = Outcome::failed(call_id, Arc::clone(&self.spec.name), failure);
+            outcome.elapsed = started.elapsed();
+            observe::call(&outcome, None, None, T::META.fields, registry.argument_log);
+            session.count_recovery(&registry.recovery, &mut outcome);
+            return outcome;
+        }
+
         // Validation seam, with one repair pass for failures of form. The repaired text
         // replaces the model's: it is what runs, what the key's fingerprint covers.
         let mut repaired = false;
@@ -876,6 +885,8 @@ struct Inner {
     recovery: RecoveryBudget,
     repairer: Option<Arc<dyn Repairer>>,
     repair_timeout: Duration,
+    // wiring(exact): the argument size limit.
+    max_argument_bytes: usize,
 }
 
 /// The tools a model may call, and the pipeline each call runs through. Cheap to clone.
@@ -1008,6 +1019,8 @@ pub struct RegistryBuilder {
     recovery: RecoveryBudget,
     repairer: Option<Arc<dyn Repairer>>,
     repair_timeout: Duration,
+    // wiring(exact): the argument size limit.
+    max_argument_bytes: usize,
 }
 
 impl Default for RegistryBuilder {
@@ -1031,6 +1044,8 @@ impl Default for RegistryBuilder {
             recovery: RecoveryBudget::new(),
             repairer: None,
             repair_timeout: DEFAULT_REPAIR_TIMEOUT,
+            // wiring(exact): the argument size limit.
+            max_argument_bytes: crate::validate::DEFAULT_MAX_ARGUMENT_BYTES,
         }
     }
 }
@@ -1187,6 +1202,24 @@ impl RegistryBuilder {
         self
     }
 
+    // wiring(exact): the builder option of the argument size limit.
+    /// The longest argument text a call may carry, in bytes (default 1 MiB,
+    /// [`DEFAULT_MAX_ARGUMENT_BYTES`](crate::validate::DEFAULT_MAX_ARGUMENT_BYTES)). Longer
+    /// text is refused before it is parsed, as `bad_request` with `retryable: true` and a
+    /// message that states the limit and the size received: a model's runaway output (or a
+    /// hostile one) must not cost seconds of parsing and hundreds of megabytes on the failure
+    /// path, which reads the whole text to report every problem.
+    ///
+    /// ```
+    /// # use toolwright_core::Registry;
+    /// let registry = Registry::builder().max_argument_bytes(64 << 10).build().unwrap();
+    /// # let _ = registry;
+    /// ```
+    pub fn max_argument_bytes(mut self, bytes: usize) -> Self {
+        self.max_argument_bytes = bytes;
+        self
+    }
+
     /// Builds the registry; fails on duplicate names and on missing shared state.
     pub fn build(self) -> Result<Registry, BuildError> {
         let mut tools = ToolMap::with_capacity_and_hasher(self.pending.len(), Default::default());
@@ -1246,6 +1279,8 @@ impl RegistryBuilder {
                 recovery: self.recovery,
                 repairer: self.repairer,
                 repair_timeout: self.repair_timeout,
+                // wiring(exact): the argument size limit.
+                max_argument_bytes: self.max_argument_bytes,
             }),
         })
     }

@@ -207,6 +207,28 @@ pub(crate) fn preview_json(v: &serde_json::Value) -> String {
     }
 }
 
+/// The default of [`RegistryBuilder::max_argument_bytes`](crate::RegistryBuilder::max_argument_bytes):
+/// 1 MiB, far above any real tool call's arguments and far below what would let one call
+/// take seconds of parsing and hundreds of megabytes of memory on the failure path.
+pub const DEFAULT_MAX_ARGUMENT_BYTES: usize = 1 << 20;
+
+/// Refuses argument text longer than `limit` bytes before anything reads it: `bad_request`,
+/// retryable (smaller arguments may work), the message stating the limit and the size received.
+pub(crate) fn check_size(arguments: &str, limit: usize) -> Result<(), Failure> {
+    if arguments.len() <= limit {
+        return Ok(());
+    }
+    let mut failure = Failure::new(
+        crate::outcome::ErrorKind::BadRequest,
+        format!(
+            "the arguments are {} bytes long, more than the {limit} bytes this tool accepts; send shorter arguments (leave out long text the tool does not need)",
+            arguments.len()
+        ),
+    );
+    failure.retryable = true;
+    Err(failure)
+}
+
 /// What replaces a sensitive value found in free text.
 const REDACTED: &str = "[redacted]";
 
@@ -383,6 +405,17 @@ mod tests {
             got: got.map(Into::into),
             message: message.into(),
         }
+    }
+
+    #[test]
+    fn arguments_over_the_limit_are_refused_with_the_limit_and_the_size() {
+        assert!(check_size("{}", 2).is_ok());
+        let failure = check_size("{\"a\":1}", 2).unwrap_err();
+        assert_eq!(failure.kind, crate::outcome::ErrorKind::BadRequest);
+        assert!(failure.retryable);
+        assert!(failure
+            .message
+            .starts_with("the arguments are 7 bytes long, more than the 2 bytes"));
     }
 
     #[test]
