@@ -25,6 +25,7 @@ struct Address {
 
 /// Update a customer profile.
 #[tool(idempotent = false)]
+#[allow(clippy::too_many_arguments)] // One parameter per kind of value under test.
 async fn probe(
     /// Fields to set; null clears one.
     fields: HashMap<String, Option<String>>,
@@ -220,7 +221,8 @@ fn mutate(members: &mut Vec<(String, J)>, rng: &mut Rng) {
 fn write(value: &J, rng: &mut Rng, out: &mut String) {
     let space = |rng: &mut Rng, out: &mut String| {
         if rng.chance(3) {
-            out.push_str(*rng.pick(&[" ", "\n  ", "\t"]));
+            let gap: &&str = rng.pick(&[" ", "\n  ", "\t"]);
+            out.push_str(gap);
         }
     };
     space(rng, out);

@@ -71,9 +71,16 @@ impl Fingerprint {
     }
 
     /// The fingerprint of a call of the tool `spec` describes: equal for two argument texts
-    /// exactly when the tool receives equal values from them (the [module docs](self) say how).
-    /// This is the fingerprint the registry stores beside an idempotency key and shows an
-    /// approver.
+    /// exactly when the tool receives equal values from them. This is the fingerprint the
+    /// registry stores beside an idempotency key and shows an approver.
+    ///
+    /// The tool's input schema guides the canonical form: a `null` is dropped only where serde
+    /// erases it (an optional, nullable property without a default, i.e. an `Option`
+    /// parameter), and kept in maps, arrays and properties with a default; a property left out
+    /// counts as its schema `default`; integers and decimals are exact from their text, except
+    /// where schemars marks an `f64`/`f32` (`format: "double"`/`"float"`), where a number is
+    /// the float serde reads. Where the schema cannot tell (an enum with data, a
+    /// `serde_json::Value`) every `null` and every exact number counts.
     ///
     /// ```
     /// # use toolwright_core::{idempotency::Fingerprint, Registry};
@@ -607,23 +614,23 @@ fn write_exact(text: &str, out: &mut Vec<u8>) -> Option<()> {
         out.push(b'-');
     }
     let len = significant.len() as i64;
-    if exp >= 0 && exp <= SPELLED_ZEROS {
+    if (0..=SPELLED_ZEROS).contains(&exp) {
         out.extend_from_slice(significant.as_bytes());
         out.extend(std::iter::repeat_n(b'0', exp as usize));
     } else if exp < 0 && len + exp > 0 {
         let point = (len + exp) as usize;
-        out.extend_from_slice(significant[..point].as_bytes());
+        out.extend_from_slice(&significant.as_bytes()[..point]);
         out.push(b'.');
-        out.extend_from_slice(significant[point..].as_bytes());
+        out.extend_from_slice(&significant.as_bytes()[point..]);
     } else if exp < 0 && -(len + exp) <= SPELLED_ZEROS {
         out.extend_from_slice(b"0.");
         out.extend(std::iter::repeat_n(b'0', (-(len + exp)) as usize));
         out.extend_from_slice(significant.as_bytes());
     } else {
-        out.extend_from_slice(significant[..1].as_bytes());
+        out.extend_from_slice(&significant.as_bytes()[..1]);
         if len > 1 {
             out.push(b'.');
-            out.extend_from_slice(significant[1..].as_bytes());
+            out.extend_from_slice(&significant.as_bytes()[1..]);
         }
         out.push(b'e');
         out.extend_from_slice((exp + len - 1).to_string().as_bytes());
