@@ -287,6 +287,9 @@ fn registry() -> Registry {
         .tool(CountRows)
         .tool(Whoami)
         .state(Db { rows: 42 })
+        // Above the 1 MiB default, so the megabyte cases below reach the failure path they
+        // test (tests/exactness.rs covers the limit itself).
+        .max_argument_bytes(4 << 20)
         .build()
         .expect("the fixture registry builds")
 }
@@ -450,7 +453,9 @@ async fn an_integer_written_as_a_float_says_how_to_write_it() {
     assert_rejected(&outcome, ErrorKind::SchemaMismatch);
     assert_eq!(paths(&outcome), ["/delay_ms"]);
     assert!(
-        message(&outcome).contains("expected an integer that fits in `u64`"),
+        message(&outcome).contains(
+            "out of range for a 64-bit unsigned integer (0 to 18446744073709551615), got 18446744073709551616"
+        ),
         "{}",
         message(&outcome)
     );

@@ -34,7 +34,7 @@ use crate::outcome::{ErrorKind, Failure, Marks, Outcome, Status};
 use crate::tool::{Effect, StateRequirement, Tool, ToolSpec};
 use crate::validate::repair::{self, RepairRequest, Repairer};
 use crate::validate::shape::{self, ShapeValidator};
-use crate::validate::{summarize, Violations};
+use crate::validate::{self as checks, summarize, Violations};
 
 pub(crate) type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
@@ -52,6 +52,7 @@ pub(crate) struct Shared {
     pub(crate) repairer: Option<Arc<dyn Repairer>>,
     pub(crate) repair_timeout: Duration,
     pub(crate) approval_timeout: Duration,
+    pub(crate) max_argument_bytes: usize,
 }
 
 /// A registered tool with its type erased, so one table can hold every tool.
@@ -135,6 +136,10 @@ impl<T: Tool> Entry<T> {
         // Validation seam. Scopes first: a session that may not call the tool learns nothing
         // about its arguments.
         let checked = guard_scopes(spec, session)
+            .and_then(|()| {
+                // The size before anything reads the text.
+                checks::check_size(&call.arguments, shared.max_argument_bytes).map_err(Box::new)
+            })
             .and_then(|()| self.validate(&call.arguments, session, shared));
         let (args, repaired) = match checked {
             Ok(args) => (args, false),
@@ -436,7 +441,7 @@ async fn begin(
     shared: &Shared,
 ) -> Result<Lease, Outcome> {
     let mode = session.key_mode().unwrap_or(shared.key_mode);
-    let fingerprint = Fingerprint::of(spec.name(), &call.arguments);
+    let fingerprint = Fingerprint::for_tool(spec, &call.arguments);
     let key = mode.key(&session.call_scope(), spec.name(), &call.id, &fingerprint);
     let mut hold = guard.deadline();
     if spec.requires_approval() {
@@ -467,7 +472,7 @@ async fn approve(
         call_id: &call.id,
         arguments: &call.arguments,
         redacted: observe::redacted(&call.arguments, spec.input_schema(), spec.fields()),
-        fingerprint: Fingerprint::of(spec.name(), &call.arguments),
+        fingerprint: Fingerprint::for_tool(spec, &call.arguments),
     };
     approval::review(
         session.approver(),
@@ -512,10 +517,12 @@ async fn not_approved(
 fn rejected(
     spec: &ToolSpec,
     call: Call,
-    failure: Failure,
+    mut failure: Failure,
     session: &Session,
     shared: &Shared,
 ) -> Outcome {
+    // No `#[arg(sensitive)]` value is quoted back to the model.
+    checks::redact_failure(&mut failure, spec.fields(), &call.arguments);
     let mut outcome = Outcome::failed(call.id, Arc::clone(&spec.name), failure);
     outcome.attempts = 1;
     outcome.elapsed = call.arrived.elapsed();

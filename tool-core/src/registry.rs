@@ -209,6 +209,7 @@ pub struct RegistryBuilder {
     repairer: Option<Arc<dyn Repairer>>,
     repair_timeout: Duration,
     approval_timeout: Duration,
+    max_argument_bytes: usize,
 }
 
 impl Default for RegistryBuilder {
@@ -233,6 +234,7 @@ impl Default for RegistryBuilder {
             repairer: None,
             repair_timeout: DEFAULT_REPAIR_TIMEOUT,
             approval_timeout: DEFAULT_APPROVAL_TIMEOUT,
+            max_argument_bytes: crate::validate::DEFAULT_MAX_ARGUMENT_BYTES,
         }
     }
 }
@@ -385,6 +387,23 @@ impl RegistryBuilder {
         self
     }
 
+    /// The longest argument text a call may carry, in bytes (default 1 MiB,
+    /// [`DEFAULT_MAX_ARGUMENT_BYTES`](crate::validate::DEFAULT_MAX_ARGUMENT_BYTES)). Longer
+    /// text is refused before it is parsed, as `bad_request` with `retryable: true` and a
+    /// message that states the limit and the size received: a model's runaway output (or a
+    /// hostile one) must not cost seconds of parsing and hundreds of megabytes on the failure
+    /// path, which reads the whole text to report every problem.
+    ///
+    /// ```
+    /// # use toolwright_core::Registry;
+    /// let registry = Registry::builder().max_argument_bytes(64 << 10).build().unwrap();
+    /// # let _ = registry;
+    /// ```
+    pub fn max_argument_bytes(mut self, bytes: usize) -> Self {
+        self.max_argument_bytes = bytes;
+        self
+    }
+
     /// How long a session's approver may take to decide a call (default 5 minutes,
     /// [`DEFAULT_APPROVAL_TIMEOUT`]); past it the call is `approval_denied` and nothing runs.
     /// The wait never counts against the tool's timeout or the call's deadline, which start
@@ -441,6 +460,7 @@ impl RegistryBuilder {
             repairer: self.repairer,
             repair_timeout: self.repair_timeout,
             approval_timeout: self.approval_timeout,
+            max_argument_bytes: self.max_argument_bytes,
         };
         Ok(Registry {
             inner: Arc::new(Inner {

@@ -43,6 +43,7 @@ use serde_json::{Map, Value};
 use crate::call::{Invocation, Session};
 use crate::error::ToolError;
 use crate::guard::provenance::Grounds;
+use crate::idempotency::Fingerprint;
 use crate::validate::Violations;
 
 /// A tool the model can call: typed arguments in, a serializable result or a classified
@@ -588,7 +589,178 @@ fn root_schema<T: JsonSchema + ?Sized>() -> Value {
         obj.remove("$schema");
         obj.remove("title");
     }
+    bound_integers(&mut value, 0);
     value
+}
+
+/// A Rust integer type: its name, width and range, found by the name serde uses in its errors
+/// or by the `format` schemars writes for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct IntegerType {
+    pub(crate) rust: &'static str,
+    pub(crate) bits: u32,
+    pub(crate) min: i128,
+    pub(crate) max: u128,
+}
+
+impl IntegerType {
+    const ALL: &'static [(&'static str, &'static str, IntegerType)] = &[
+        ("u8", "uint8", IntegerType::new("u8", 8, 0, u8::MAX as u128)),
+        (
+            "u16",
+            "uint16",
+            IntegerType::new("u16", 16, 0, u16::MAX as u128),
+        ),
+        (
+            "u32",
+            "uint32",
+            IntegerType::new("u32", 32, 0, u32::MAX as u128),
+        ),
+        (
+            "u64",
+            "uint64",
+            IntegerType::new("u64", 64, 0, u64::MAX as u128),
+        ),
+        (
+            "u128",
+            "uint128",
+            IntegerType::new("u128", 128, 0, u128::MAX),
+        ),
+        (
+            "usize",
+            "uint",
+            IntegerType::new("usize", usize::BITS, 0, usize::MAX as u128),
+        ),
+        (
+            "i8",
+            "int8",
+            IntegerType::new("i8", 8, i8::MIN as i128, i8::MAX as u128),
+        ),
+        (
+            "i16",
+            "int16",
+            IntegerType::new("i16", 16, i16::MIN as i128, i16::MAX as u128),
+        ),
+        (
+            "i32",
+            "int32",
+            IntegerType::new("i32", 32, i32::MIN as i128, i32::MAX as u128),
+        ),
+        (
+            "i64",
+            "int64",
+            IntegerType::new("i64", 64, i64::MIN as i128, i64::MAX as u128),
+        ),
+        (
+            "i128",
+            "int128",
+            IntegerType::new("i128", 128, i128::MIN, i128::MAX as u128),
+        ),
+        (
+            "isize",
+            "int",
+            IntegerType::new("isize", isize::BITS, isize::MIN as i128, isize::MAX as u128),
+        ),
+    ];
+
+    const fn new(rust: &'static str, bits: u32, min: i128, max: u128) -> Self {
+        IntegerType {
+            rust,
+            bits,
+            min,
+            max,
+        }
+    }
+
+    /// The type serde names `rust` (`"u32"`) in its errors.
+    pub(crate) fn by_rust_name(rust: &str) -> Option<IntegerType> {
+        Self::ALL.iter().find(|t| t.0 == rust).map(|t| t.2)
+    }
+
+    /// The type schemars writes as `format` (`"uint32"`).
+    pub(crate) fn by_format(format: &str) -> Option<IntegerType> {
+        Self::ALL.iter().find(|t| t.1 == format).map(|t| t.2)
+    }
+
+    /// "a 32-bit unsigned integer (0 to 4294967295)", for a model to act on.
+    pub(crate) fn describe(&self) -> String {
+        let sign = if self.min < 0 { "signed" } else { "unsigned" };
+        let article = if self.bits == 8 { "an" } else { "a" };
+        format!(
+            "{article} {}-bit {sign} integer ({} to {})",
+            self.bits, self.min, self.max
+        )
+    }
+
+    /// The bounds as JSON numbers, when a JSON double holds them exactly and every provider
+    /// reads them (up to 32 bits; 64-bit bounds round when read as doubles).
+    fn schema_bounds(&self) -> Option<(Value, Value)> {
+        if self.bits > 32 {
+            return None;
+        }
+        let min = i64::try_from(self.min).ok()?;
+        let max = u64::try_from(self.max).ok()?;
+        Some((Value::from(min), Value::from(max)))
+    }
+}
+
+/// Writes the range of every bounded integer type (schemars' `format: "uint32"`, `"int8"`, ...)
+/// as `minimum`/`maximum` where the schema has none, or one looser than the type allows, so a
+/// provider or a model reading the schema knows `300` does not fit a `u8`. A declared bound
+/// stricter than the type's is kept; an `enum` already says which values fit.
+fn bound_integers(schema: &mut Value, depth: usize) {
+    if depth > 64 {
+        return;
+    }
+    match schema {
+        Value::Object(node) => {
+            let bounds = node
+                .get("format")
+                .and_then(Value::as_str)
+                .and_then(IntegerType::by_format)
+                .filter(|_| types_of(node).contains(&"integer"))
+                .filter(|_| !node.contains_key("enum") && !node.contains_key("const"))
+                .and_then(|t| t.schema_bounds());
+            if let Some((min, max)) = bounds {
+                let looser =
+                    |old: Option<&Value>, new: &Value, stricter: fn(f64, f64) -> bool| match (
+                        old.and_then(Value::as_f64),
+                        new.as_f64(),
+                    ) {
+                        (Some(old), Some(new)) => stricter(new, old),
+                        _ => true,
+                    };
+                if looser(node.get("minimum"), &min, |new, old| new > old) {
+                    node.insert("minimum".into(), min);
+                }
+                if looser(node.get("maximum"), &max, |new, old| new < old) {
+                    node.insert("maximum".into(), max);
+                }
+            }
+            for (key, child) in node.iter_mut() {
+                match (key.as_str(), child) {
+                    // Maps from a name to a schema: a property may be called `default`.
+                    (
+                        "properties" | "$defs" | "definitions" | "patternProperties",
+                        Value::Object(map),
+                    ) => {
+                        for schema in map.values_mut() {
+                            bound_integers(schema, depth + 1);
+                        }
+                    }
+                    // Values, not schemas: a default or an example is left as written.
+                    ("default" | "examples" | "const" | "enum", _) => {}
+                    (_, child) => bound_integers(child, depth + 1),
+                }
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                bound_integers(item, depth + 1);
+            }
+        }
+        _ => {}
+    }
 }
 
 fn types_of(prop: &Map<String, Value>) -> Vec<&str> {
@@ -662,5 +834,42 @@ fn tighten(prop: &mut Map<String, Value>, key: &str, bound: Number, stricter: st
         .is_some_and(|order| order != stricter);
     if !keep_old {
         prop.insert(key.into(), bound.to_json());
+    }
+}
+
+// The fingerprint of a tool's call is defined here, beside the spec it reads, so that the
+// idempotency module never depends on the tool module.
+impl Fingerprint {
+    /// The fingerprint of a call of the tool `spec` describes: equal for two argument texts
+    /// exactly when the tool receives equal values from them. This is the fingerprint the
+    /// registry stores beside an idempotency key and shows an approver.
+    ///
+    /// The tool's input schema guides the canonical form: a `null` is dropped only where serde
+    /// erases it (an optional, nullable property without a default, i.e. an `Option`
+    /// parameter), and kept in maps, arrays and properties with a default; a property left out
+    /// counts as its schema `default`; integers and decimals are exact from their text, except
+    /// where schemars marks an `f64`/`f32` (`format: "double"`/`"float"`), where a number is
+    /// the float serde reads. Where the schema cannot tell (an enum with data, a
+    /// `serde_json::Value`) every `null` and every exact number counts.
+    ///
+    /// ```
+    /// # use toolwright_core::{idempotency::Fingerprint, Registry};
+    /// # fn demo(registry: &Registry) {
+    /// let spec = registry.spec("update_profile").unwrap();
+    /// // `fields: HashMap<String, Option<String>>`: a null clears a field, so it counts.
+    /// assert_ne!(
+    ///     Fingerprint::for_tool(spec, r#"{"fields":{}}"#),
+    ///     Fingerprint::for_tool(spec, r#"{"fields":{"email":null}}"#),
+    /// );
+    /// # }
+    /// ```
+    pub fn for_tool(spec: &ToolSpec, arguments: &str) -> Fingerprint {
+        Fingerprint::with_schema(spec.name(), Some(spec.input_schema()), arguments)
+    }
+
+    /// The canonical text [`Fingerprint::for_tool`](crate::idempotency::Fingerprint::for_tool)
+    /// hashes, for debugging a mismatch.
+    pub fn canonical_text_for(spec: &ToolSpec, arguments: &str) -> Option<String> {
+        Self::canonical_text_with(spec.input_schema(), arguments)
     }
 }

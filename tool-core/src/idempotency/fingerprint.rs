@@ -1,12 +1,27 @@
 //! The fingerprint of a call: SHA-256 of the tool name and the canonical form of its arguments.
 //!
-//! Canonical, so that two texts a model could write for the same arguments hash alike:
-//! object members sorted by key, insignificant whitespace dropped, numbers normalized (`5`,
-//! `5.0` and `5e0` are one number), and a member whose value is `null` treated as absent (as
-//! every `Option` parameter of a `#[tool]` treats it). Array order and string contents are
-//! significant. Integers stay exact: `9007199254740993` and `9007199254740992` differ, which is
-//! why this is not RFC 8785 (JCS), whose number form goes through an IEEE double and would make
-//! two large order numbers one fingerprint.
+//! Two argument texts have one fingerprint exactly when the tool would receive the same values
+//! from them. So the canonical form is guided by the tool's input schema
+//! ([`Fingerprint::for_tool`]):
+//!
+//! - object members are sorted by key, insignificant whitespace is dropped and string escapes
+//!   are decoded (`"\u0041"` is `"A"`);
+//! - a `null` is dropped only where serde erases it: a declared, optional property whose schema
+//!   allows `null` and has no default (an `Option` parameter, where `null` and absence are both
+//!   `None`). Everywhere else it is kept: a map value (`{"email": null}` clears an email, `{}`
+//!   clears nothing), an array item, a property with a default (absent takes the default, `null`
+//!   is `None`). A property with a default that is left out counts as its default written out;
+//! - integers stay exact, whatever their size (`u128` ids differ in their last digit), and so do
+//!   decimals, except where the schema says the value is an `f64` or `f32` (`format: "double"` or
+//!   `"float"`): there a number is the float serde reads from it, so `5`, `5.0` and `5e0` are one
+//!   number, and so are two long decimals that round to the same double.
+//!
+//! Where the schema cannot tell (an enum with data, a `serde_json::Value`, [`Fingerprint::of`]
+//! without a schema) the form keeps every `null` and every exact number: two texts that the tool
+//! might read differently never share a fingerprint there, at the price of telling apart a few
+//! it would read alike. This is why the form is not RFC 8785 (JCS): JCS writes every number
+//! through an IEEE double, which would make two large order numbers one fingerprint, and knows
+//! nothing of the schema.
 //!
 //! SHA-256 (RustCrypto's `sha2`, pure Rust, widely audited) rather than a faster hash: the
 //! fingerprint crosses process boundaries (a Redis store shared by replicas, a header a
@@ -14,46 +29,59 @@
 //! function; its cost on a few hundred bytes of arguments is well under a microsecond, nothing
 //! beside the side effect it protects.
 
+use std::borrow::Cow;
 use std::fmt;
 
-use serde_json::{Number, Value};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 /// Versions the canonical form, so a future change of it can never collide with this one.
-const DOMAIN: &[u8] = b"toolwright-fingerprint-v1\0";
+/// v2: `null` kept where serde keeps it, exact numbers read from the text, schema-guided floats.
+const DOMAIN: &[u8] = b"toolwright-fingerprint-v2\0";
 
 /// SHA-256 of a tool name and its canonical arguments. Displayed as 64 lowercase hex digits.
 ///
 /// ```
 /// use toolwright_core::idempotency::Fingerprint;
 ///
-/// let a = Fingerprint::of("refund_order", r#"{"order_id":"A1","amount":5,"reason":null}"#);
+/// let a = Fingerprint::of("refund_order", r#"{"order_id":"A1","amount":5}"#);
 /// let b = Fingerprint::of("refund_order", r#"{ "amount": 5.0, "order_id": "A1" }"#);
 /// assert_eq!(a, b);
 /// assert_ne!(a, Fingerprint::of("refund_order", r#"{"order_id":"A1","amount":6}"#));
 /// assert_ne!(a, Fingerprint::of("cancel_order", r#"{"order_id":"A1","amount":5}"#));
+/// // Without a schema, a `null` is a value like any other (see `Fingerprint::for_tool`).
+/// assert_ne!(a, Fingerprint::of("refund_order", r#"{"order_id":"A1","amount":5,"reason":null}"#));
 /// assert_eq!(a.to_string().len(), 64);
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Fingerprint([u8; 32]);
 
 impl Fingerprint {
-    /// The fingerprint of a call of `tool` with the argument text `arguments`.
+    /// The fingerprint of a call of `tool` with the argument text `arguments`, without a schema:
+    /// every `null` counts and every number is exact (`5` and `5.0` are one number; `0.1` and
+    /// `0.10000000000000001` are two). Prefer [`Fingerprint::for_tool`], which agrees with what
+    /// the tool receives.
     ///
     /// Never fails: text that is not JSON (which the validation seam rejects before any store
     /// sees it) is hashed byte for byte, in a domain of its own.
     pub fn of(tool: &str, arguments: &str) -> Fingerprint {
-        match serde_json::from_str::<Value>(arguments) {
-            Ok(value) => Fingerprint::of_value(tool, &value),
-            Err(_) => Fingerprint::hash(tool, b"raw\0", arguments.as_bytes()),
+        Fingerprint::with_schema(tool, None, arguments)
+    }
+
+    /// The fingerprint of a call of `tool` whose arguments follow the JSON Schema `schema`
+    /// (with its `$defs`), for tools registered without a [`ToolSpec`](crate::ToolSpec). `None`: as
+    /// [`Fingerprint::of`].
+    pub fn with_schema(tool: &str, schema: Option<&Value>, arguments: &str) -> Fingerprint {
+        match canonical(arguments, schema) {
+            Some(canonical) => Fingerprint::hash(tool, b"json\0", &canonical),
+            None => Fingerprint::hash(tool, b"raw\0", arguments.as_bytes()),
         }
     }
 
-    /// The fingerprint of a call of `tool` with already parsed arguments.
+    /// The fingerprint of a call of `tool` with already parsed arguments, without a schema.
+    /// A `Value` holds integers beyond 64 bits as floats; hash the text when you have it.
     pub fn of_value(tool: &str, arguments: &Value) -> Fingerprint {
-        let mut canonical = Vec::with_capacity(128);
-        write_canonical(arguments, &mut canonical);
-        Fingerprint::hash(tool, b"json\0", &canonical)
+        Fingerprint::of(tool, &arguments.to_string())
     }
 
     /// The canonical text [`Fingerprint::of`] hashes, for debugging a mismatch.
@@ -62,13 +90,15 @@ impl Fingerprint {
     /// use toolwright_core::idempotency::Fingerprint;
     ///
     /// let text = Fingerprint::canonical_text(r#"{"b":[1.50,2e0],"a":{"y":null,"x":-0.0}}"#);
-    /// assert_eq!(text.as_deref(), Some(r#"{"a":{"x":0},"b":[1.5,2]}"#));
+    /// assert_eq!(text.as_deref(), Some(r#"{"a":{"x":0,"y":null},"b":[1.5,2]}"#));
     /// ```
     pub fn canonical_text(arguments: &str) -> Option<String> {
-        let value = serde_json::from_str::<Value>(arguments).ok()?;
-        let mut canonical = Vec::with_capacity(arguments.len());
-        write_canonical(&value, &mut canonical);
-        String::from_utf8(canonical).ok()
+        String::from_utf8(canonical(arguments, None)?).ok()
+    }
+
+    /// The canonical text [`Fingerprint::with_schema`] hashes, for debugging a mismatch.
+    pub fn canonical_text_with(schema: &Value, arguments: &str) -> Option<String> {
+        String::from_utf8(canonical(arguments, Some(schema))?).ok()
     }
 
     /// The 32 digest bytes.
@@ -102,61 +132,481 @@ impl fmt::Debug for Fingerprint {
     }
 }
 
-/// Writes the canonical JSON text of `value`. Recursion is bounded by `serde_json`'s own depth
-/// limit on the parse that produced `value`.
-fn write_canonical(value: &Value, out: &mut Vec<u8>) {
-    match value {
-        Value::Null => out.extend_from_slice(b"null"),
-        Value::Bool(true) => out.extend_from_slice(b"true"),
-        Value::Bool(false) => out.extend_from_slice(b"false"),
-        Value::Number(n) => write_number(n, out),
-        Value::String(s) => write_string(s, out),
-        Value::Array(items) => {
-            out.push(b'[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_canonical(item, out);
-            }
-            out.push(b']');
+/// serde_json's own nesting limit: deeper text never reaches a tool.
+const MAX_DEPTH: usize = 128;
+
+/// The canonical text of `text`, guided by `schema` where given; `None` when it is not JSON.
+fn canonical(text: &str, schema: Option<&Value>) -> Option<Vec<u8>> {
+    let mut scanner = Scanner {
+        text: text.as_bytes(),
+        pos: 0,
+        root: schema,
+    };
+    let mut out = Vec::with_capacity(text.len());
+    scanner.value(
+        schema.map(Place::Schema).unwrap_or(Place::Unknown),
+        0,
+        &mut out,
+    )?;
+    scanner.skip_ws();
+    (scanner.pos == scanner.text.len()).then_some(out)
+}
+
+/// What the schema says about the value at hand.
+#[derive(Clone, Copy)]
+enum Place<'s> {
+    /// No schema, or one this module cannot follow: keep every `null`, numbers exact.
+    Unknown,
+    /// A schema (not yet resolved through `$ref`).
+    Schema(&'s Value),
+}
+
+/// How a number is canonicalized where it stands.
+enum NumberKind {
+    /// Exact decimal value: integers of any size, decimals digit for digit.
+    Exact,
+    /// The `f64` serde reads from the text.
+    Double,
+    /// The `f32` serde reads from the text.
+    Float,
+}
+
+/// A single-pass reader of JSON text that writes the canonical form as it goes. Hand-written
+/// because serde_json (without `arbitrary_precision`) turns integers beyond 64 bits into floats
+/// before any visitor sees them; strings are still decoded by serde_json.
+struct Scanner<'t, 's> {
+    text: &'t [u8],
+    pos: usize,
+    root: Option<&'s Value>,
+}
+
+impl<'t, 's> Scanner<'t, 's> {
+    fn skip_ws(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.text.get(self.pos) {
+            self.pos += 1;
         }
-        Value::Object(map) => {
-            // Sorted by UTF-8 bytes (= code points), whatever order the map keeps.
-            let mut members: Vec<(&String, &Value)> =
-                map.iter().filter(|(_, v)| !v.is_null()).collect();
-            members.sort_unstable_by(|a, b| a.0.cmp(b.0));
-            out.push(b'{');
-            for (i, (key, item)) in members.into_iter().enumerate() {
-                if i > 0 {
+    }
+
+    fn eat(&mut self, byte: u8) -> bool {
+        self.skip_ws();
+        if self.text.get(self.pos) == Some(&byte) {
+            self.pos += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn value(&mut self, place: Place<'s>, depth: usize, out: &mut Vec<u8>) -> Option<()> {
+        self.skip_ws();
+        match *self.text.get(self.pos)? {
+            b'{' if depth < MAX_DEPTH => self.object(place, depth + 1, out),
+            b'[' if depth < MAX_DEPTH => self.array(place, depth + 1, out),
+            b'"' => {
+                let s = self.string()?;
+                write_string(&s, out);
+                Some(())
+            }
+            b't' => self.literal(b"true", out),
+            b'f' => self.literal(b"false", out),
+            b'n' => self.literal(b"null", out),
+            b'-' | b'0'..=b'9' => {
+                let start = self.pos;
+                while let Some(b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E') =
+                    self.text.get(self.pos)
+                {
+                    self.pos += 1;
+                }
+                let number = std::str::from_utf8(&self.text[start..self.pos]).ok()?;
+                let kind = self.resolve(place).map_or(NumberKind::Exact, number_kind);
+                write_number(number, kind, out)
+            }
+            _ => None,
+        }
+    }
+
+    fn literal(&mut self, word: &[u8], out: &mut Vec<u8>) -> Option<()> {
+        let end = self.pos + word.len();
+        (self.text.get(self.pos..end)? == word).then_some(())?;
+        self.pos = end;
+        out.extend_from_slice(word);
+        Some(())
+    }
+
+    /// The string at the cursor, escapes decoded.
+    fn string(&mut self) -> Option<Cow<'t, str>> {
+        let start = self.pos;
+        let mut plain = true;
+        self.pos += 1;
+        loop {
+            match *self.text.get(self.pos)? {
+                b'"' => break,
+                b'\\' => {
+                    plain = false;
+                    self.pos += 2;
+                }
+                b if b < 0x20 => return None,
+                _ => self.pos += 1,
+            }
+        }
+        self.pos += 1;
+        let quoted = &self.text[start..self.pos];
+        if plain {
+            let inner = std::str::from_utf8(&quoted[1..quoted.len() - 1]).ok()?;
+            Some(Cow::Borrowed(inner))
+        } else {
+            serde_json::from_slice::<String>(quoted)
+                .ok()
+                .map(Cow::Owned)
+        }
+    }
+
+    fn array(&mut self, place: Place<'s>, depth: usize, out: &mut Vec<u8>) -> Option<()> {
+        self.pos += 1;
+        let schema = self.resolve(place);
+        let items = schema.and_then(|s| s.get("items"));
+        let prefix = schema
+            .and_then(|s| s.get("prefixItems"))
+            .and_then(Value::as_array);
+        out.push(b'[');
+        if !self.eat(b']') {
+            let mut index = 0;
+            loop {
+                if index > 0 {
                     out.push(b',');
                 }
-                write_string(key, out);
-                out.push(b':');
-                write_canonical(item, out);
+                let item = prefix
+                    .and_then(|p| p.get(index))
+                    .or(items)
+                    .map_or(Place::Unknown, Place::Schema);
+                self.value(item, depth, out)?;
+                index += 1;
+                if self.eat(b']') {
+                    break;
+                }
+                self.eat(b',').then_some(())?;
             }
-            out.push(b'}');
+        }
+        out.push(b']');
+        Some(())
+    }
+
+    fn object(&mut self, place: Place<'s>, depth: usize, out: &mut Vec<u8>) -> Option<()> {
+        self.pos += 1;
+        let schema = self.resolve(place);
+        let mut members: Vec<(Cow<'t, str>, Vec<u8>)> = Vec::new();
+        if !self.eat(b'}') {
+            loop {
+                self.skip_ws();
+                if self.text.get(self.pos) != Some(&b'"') {
+                    return None;
+                }
+                let key = self.string()?;
+                self.eat(b':').then_some(())?;
+                let member = schema.map_or(Member::UNKNOWN, |s| self.member(s, &key));
+                let mut canonical = Vec::new();
+                self.value(member.place, depth, &mut canonical)?;
+                if !(member.erases_null && canonical == b"null") {
+                    members.push((key, canonical));
+                }
+                if self.eat(b'}') {
+                    break;
+                }
+                self.eat(b',').then_some(())?;
+            }
+        }
+        if let Some(schema) = schema {
+            self.defaults(schema, depth, &mut members)?;
+        }
+        // Sorted by UTF-8 bytes (= code points); of a key given twice, the last one counts, as
+        // serde's maps keep it (a struct refuses the duplicate before any store sees it).
+        members.sort_by(|a, b| a.0.cmp(&b.0));
+        out.push(b'{');
+        let mut first = true;
+        for (i, (key, canonical)) in members.iter().enumerate() {
+            if members.get(i + 1).is_some_and(|next| next.0 == *key) {
+                continue;
+            }
+            if !first {
+                out.push(b',');
+            }
+            first = false;
+            write_string(key, out);
+            out.push(b':');
+            out.extend_from_slice(canonical);
+        }
+        out.push(b'}');
+        Some(())
+    }
+
+    /// Adds every declared property with a default that the text left out, as the default's
+    /// canonical text: serde gives the tool that value, so writing it out changes nothing.
+    fn defaults(
+        &self,
+        schema: &'s Value,
+        depth: usize,
+        members: &mut Vec<(Cow<'t, str>, Vec<u8>)>,
+    ) -> Option<()> {
+        let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
+            return Some(());
+        };
+        for (name, property) in properties {
+            let Some(default) = default_of(property, self.root) else {
+                continue;
+            };
+            if members.iter().any(|(key, _)| key == name) {
+                continue;
+            }
+            let text = default.to_string();
+            let mut nested = Scanner {
+                text: text.as_bytes(),
+                pos: 0,
+                root: self.root,
+            };
+            let mut canonical = Vec::new();
+            nested.value(Place::Schema(property), depth, &mut canonical)?;
+            members.push((Cow::Owned(name.clone()), canonical));
+        }
+        Some(())
+    }
+
+    /// The schema of a member, and whether serde erases a `null` there.
+    fn member(&self, object: &'s Value, key: &str) -> Member<'s> {
+        if let Some(property) = object.get("properties").and_then(|p| p.get(key)) {
+            let required = object
+                .get("required")
+                .and_then(Value::as_array)
+                .is_some_and(|r| r.iter().any(|name| name.as_str() == Some(key)));
+            let erases_null = !required
+                && default_of(property, self.root).is_none()
+                && allows_null(property, self.root, 0);
+            return Member {
+                place: Place::Schema(property),
+                erases_null,
+            };
+        }
+        match object.get("additionalProperties") {
+            Some(extra @ (Value::Object(_) | Value::Bool(true))) => Member {
+                place: Place::Schema(extra),
+                erases_null: false,
+            },
+            _ => Member::UNKNOWN,
+        }
+    }
+
+    /// The schema a value must follow: `$ref`s followed, and of an `Option`'s
+    /// `anyOf: [T, {"type": "null"}]` the `T`. `None` when there is no single one.
+    fn resolve(&self, place: Place<'s>) -> Option<&'s Value> {
+        let Place::Schema(schema) = place else {
+            return None;
+        };
+        let root = self.root?;
+        let schema = follow(schema, root)?;
+        let branches = schema
+            .get("anyOf")
+            .or_else(|| schema.get("oneOf"))
+            .and_then(Value::as_array);
+        let Some(branches) = branches else {
+            return Some(schema);
+        };
+        let mut rest = branches
+            .iter()
+            .filter_map(|b| follow(b, root))
+            .filter(|b| !is_null_schema(b));
+        match (rest.next(), rest.next()) {
+            (Some(only), None) => Some(only),
+            _ => None,
         }
     }
 }
 
-/// Integers as exact integers; a float with an integral value that a double represents exactly
-/// (|x| < 2^53) as that integer; any other float in its shortest round-trip form.
-fn write_number(n: &Number, out: &mut Vec<u8>) {
-    const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53
-    if let Some(i) = n.as_i64() {
-        out.extend_from_slice(i.to_string().as_bytes());
-    } else if let Some(u) = n.as_u64() {
-        out.extend_from_slice(u.to_string().as_bytes());
-    } else if let Some(f) = n.as_f64() {
-        if f.fract() == 0.0 && f.abs() < EXACT {
-            // Exact: the value is an integer below 2^53 (and -0.0 becomes 0).
-            out.extend_from_slice((f as i64).to_string().as_bytes());
-        } else {
-            // serde_json writes finite floats in ryu's shortest round-trip form.
-            out.extend_from_slice(n.to_string().as_bytes());
-        }
+/// A member's place, and whether its `null` is the same as its absence.
+struct Member<'s> {
+    place: Place<'s>,
+    erases_null: bool,
+}
+
+impl Member<'_> {
+    const UNKNOWN: Member<'static> = Member {
+        place: Place::Unknown,
+        erases_null: false,
+    };
+}
+
+/// `schema` with its `$ref`s followed (to `#/...` pointers into the root schema).
+fn follow<'s>(mut schema: &'s Value, root: &'s Value) -> Option<&'s Value> {
+    for _ in 0..MAX_DEPTH {
+        let Some(reference) = schema.get("$ref").and_then(Value::as_str) else {
+            return Some(schema);
+        };
+        schema = root.pointer(reference.strip_prefix('#')?)?;
     }
+    None
+}
+
+/// Exactly the schema of `null`: the second branch of an `Option`.
+fn is_null_schema(schema: &Value) -> bool {
+    matches!(schema.get("type"), Some(Value::String(t)) if t == "null")
+        || schema.get("const") == Some(&Value::Null)
+}
+
+/// Whether `schema` accepts `null`.
+fn allows_null(schema: &Value, root: Option<&Value>, depth: usize) -> bool {
+    let Some(schema) = root.map_or(Some(schema), |root| follow(schema, root)) else {
+        return false;
+    };
+    match schema {
+        Value::Bool(b) => return *b,
+        Value::Object(o) if o.is_empty() => return true,
+        _ => {}
+    }
+    let typed = match schema.get("type") {
+        Some(Value::String(t)) => t == "null",
+        Some(Value::Array(ts)) => ts.iter().any(|t| t == "null"),
+        _ => false,
+    };
+    let listed = schema.get("const") == Some(&Value::Null)
+        || schema
+            .get("enum")
+            .and_then(Value::as_array)
+            .is_some_and(|e| e.contains(&Value::Null));
+    let branch = depth < 8
+        && ["anyOf", "oneOf"].iter().any(|k| {
+            schema
+                .get(*k)
+                .and_then(Value::as_array)
+                .is_some_and(|bs| bs.iter().any(|b| allows_null(b, root, depth + 1)))
+        });
+    typed || listed || branch
+}
+
+/// A property's default, unless it is `null` (then absence and `null` are the same value).
+fn default_of<'s>(property: &'s Value, root: Option<&'s Value>) -> Option<&'s Value> {
+    let default = property.get("default").or_else(|| {
+        root.and_then(|root| follow(property, root))
+            .and_then(|p| p.get("default"))
+    })?;
+    (!default.is_null()).then_some(default)
+}
+
+/// A float where schemars says the Rust type is one (`format: "double"` or `"float"`) and the
+/// schema admits no other JSON type; exact everywhere else.
+fn number_kind(schema: &Value) -> NumberKind {
+    let only_number = match schema.get("type") {
+        Some(Value::String(t)) => t == "number",
+        Some(Value::Array(ts)) => ts.iter().all(|t| t == "number" || t == "null"),
+        _ => false,
+    };
+    match schema.get("format").and_then(Value::as_str) {
+        Some("double") if only_number => NumberKind::Double,
+        Some("float") if only_number => NumberKind::Float,
+        _ => NumberKind::Exact,
+    }
+}
+
+fn write_number(text: &str, kind: NumberKind, out: &mut Vec<u8>) -> Option<()> {
+    // The float serde_json reads (its own parser, the one the typed parse runs), so two texts
+    // the tool cannot tell apart are one number here too. `-0.0 == 0.0` for the tool as well.
+    let float = match kind {
+        NumberKind::Exact => None,
+        NumberKind::Double => serde_json::from_str::<f64>(text).ok(),
+        NumberKind::Float => serde_json::from_str::<f32>(text).ok().map(f64::from),
+    };
+    match float {
+        Some(f) => write_float(f, out),
+        None => write_exact(text, out)?,
+    }
+    Some(())
+}
+
+/// A float in its shortest round-trip form; integral values below 2^53 as integers.
+fn write_float(f: f64, out: &mut Vec<u8>) {
+    const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53
+    if f.fract() == 0.0 && f.abs() < EXACT {
+        // Exact: the value is an integer below 2^53 (and -0.0 becomes 0).
+        out.extend_from_slice((f as i64).to_string().as_bytes());
+    } else if let Some(n) = serde_json::Number::from_f64(f) {
+        out.extend_from_slice(n.to_string().as_bytes());
+    }
+}
+
+/// Longest run of zeros written out in an exact number before it switches to an exponent.
+const SPELLED_ZEROS: i64 = 40;
+
+/// The exact decimal value of a JSON number, one text per value: `5`, `5.0`, `50e-1` are `5`;
+/// `1.50` is `1.5`; `-0` is `0`; huge or tiny magnitudes are `d.ddde±n`. `None` when `text` is
+/// not a JSON number.
+fn write_exact(text: &str, out: &mut Vec<u8>) -> Option<()> {
+    let (negative, unsigned) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text),
+    };
+    let (mantissa, exponent) = match unsigned.find(['e', 'E']) {
+        Some(i) => (&unsigned[..i], Some(&unsigned[i + 1..])),
+        None => (unsigned, None),
+    };
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let digit_run = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if !digit_run(int) || !(frac.is_empty() && !mantissa.contains('.') || digit_run(frac)) {
+        return None;
+    }
+    let mut exp: i64 = match exponent {
+        None => 0,
+        Some(e) => {
+            let digits = e.strip_prefix(['+', '-']).unwrap_or(e);
+            if !digit_run(digits) {
+                return None;
+            }
+            let digits = digits.trim_start_matches('0');
+            if digits.len() > 15 {
+                // Beyond any float or integer a tool can receive: keep it as written, marked.
+                out.push(b'~');
+                out.extend_from_slice(text.as_bytes());
+                return Some(());
+            }
+            let magnitude: i64 = digits.parse().unwrap_or(0);
+            if e.starts_with('-') {
+                -magnitude
+            } else {
+                magnitude
+            }
+        }
+    };
+    let all: String = [int, frac].concat();
+    exp -= frac.len() as i64;
+    let digits = all.trim_start_matches('0');
+    let significant = digits.trim_end_matches('0');
+    exp += (digits.len() - significant.len()) as i64;
+    if significant.is_empty() {
+        out.push(b'0');
+        return Some(());
+    }
+    if negative {
+        out.push(b'-');
+    }
+    let len = significant.len() as i64;
+    if (0..=SPELLED_ZEROS).contains(&exp) {
+        out.extend_from_slice(significant.as_bytes());
+        out.extend(std::iter::repeat_n(b'0', exp as usize));
+    } else if exp < 0 && len + exp > 0 {
+        let point = (len + exp) as usize;
+        out.extend_from_slice(&significant.as_bytes()[..point]);
+        out.push(b'.');
+        out.extend_from_slice(&significant.as_bytes()[point..]);
+    } else if exp < 0 && -(len + exp) <= SPELLED_ZEROS {
+        out.extend_from_slice(b"0.");
+        out.extend(std::iter::repeat_n(b'0', (-(len + exp)) as usize));
+        out.extend_from_slice(significant.as_bytes());
+    } else {
+        out.extend_from_slice(&significant.as_bytes()[..1]);
+        if len > 1 {
+            out.push(b'.');
+            out.extend_from_slice(&significant.as_bytes()[1..]);
+        }
+        out.push(b'e');
+        out.extend_from_slice((exp + len - 1).to_string().as_bytes());
+    }
+    Some(())
 }
 
 fn write_string(s: &str, out: &mut Vec<u8>) {
@@ -170,37 +620,162 @@ fn write_string(s: &str, out: &mut Vec<u8>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn canon(text: &str) -> String {
         Fingerprint::canonical_text(text).unwrap()
     }
 
+    fn canon_with(schema: &Value, text: &str) -> String {
+        String::from_utf8(canonical(text, Some(schema)).unwrap()).unwrap()
+    }
+
+    /// The schema schemars writes for `fields: HashMap<String, Option<String>>`,
+    /// `#[arg(default = Some(..))] mode: Option<String>`, `note: Option<String>`,
+    /// `big: Option<u128>`, `ratio: Option<f64>`, `address: Option<Address>`.
+    fn schema() -> Value {
+        json!({
+            "type": "object",
+            "additionalProperties": false,
+            "properties": {
+                "fields": {"type": "object", "additionalProperties": {"type": ["string", "null"]}},
+                "mode": {"type": ["string", "null"], "default": "fast"},
+                "note": {"type": ["string", "null"]},
+                "big": {"type": ["integer", "null"], "format": "uint128", "minimum": 0},
+                "ratio": {"type": ["number", "null"], "format": "double"},
+                "small": {"type": ["number", "null"], "format": "float"},
+                "address": {"anyOf": [{"$ref": "#/$defs/Address"}, {"type": "null"}]},
+                "tags": {"type": "array", "items": {"type": ["integer", "null"], "format": "int64"}}
+            },
+            "required": ["fields"],
+            "$defs": {
+                "Address": {
+                    "type": "object",
+                    "properties": {
+                        "street": {"type": "string"},
+                        "floor": {"type": ["integer", "null"], "format": "int32"},
+                        "unit": {"type": ["number", "null"], "format": "double"}
+                    },
+                    "required": ["street"]
+                }
+            }
+        })
+    }
+
     #[test]
-    fn member_order_and_whitespace_do_not_matter() {
+    fn member_order_whitespace_and_escapes_do_not_matter() {
         assert_eq!(
             canon(r#"{ "b" : 1, "a" : {"d":[1, 2], "c":"x"} }"#),
             r#"{"a":{"c":"x","d":[1,2]},"b":1}"#
         );
+        assert_eq!(canon(r#""a\u0022\n\u0041""#), r#""a\"\nA""#);
+        assert_eq!(canon(r#"{"\u0061":1}"#), r#"{"a":1}"#);
     }
 
     #[test]
-    fn numbers_are_normalized_but_integers_stay_exact() {
+    fn numbers_are_exact_without_a_schema() {
         assert_eq!(
-            canon("[5, 5.0, 5e0, 50e-1, -0.0, 1.50, 1e300]"),
-            "[5,5,5,5,0,1.5,1e+300]"
+            canon("[5, 5.0, 5e0, 50e-1, -0.0, 1.50, 1e300, 0.001, 1e-50, -12.5E+1]"),
+            "[5,5,5,5,0,1.5,1e300,0.001,1e-50,-125]"
         );
+        assert_ne!(canon("0.1"), canon("0.10000000000000001"));
         assert_ne!(
             Fingerprint::of("t", "9007199254740993"),
             Fingerprint::of("t", "9007199254740992")
         );
         assert_eq!(canon("18446744073709551615"), "18446744073709551615");
         assert_eq!(canon("-9223372036854775808"), "-9223372036854775808");
+        assert_ne!(
+            Fingerprint::of("t", "100000000000000000000000000000"),
+            Fingerprint::of("t", "100000000000000000000000009999")
+        );
+        assert_eq!(
+            canon("123456789012345678901234567890.000"),
+            "123456789012345678901234567890"
+        );
+        assert_eq!(canon("1e99999999999999999999"), "~1e99999999999999999999");
     }
 
     #[test]
-    fn null_members_are_absent_but_null_items_are_not() {
-        assert_eq!(canon(r#"{"a":null,"b":[null]}"#), r#"{"b":[null]}"#);
+    fn big_integers_stay_exact_with_a_schema() {
+        let schema = schema();
+        let a = r#"{"fields":{},"big":100000000000000000000000000000}"#;
+        let b = r#"{"fields":{},"big":100000000000000000000000009999}"#;
+        assert_ne!(canon_with(&schema, a), canon_with(&schema, b));
+        assert!(canon_with(&schema, b).contains("100000000000000000000000009999"));
+    }
+
+    #[test]
+    fn floats_are_the_float_serde_reads_where_the_schema_says_float() {
+        let schema = schema();
+        let double = |n: &str| canon_with(&schema, &format!(r#"{{"fields":{{}},"ratio":{n}}}"#));
+        assert_eq!(double("5"), double("5.0"));
+        assert_eq!(double("5e0"), double("50e-1"));
+        assert_eq!(double("0.1"), double("0.10000000000000001"));
+        assert_eq!(
+            double("100000000000000000000000000000"),
+            double("100000000000000000000000009999")
+        );
+        assert_eq!(double("-0.0"), double("0"));
+        assert_ne!(double("0.1"), double("0.2"));
+        let float = |n: &str| canon_with(&schema, &format!(r#"{{"fields":{{}},"small":{n}}}"#));
+        assert_eq!(float("0.1"), float("0.100000001"));
+        assert_ne!(double("0.1"), double("0.100000001"));
+        // Through `$ref` and `Option` too.
+        let unit = |n: &str| {
+            canon_with(
+                &schema,
+                &format!(r#"{{"fields":{{}},"address":{{"street":"x","unit":{n}}}}}"#),
+            )
+        };
+        assert_eq!(unit("2"), unit("2.0"));
+        assert_eq!(unit("0.1"), unit("0.10000000000000001"));
+    }
+
+    #[test]
+    fn null_counts_in_maps_arrays_and_defaulted_properties() {
+        let schema = schema();
+        let c = |t: &str| canon_with(&schema, t);
+        assert_ne!(c(r#"{"fields":{}}"#), c(r#"{"fields":{"email":null}}"#));
+        assert_ne!(c(r#"{"fields":{}}"#), c(r#"{"fields":{},"mode":null}"#));
+        assert_ne!(
+            c(r#"{"fields":{},"tags":[]}"#),
+            c(r#"{"fields":{},"tags":[null]}"#)
+        );
+        // Where serde erases it, it is erased: an `Option` without a default, also nested.
+        assert_eq!(c(r#"{"fields":{}}"#), c(r#"{"fields":{},"note":null}"#));
+        assert_eq!(c(r#"{"fields":{}}"#), c(r#"{"fields":{},"address":null}"#));
+        assert_eq!(
+            c(r#"{"fields":{},"address":{"street":"x"}}"#),
+            c(r#"{"fields":{},"address":{"street":"x","floor":null}}"#)
+        );
+    }
+
+    #[test]
+    fn a_left_out_default_counts_as_written() {
+        let schema = schema();
+        let c = |t: &str| canon_with(&schema, t);
+        assert_eq!(c(r#"{"fields":{}}"#), c(r#"{"fields":{},"mode":"fast"}"#));
+        assert_ne!(c(r#"{"fields":{}}"#), c(r#"{"fields":{},"mode":"slow"}"#));
+        assert_eq!(c(r#"{"fields":{}}"#), r#"{"fields":{},"mode":"fast"}"#);
+    }
+
+    #[test]
+    fn of_a_key_given_twice_the_last_counts() {
+        assert_eq!(canon(r#"{"a":1,"b":2,"a":3}"#), r#"{"a":3,"b":2}"#);
+    }
+
+    #[test]
+    fn null_is_kept_without_a_schema() {
+        assert_eq!(
+            canon(r#"{"a":null,"b":[null]}"#),
+            r#"{"a":null,"b":[null]}"#
+        );
         assert_ne!(Fingerprint::of("t", "[null]"), Fingerprint::of("t", "[]"));
+        assert_ne!(
+            Fingerprint::of("t", r#"{"a":null}"#),
+            Fingerprint::of("t", "{}")
+        );
     }
 
     #[test]
@@ -211,7 +786,6 @@ mod tests {
             Fingerprint::of("t", r#""a1""#)
         );
         assert_ne!(Fingerprint::of("t", "{}"), Fingerprint::of("u", "{}"));
-        assert_eq!(canon(r#""a\u0022\n""#), r#""a\"\n""#);
     }
 
     #[test]
@@ -222,6 +796,21 @@ mod tests {
             Fingerprint::of("t", "{oops ")
         );
         assert_ne!(Fingerprint::of("t", "1"), Fingerprint::of("t", "1 x"));
+        for broken in [
+            "",
+            "{",
+            "[1,]",
+            "{\"a\"}",
+            "\"\\",
+            "nul",
+            "5.",
+            "--1",
+            "{\"a\":1,}",
+        ] {
+            assert_eq!(Fingerprint::canonical_text(broken), None, "{broken}");
+        }
+        let deep = "[".repeat(200) + &"]".repeat(200);
+        assert_eq!(Fingerprint::canonical_text(&deep), None);
     }
 
     #[test]

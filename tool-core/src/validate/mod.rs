@@ -18,7 +18,10 @@ pub(crate) mod shape;
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
-use crate::outcome::Violation;
+use serde_json::Value;
+
+use crate::outcome::{Failure, Violation};
+use crate::tool::FieldMeta;
 
 /// Collects every argument problem of one call, so the model can fix them all in one turn.
 #[derive(Debug, Default)]
@@ -205,9 +208,322 @@ pub(crate) fn preview_json(v: &serde_json::Value) -> String {
     }
 }
 
+/// The default of [`RegistryBuilder::max_argument_bytes`](crate::RegistryBuilder::max_argument_bytes):
+/// 1 MiB, far above any real tool call's arguments and far below what would let one call
+/// take seconds of parsing and hundreds of megabytes of memory on the failure path.
+pub const DEFAULT_MAX_ARGUMENT_BYTES: usize = 1 << 20;
+
+/// Refuses argument text longer than `limit` bytes before anything reads it: `bad_request`,
+/// retryable (smaller arguments may work), the message stating the limit and the size received.
+pub(crate) fn check_size(arguments: &str, limit: usize) -> Result<(), Failure> {
+    if arguments.len() <= limit {
+        return Ok(());
+    }
+    let mut failure = Failure::new(
+        crate::outcome::ErrorKind::BadRequest,
+        format!(
+            "the arguments are {} bytes long, more than the {limit} bytes this tool accepts; send shorter arguments (leave out long text the tool does not need)",
+            arguments.len()
+        ),
+    );
+    failure.retryable = true;
+    Err(failure)
+}
+
+/// What replaces a sensitive value found in free text.
+const REDACTED: &str = "[redacted]";
+
+/// Shortest sensitive value scrubbed out of free text (a custom check's or a business rule's
+/// message): shorter ones would blank out ordinary words and numbers.
+const SCRUBBED_CHARS: usize = 4;
+
+/// Rewrites every violation under an `#[arg(sensitive)]` field so that none of them quotes its
+/// value: `got` describes the value without it ("a string of 15 characters", "an integer"), the
+/// message names the field, what was expected and the rule that failed, and any copy of the
+/// value in `expected` (a custom check may write one) is replaced by `[redacted]`. `arguments`
+/// is the call's argument text, read to describe the values. Returns whether anything was
+/// rewritten.
+///
+/// A model reads the envelope, and whatever the model reads may end in its context, a
+/// transcript or a provider's logs: a card number that failed its pattern must not travel back
+/// in the error that reports it.
+///
+/// ```
+/// use toolwright_core::outcome::Violation;
+/// use toolwright_core::validate::redact_sensitive;
+/// use toolwright_core::FieldMeta;
+///
+/// const FIELDS: &[FieldMeta] = &[FieldMeta::new("card").sensitive()];
+/// let mut violations = vec![Violation {
+///     path: "/card".into(),
+///     rule: "pattern",
+///     expected: "a string matching `^[0-9]{16}$`".into(),
+///     got: Some("\"411111111111111\"".into()),
+///     message: "`card` must be a string matching `^[0-9]{16}$`, got \"411111111111111\"".into(),
+/// }];
+/// assert!(redact_sensitive(&mut violations, FIELDS, r#"{"card":"411111111111111"}"#));
+/// assert_eq!(violations[0].got.as_deref(), Some("a string of 15 characters"));
+/// assert!(!violations[0].message.contains("4111"));
+/// ```
+pub fn redact_sensitive(
+    violations: &mut [Violation],
+    fields: &[FieldMeta],
+    arguments: &str,
+) -> bool {
+    if !fields.iter().any(FieldMeta::is_sensitive) {
+        return false;
+    }
+    let mut parsed: Option<Option<Value>> = None;
+    let mut changed = false;
+    for violation in violations.iter_mut() {
+        let Some(field) = sensitive_field(&violation.path, fields) else {
+            continue;
+        };
+        let parsed = parsed.get_or_insert_with(|| serde_json::from_str(arguments).ok());
+        let secrets = secrets_of(parsed.as_ref().and_then(|p| p.get(field.name())));
+        let expected = scrub(&violation.expected, &secrets);
+        let shown = display_path(&violation.path);
+        let rule = violation.rule;
+        match &violation.got {
+            Some(_) => {
+                let got = describe(parsed.as_ref().and_then(|p| p.pointer(&violation.path)));
+                violation.message = format!(
+                    "`{shown}` must be {expected}, got {got} (its `{rule}` rule; the value is sensitive and not shown)"
+                );
+                violation.got = Some(got);
+            }
+            // Nothing was quoted as `got` (a missing field, a custom check): only free text.
+            None => violation.message = scrub(&violation.message, &secrets),
+        }
+        violation.expected = expected;
+        changed = true;
+    }
+    changed
+}
+
+/// [`redact_sensitive`] on a validation failure, its message rebuilt from the rewritten
+/// violations (what follows the summary, such as an `ungrounded_identifier` hint, is kept), and
+/// any copy of a sensitive value in the message itself (a business rule's own words) scrubbed.
+pub(crate) fn redact_failure(failure: &mut Failure, fields: &[FieldMeta], arguments: &str) {
+    if !fields.iter().any(FieldMeta::is_sensitive) {
+        return;
+    }
+    let before = summarize(&failure.violations);
+    if redact_sensitive(&mut failure.violations, fields, arguments) {
+        if let Some(rest) = failure.message.strip_prefix(before.as_str()) {
+            failure.message = format!("{}{rest}", summarize(&failure.violations));
+        }
+    }
+    let Ok(parsed) = serde_json::from_str::<Value>(arguments) else {
+        return;
+    };
+    let mut secrets = Vec::new();
+    for field in fields.iter().filter(|f| f.is_sensitive()) {
+        secrets.extend(secrets_of(parsed.get(field.name())));
+    }
+    failure.message = scrub(&failure.message, &secrets);
+}
+
+/// The sensitive field a violation at `path` is about: the field itself or anything inside it.
+fn sensitive_field<'f>(path: &str, fields: &'f [FieldMeta]) -> Option<&'f FieldMeta> {
+    let token = path.strip_prefix('/')?;
+    let token = token.split('/').next().unwrap_or(token);
+    fields
+        .iter()
+        .filter(|f| f.is_sensitive())
+        .find(|f| escape_pointer(f.name()) == token)
+}
+
+/// The texts a sensitive value could be quoted as: its strings and numbers, anywhere inside it.
+fn secrets_of(value: Option<&Value>) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack: Vec<&Value> = value.into_iter().collect();
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::String(s) => out.push(s.clone()),
+            Value::Number(n) => out.push(n.to_string()),
+            Value::Array(items) => stack.extend(items),
+            Value::Object(map) => stack.extend(map.values()),
+            Value::Null | Value::Bool(_) => {}
+        }
+    }
+    out.retain(|s| s.chars().count() >= SCRUBBED_CHARS);
+    // Longest first, so a value never leaves a tail of a longer one behind.
+    out.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    out
+}
+
+fn scrub(text: &str, secrets: &[String]) -> String {
+    let mut text = text.to_owned();
+    for secret in secrets {
+        if text.contains(secret.as_str()) {
+            text = text.replace(secret.as_str(), REDACTED);
+        }
+    }
+    text
+}
+
+/// A value described without being quoted.
+fn describe(value: Option<&Value>) -> String {
+    match value {
+        None => "a value".to_owned(),
+        Some(Value::Null) => "null".to_owned(),
+        Some(Value::Bool(_)) => "a boolean".to_owned(),
+        Some(Value::Number(n)) if n.is_i64() || n.is_u64() => "an integer".to_owned(),
+        Some(Value::Number(_)) => "a number".to_owned(),
+        Some(Value::String(s)) => format!(
+            "a string of {}",
+            counted(s.chars().count() as u64, "characters")
+        ),
+        Some(Value::Array(items)) => format!("a list of {}", counted(items.len() as u64, "items")),
+        Some(Value::Object(map)) => {
+            format!("an object with {}", counted(map.len() as u64, "fields"))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const FIELDS: &[FieldMeta] = &[
+        FieldMeta::new("card").sensitive(),
+        FieldMeta::new("cvv").sensitive(),
+        FieldMeta::new("note"),
+    ];
+
+    fn violation(
+        path: &str,
+        rule: &'static str,
+        expected: &str,
+        got: Option<&str>,
+        message: &str,
+    ) -> Violation {
+        Violation {
+            path: path.into(),
+            rule,
+            expected: expected.into(),
+            got: got.map(Into::into),
+            message: message.into(),
+        }
+    }
+
+    #[test]
+    fn arguments_over_the_limit_are_refused_with_the_limit_and_the_size() {
+        assert!(check_size("{}", 2).is_ok());
+        let failure = check_size("{\"a\":1}", 2).unwrap_err();
+        assert_eq!(failure.kind, crate::outcome::ErrorKind::BadRequest);
+        assert!(failure.retryable);
+        assert!(failure
+            .message
+            .starts_with("the arguments are 7 bytes long, more than the 2 bytes"));
+    }
+
+    #[test]
+    fn sensitive_values_are_described_never_quoted() {
+        let arguments = r#"{"card":"4111-1111","cvv":9876,"note":"4111-1111"}"#;
+        let mut violations = vec![
+            violation(
+                "/card",
+                "pattern",
+                "a string matching `^[0-9]+$`",
+                Some("\"4111-1111\""),
+                "`card` must be a string matching `^[0-9]+$`, got \"4111-1111\"",
+            ),
+            violation(
+                "/cvv",
+                "type",
+                "a string",
+                Some("number 9876"),
+                "`cvv`: expected a string, got number 9876",
+            ),
+            violation(
+                "/card",
+                "custom",
+                "4111-1111 fails the Luhn check",
+                None,
+                "`card`: 4111-1111 fails the Luhn check",
+            ),
+            violation(
+                "/note",
+                "length",
+                "at most 3 characters long",
+                Some("9 characters"),
+                "`note` must be at most 3 characters long, got 9 characters",
+            ),
+        ];
+        assert!(redact_sensitive(&mut violations, FIELDS, arguments));
+        assert_eq!(
+            violations[0].got.as_deref(),
+            Some("a string of 9 characters")
+        );
+        assert_eq!(
+            violations[0].message,
+            "`card` must be a string matching `^[0-9]+$`, got a string of 9 characters (its `pattern` rule; the value is sensitive and not shown)"
+        );
+        assert_eq!(violations[1].got.as_deref(), Some("an integer"));
+        assert_eq!(
+            violations[2].message,
+            "`card`: [redacted] fails the Luhn check"
+        );
+        assert_eq!(violations[2].expected, "[redacted] fails the Luhn check");
+        // Not sensitive: untouched.
+        assert_eq!(violations[3].got.as_deref(), Some("9 characters"));
+        for v in &violations[..3] {
+            let all = format!("{} {} {:?}", v.message, v.expected, v.got);
+            assert!(!all.contains("4111") && !all.contains("9876"), "{all}");
+        }
+    }
+
+    #[test]
+    fn a_failure_message_is_rebuilt_and_its_tail_kept() {
+        let arguments = r#"{"card":"4111111111111111"}"#;
+        let mut failure = Failure::new(crate::outcome::ErrorKind::UngroundedIdentifier, "");
+        failure.violations = vec![violation(
+            "/card",
+            "grounded",
+            "a card id a tool returned in this conversation",
+            Some("\"4111111111111111\""),
+            "`card` is \"4111111111111111\", a card id no tool has returned in this conversation",
+        )];
+        failure.message = format!(
+            "{}. Look it up first with `find_card`; never invent ids.",
+            summarize(&failure.violations)
+        );
+        redact_failure(&mut failure, FIELDS, arguments);
+        assert!(!failure.message.contains("4111"), "{}", failure.message);
+        assert!(failure
+            .message
+            .ends_with(". Look it up first with `find_card`; never invent ids."));
+        assert!(failure.message.starts_with("`card` must be a card id a tool returned in this conversation, got a string of 16 characters"));
+    }
+
+    #[test]
+    fn a_business_rule_quoting_a_sensitive_value_is_scrubbed() {
+        let mut failure = Failure::new(
+            crate::outcome::ErrorKind::SemanticInvalid,
+            "card 4111111111111111 is expired",
+        );
+        redact_failure(&mut failure, FIELDS, r#"{"card":"4111111111111111"}"#);
+        assert_eq!(failure.message, "card [redacted] is expired");
+    }
+
+    #[test]
+    fn nothing_changes_without_sensitive_fields() {
+        let mut violations = vec![violation(
+            "/card",
+            "type",
+            "a string",
+            Some("number 1"),
+            "m",
+        )];
+        assert!(!redact_sensitive(
+            &mut violations,
+            &[FieldMeta::new("card")],
+            r#"{"card":1}"#
+        ));
+        assert_eq!(violations[0].message, "m");
+    }
 
     #[test]
     fn pointers_read_as_field_paths() {

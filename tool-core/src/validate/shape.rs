@@ -20,6 +20,7 @@ use super::{
     shown_key, summarize,
 };
 use crate::outcome::{ErrorKind, Failure, Violation};
+use crate::tool::IntegerType;
 
 /// A tool's input-schema validator, built on the first shape failure and kept.
 #[derive(Default)]
@@ -82,7 +83,7 @@ pub(crate) fn failure<T: DeserializeOwned>(
         for e in validator.iter_errors(&value) {
             convert(
                 &bounded_pointer(e.instance_path().as_str()),
-                e.kind(),
+                (e.kind(), e.schema_path().as_str()),
                 e.instance(),
                 schema,
                 &mut violations,
@@ -185,15 +186,32 @@ fn defined_arguments(schema: &Value, parent: &str) -> Vec<String> {
     names
 }
 
+/// The integer type whose range a `minimum`/`maximum` at `keyword` (a pointer into `schema`,
+/// `$ref`s not followed) is, when it is one: the bound came from the type, not a declaration.
+fn type_bound(schema: &Value, keyword: &str, limit: &Value) -> Option<IntegerType> {
+    let (parent, _) = keyword.rsplit_once('/')?;
+    let node = schema.pointer(parent)?;
+    let integer = IntegerType::by_format(node.get("format")?.as_str()?)?;
+    let at_bound = limit.as_i64().map(i128::from) == Some(integer.min)
+        || limit.as_u64().map(u128::from) == Some(integer.max);
+    at_bound.then_some(integer)
+}
+
 fn convert(
     path: &str,
-    kind: &ValidationErrorKind,
+    (kind, keyword): (&ValidationErrorKind, &str),
     instance: &Value,
     schema: &Value,
     out: &mut Vec<Violation>,
 ) {
     let field = display_path(path);
     let got = preview_json(instance);
+    if let ValidationErrorKind::Minimum { limit } | ValidationErrorKind::Maximum { limit } = kind {
+        if let Some(integer) = type_bound(schema, keyword, limit) {
+            out.push(out_of_range(path, integer, instance.to_string()));
+            return;
+        }
+    }
     let mut push = |path: String,
                     rule: &'static str,
                     expected: String,
@@ -419,6 +437,7 @@ fn from_serde<T: DeserializeOwned>(
     value: &Value,
 ) -> Violation {
     let mut de = serde_json::Deserializer::from_str(text);
+    let mut literal = None;
     let (path, detail) = match serde_path_to_error::deserialize::<_, T>(&mut de) {
         Err(e) => {
             let mut pointer = String::new();
@@ -433,7 +452,9 @@ fn from_serde<T: DeserializeOwned>(
                     Segment::Unknown => {}
                 }
             }
-            (pointer, strip_position(&e.into_inner().to_string()))
+            let inner = e.into_inner();
+            literal = number_before(text, inner.line(), inner.column());
+            (pointer, strip_position(&inner.to_string()))
         }
         Ok(_) => (
             String::new(),
@@ -466,17 +487,13 @@ fn from_serde<T: DeserializeOwned>(
         .and_then(|rest| rest.rsplit_once(", expected "))
         .map(|(_, expected)| expected);
     if let (Some(rust), Some(instance)) = (expectation, value.pointer(&path)) {
+        if let Some(integer) = IntegerType::by_rust_name(rust) {
+            return integer_violation(path, integer, (&detail, literal), instance);
+        }
         let got = preview_json(instance);
-        let expected = match (rust_type(rust), instance.as_f64()) {
-            (RustType::Integer, Some(n)) if n.fract() == 0.0 && n.abs() < 9.0e15 => {
-                "an integer written without a decimal point or exponent".to_owned()
-            }
-            (RustType::Integer, Some(n)) if n.fract() == 0.0 => {
-                format!("an integer that fits in `{rust}`")
-            }
-            (RustType::Integer, _) => "an integer".to_owned(),
-            (RustType::Float, _) => "a number".to_owned(),
-            (RustType::Other, _) => cut(rust),
+        let expected = match rust_type(rust) {
+            RustType::Float => "a number".to_owned(),
+            RustType::Other => cut(rust),
         };
         return Violation {
             message: format!("`{field}`: expected {expected}, got {got}"),
@@ -498,19 +515,119 @@ fn from_serde<T: DeserializeOwned>(
 }
 
 enum RustType {
-    Integer,
     Float,
     Other,
 }
 
 /// serde names primitive expectations by their Rust type; the model knows JSON types.
+/// (Integers are [`IntegerType`]s.)
 fn rust_type(expected: &str) -> RustType {
     match expected {
-        "u8" | "u16" | "u32" | "u64" | "u128" | "usize" | "i8" | "i16" | "i32" | "i64" | "i128"
-        | "isize" => RustType::Integer,
         "f32" | "f64" => RustType::Float,
         _ => RustType::Other,
     }
+}
+
+/// "`b` is out of range for a 32-bit unsigned integer (0 to 4294967295), got 4294967296".
+fn out_of_range(path: &str, integer: IntegerType, got: String) -> Violation {
+    Violation {
+        message: format!(
+            "`{}` is out of range for {}, got {got}",
+            display_path(path),
+            integer.describe()
+        ),
+        path: path.to_owned(),
+        rule: "range",
+        expected: format!("an integer from {} to {}", integer.min, integer.max),
+        got: Some(got),
+    }
+}
+
+/// What serde refused of a number for an integer parameter, in words a model can act on: out of
+/// the type's range, written as a float (`5.0`, `5e0`), `-0` (serde_json reads it as the float
+/// `-0.0`, which no integer type takes), or not whole.
+fn integer_violation(
+    path: String,
+    integer: IntegerType,
+    (detail, literal): (&str, Option<&str>),
+    instance: &Value,
+) -> Violation {
+    // 2^53: below it a double is an exact integer, so its range can be checked.
+    const EXACT: f64 = 9_007_199_254_740_992.0;
+    let field = display_path(&path);
+    // serde quotes an integer it read whole but could not fit: "invalid value: integer `300`".
+    if let Some(text) = detail
+        .strip_prefix("invalid value: integer `")
+        .and_then(|rest| rest.split_once('`'))
+        .map(|(text, _)| text)
+    {
+        return out_of_range(&path, integer, text.to_owned());
+    }
+    // An integer literal serde_json read as a float because it did not fit 64 bits.
+    if let Some(text) = literal.filter(|t| {
+        let digits = t.strip_prefix('-').unwrap_or(t);
+        !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) && digits.len() > 15
+    }) {
+        return out_of_range(
+            &path,
+            integer,
+            super::preview_str(text).trim_matches('"').to_owned(),
+        );
+    }
+    let (expected, got, message) = match instance.as_f64() {
+        Some(n) if n == 0.0 && n.is_sign_negative() => (
+            "an integer".to_owned(),
+            "-0".to_owned(),
+            format!("`{field}`: -0 is not accepted for an integer; write 0"),
+        ),
+        Some(n) if n.fract() == 0.0 && (n < integer.min as f64 || n > integer.max as f64) => {
+            return out_of_range(&path, integer, instance.to_string());
+        }
+        Some(n) if n.fract() == 0.0 => {
+            let expected = if n.abs() < EXACT {
+                "an integer written without a decimal point or exponent".to_owned()
+            } else {
+                format!(
+                    "an integer from {} to {} written without a decimal point or exponent",
+                    integer.min, integer.max
+                )
+            };
+            let got = preview_json(instance);
+            let message = format!("`{field}`: expected {expected}, got {got}");
+            (expected, got, message)
+        }
+        _ => {
+            let got = preview_json(instance);
+            let message = format!("`{field}`: expected an integer, got {got}");
+            ("an integer".to_owned(), got, message)
+        }
+    };
+    Violation {
+        message,
+        path,
+        rule: "type",
+        expected,
+        got: Some(got),
+    }
+}
+
+/// The number literal that ends where serde_json stopped (1-based `line` and `column`), as the
+/// model wrote it: serde_json reports an integer beyond 64 bits as a float, losing its digits.
+fn number_before(text: &str, line: usize, column: usize) -> Option<&str> {
+    let start_of_line = match line {
+        0 | 1 => 0,
+        n => text.match_indices('\n').nth(n - 2)?.0 + 1,
+    };
+    let end = text
+        .get(start_of_line..)?
+        .get(..column)
+        .map(|_| start_of_line + column)?;
+    let head = text.get(..end)?;
+    let start = head
+        .rfind(|c: char| !matches!(c, '0'..='9' | '-' | '+' | '.' | 'e' | 'E'))
+        .map_or(0, |i| i + 1);
+    let number = &head[start..];
+    (!number.is_empty()).then_some(number)
 }
 
 /// serde quotes offending values whole ("invalid value: string \"...\""); cap the echo.
