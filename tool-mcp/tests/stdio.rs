@@ -312,3 +312,52 @@ async fn a_thousand_concurrent_calls_from_one_client_are_all_answered() {
     assert_eq!((ok, errors), (500, 500));
     common::ping(&client).await.expect("still serving");
 }
+
+#[tokio::test]
+async fn garbage_on_the_pipe_is_answered_where_it_has_an_id_and_the_server_stays_up() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+    let (server_io, client_io) = tokio::io::duplex(64 << 20);
+    let (server_read, server_write) = tokio::io::split(server_io);
+    let server = server(&Counters::default());
+    tokio::spawn(async move {
+        let _ = server.serve((server_read, server_write)).await;
+    });
+    let (read, mut write) = tokio::io::split(client_io);
+    let mut lines = BufReader::new(read).lines();
+    let huge = format!(
+        r#"{{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"{}"}}}}}}"#,
+        "x".repeat(10 << 20)
+    );
+    let sent = [
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#.to_owned(),
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_owned(),
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/ca"#.to_owned(), // truncated: no id to answer
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":7}}"#.to_owned(),
+        r#"{"jsonrpc":"2.0","id":4,"method":"no/such/method"}"#.to_owned(),
+        huge,
+        r#"{"jsonrpc":"2.0","id":6,"method":"ping"}"#.to_owned(),
+    ];
+    for line in sent {
+        write.write_all(line.as_bytes()).await.expect("write");
+        write.write_all(b"\n").await.expect("write");
+    }
+    let mut answered = std::collections::BTreeMap::new();
+    while answered.len() < 5 {
+        let line = tokio::time::timeout(Duration::from_secs(10), lines.next_line())
+            .await
+            .expect("an answer in time")
+            .expect("read")
+            .expect("the server is up");
+        let message: Value = serde_json::from_str(&line).expect("JSON");
+        answered.insert(message["id"].as_i64().unwrap_or(-1), message);
+    }
+    assert!(answered[&1]["result"].is_object());
+    assert!(answered[&3]["error"]["code"].is_i64());
+    assert_eq!(answered[&4]["error"]["code"], -32601);
+    assert_eq!(answered[&5]["error"]["code"], -32602);
+    assert!(answered[&5]["error"]["message"]
+        .as_str()
+        .is_some_and(|m| m.contains("limit")));
+    assert_eq!(answered[&6]["result"], json!({}));
+}
