@@ -193,7 +193,13 @@ fn shop() -> Shop {
     };
     Shop {
         orders: vec![
-            order("A1001", "Ada Lovelace", "mechanical keyboard", 129.0, "delivered"),
+            order(
+                "A1001",
+                "Ada Lovelace",
+                "mechanical keyboard",
+                129.0,
+                "delivered",
+            ),
             order("A1002", "Ada Lovelace", "usb-c cable", 12.5, "shipped"),
             order("A1003", "Grace Hopper", "standing desk", 499.0, "placed"),
         ],
@@ -206,11 +212,10 @@ fn shop() -> Shop {
 
 /// For clients that cannot ask their user: small refunds pass, large ones are refused.
 fn refund_policy(request: &ApprovalRequest<'_>) -> Approval {
-    let amount = toolwright::serde_json::from_str::<toolwright::serde_json::Value>(
-        request.arguments(),
-    )
-    .ok()
-    .and_then(|args| args["amount"].as_f64());
+    let amount =
+        toolwright::serde_json::from_str::<toolwright::serde_json::Value>(request.arguments())
+            .ok()
+            .and_then(|args| args["amount"].as_f64());
     match amount {
         Some(amount) if amount <= 50.0 => Approval::Approved,
         _ => Approval::Denied {
@@ -223,10 +228,11 @@ fn refund_policy(request: &ApprovalRequest<'_>) -> Approval {
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let http = args
-        .iter()
-        .position(|a| a == "--http")
-        .map(|i| args.get(i + 1).cloned().unwrap_or_else(|| "127.0.0.1:8080".into()));
+    let http = args.iter().position(|a| a == "--http").map(|i| {
+        args.get(i + 1)
+            .cloned()
+            .unwrap_or_else(|| "127.0.0.1:8080".into())
+    });
     let auth = args.iter().any(|a| a == "--auth");
 
     let registry = Registry::builder()
@@ -285,7 +291,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             eprintln!(
                 "toolwright-support: serving MCP at {}{}",
                 running.url(),
-                if auth { " (bearer tokens required)" } else { "" }
+                if auth {
+                    " (bearer tokens required)"
+                } else {
+                    ""
+                }
             );
             running.wait().await?;
         }

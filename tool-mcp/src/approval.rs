@@ -51,8 +51,7 @@ impl ElicitingApprover {
         }
         // An empty form: the question is the message, the answer is the action.
         let requested_schema: ElicitationSchema =
-            match serde_json::from_value(serde_json::json!({"type": "object", "properties": {}}))
-            {
+            match serde_json::from_value(serde_json::json!({"type": "object", "properties": {}})) {
                 Ok(schema) => schema,
                 Err(e) => {
                     return Approval::Denied {

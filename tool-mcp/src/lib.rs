@@ -330,7 +330,11 @@ impl McpServer {
 
     /// Serves streamable HTTP at `http://{addr}/mcp` until the process ends.
     pub async fn serve_http(self, addr: impl tokio::net::ToSocketAddrs) -> Result<(), ServeError> {
-        self.bind_http(addr).await?.wait().await.map_err(ServeError::Io)
+        self.bind_http(addr)
+            .await?
+            .wait()
+            .await
+            .map_err(ServeError::Io)
     }
 
     /// Binds `addr` (port 0 picks one) and serves streamable HTTP in the background; the
@@ -390,9 +394,9 @@ impl McpServer {
             authorizer: self.authorizer,
             protected_resource: self.protected_resource.clone(),
         });
-        let router = axum::Router::new()
-            .nest_service("/mcp", service)
-            .layer(axum::middleware::from_fn_with_state(guard, streamable::guard));
+        let router = axum::Router::new().nest_service("/mcp", service).layer(
+            axum::middleware::from_fn_with_state(guard, streamable::guard),
+        );
         Ok(match &self.protected_resource {
             Some(resource) => streamable::metadata_routes(router, resource),
             None => router,

@@ -194,7 +194,11 @@ pub(crate) struct Guard {
 #[derive(Clone)]
 pub(crate) struct Disconnected(pub(crate) CancellationToken);
 
-pub(crate) async fn guard(State(guard): State<Arc<Guard>>, mut request: Request, next: Next) -> Response {
+pub(crate) async fn guard(
+    State(guard): State<Arc<Guard>>,
+    mut request: Request,
+    next: Next,
+) -> Response {
     if let Some(origin) = request.headers().get(header::ORIGIN) {
         let allowed = origin
             .to_str()

@@ -102,7 +102,9 @@ async fn a_missing_or_rejected_token_is_401_with_the_metadata_challenge() {
         .unwrap_or_default()
         .to_owned();
     assert!(
-        challenge.contains("resource_metadata=\"http://127.0.0.1/.well-known/oauth-protected-resource/mcp\""),
+        challenge.contains(
+            "resource_metadata=\"http://127.0.0.1/.well-known/oauth-protected-resource/mcp\""
+        ),
         "{challenge}"
     );
     let rejected = post(&server)
@@ -121,7 +123,10 @@ async fn a_missing_or_rejected_token_is_401_with_the_metadata_challenge() {
     .await
     .expect("json");
     assert_eq!(metadata["resource"], "http://127.0.0.1/mcp");
-    assert_eq!(metadata["authorization_servers"][0], "https://auth.example.com");
+    assert_eq!(
+        metadata["authorization_servers"][0],
+        "https://auth.example.com"
+    );
 }
 
 #[tokio::test]
@@ -197,7 +202,11 @@ async fn a_dropped_http_connection_cancels_the_call() {
     tokio::time::sleep(Duration::from_millis(600)).await;
     let steps = Counters::get(&counters.steps);
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(Counters::get(&counters.steps), steps, "the tool kept running");
+    assert_eq!(
+        Counters::get(&counters.steps),
+        steps,
+        "the tool kept running"
+    );
     assert_eq!(Counters::get(&counters.finished), 0);
 }
 

@@ -26,7 +26,11 @@ fn protocol_error(result: Result<rmcp::model::CallToolResult, ServiceError>) -> 
 
 #[tokio::test]
 async fn initialize_advertises_tools_and_ping_answers() {
-    let client = duplex(server(&Counters::default()), Elicitor::without_elicitation()).await;
+    let client = duplex(
+        server(&Counters::default()),
+        Elicitor::without_elicitation(),
+    )
+    .await;
     let info = client.peer_info().expect("the server answered initialize");
     assert!(info.capabilities.tools.is_some());
     assert_eq!(info.protocol_version.as_str(), "2025-11-25");
@@ -35,12 +39,22 @@ async fn initialize_advertises_tools_and_ping_answers() {
 
 #[tokio::test]
 async fn tools_list_is_the_registry_export_with_annotations_and_schemas() {
-    let client = duplex(server(&Counters::default()), Elicitor::without_elicitation()).await;
+    let client = duplex(
+        server(&Counters::default()),
+        Elicitor::without_elicitation(),
+    )
+    .await;
     let tools = client.list_all_tools().await.expect("tools/list");
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
     assert_eq!(
         names,
-        ["echo", "get_order", "refund_order", "search_orders", "slow_report"]
+        [
+            "echo",
+            "get_order",
+            "refund_order",
+            "search_orders",
+            "slow_report"
+        ]
     );
     let search = &tools[3];
     let listed = serde_json::to_value(search).expect("a tool serializes");
@@ -73,7 +87,11 @@ async fn tools_a_session_lacks_the_scopes_for_are_not_listed_nor_callable() {
 
 #[tokio::test]
 async fn a_good_call_is_a_result_with_the_envelope_as_text_and_structured_content() {
-    let client = duplex(server(&Counters::default()), Elicitor::without_elicitation()).await;
+    let client = duplex(
+        server(&Counters::default()),
+        Elicitor::without_elicitation(),
+    )
+    .await;
     let result = client
         .call_tool(call("get_order", json!({"order_id": "A1001"})))
         .await
@@ -82,7 +100,11 @@ async fn a_good_call_is_a_result_with_the_envelope_as_text_and_structured_conten
     let envelope = envelope(&result);
     assert_eq!(envelope["status"], "success");
     assert_eq!(envelope["data"]["id"], "A1001");
-    let text = result.content[0].as_text().expect("text content").text.clone();
+    let text = result.content[0]
+        .as_text()
+        .expect("text content")
+        .text
+        .clone();
     assert_eq!(
         serde_json::from_str::<Value>(&text).expect("the text is JSON"),
         envelope
@@ -91,7 +113,11 @@ async fn a_good_call_is_a_result_with_the_envelope_as_text_and_structured_conten
 
 #[tokio::test]
 async fn malformed_arguments_are_a_tool_error_result_with_every_violation() {
-    let client = duplex(server(&Counters::default()), Elicitor::without_elicitation()).await;
+    let client = duplex(
+        server(&Counters::default()),
+        Elicitor::without_elicitation(),
+    )
+    .await;
     let result = client
         .call_tool(call("get_order", json!({"order_id": 42, "extra": true})))
         .await
@@ -99,12 +125,18 @@ async fn malformed_arguments_are_a_tool_error_result_with_every_violation() {
     assert_eq!(result.is_error, Some(true));
     let envelope = envelope(&result);
     assert_eq!(envelope["status"], "error");
-    assert!(envelope["error_type"] == "schema_mismatch" || envelope["error_type"] == "unknown_argument");
+    assert!(
+        envelope["error_type"] == "schema_mismatch" || envelope["error_type"] == "unknown_argument"
+    );
 }
 
 #[tokio::test]
 async fn a_failing_tool_is_a_tool_error_result() {
-    let client = duplex(server(&Counters::default()), Elicitor::without_elicitation()).await;
+    let client = duplex(
+        server(&Counters::default()),
+        Elicitor::without_elicitation(),
+    )
+    .await;
     let result = client
         .call_tool(call("get_order", json!({"order_id": "A9999"})))
         .await
@@ -115,7 +147,11 @@ async fn a_failing_tool_is_a_tool_error_result() {
 
 #[tokio::test]
 async fn an_unknown_tool_is_invalid_params_listing_the_available_tools() {
-    let client = duplex(server(&Counters::default()), Elicitor::without_elicitation()).await;
+    let client = duplex(
+        server(&Counters::default()),
+        Elicitor::without_elicitation(),
+    )
+    .await;
     let error = protocol_error(client.call_tool(call("refund_everything", json!({}))).await);
     assert_eq!(error.code, ErrorCode::INVALID_PARAMS);
     assert!(error.message.contains("refund_everything"));
@@ -138,7 +174,11 @@ async fn arguments_over_the_limit_are_refused_naming_the_limit() {
             .await,
     );
     assert_eq!(error.code, ErrorCode::INVALID_PARAMS);
-    assert!(error.message.contains("limit of 1000 bytes"), "{}", error.message);
+    assert!(
+        error.message.contains("limit of 1000 bytes"),
+        "{}",
+        error.message
+    );
     // and the server keeps serving
     let ok = client
         .call_tool(call("echo", json!({"text": "short"})))
@@ -166,10 +206,16 @@ async fn cancelling_a_call_drops_the_tool_mid_way_and_sends_no_result() {
     tokio::time::sleep(Duration::from_millis(200)).await;
     let steps = Counters::get(&counters.steps);
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(Counters::get(&counters.steps), steps, "the tool kept running");
+    assert_eq!(
+        Counters::get(&counters.steps),
+        steps,
+        "the tool kept running"
+    );
     assert!(steps < 100);
     assert_eq!(Counters::get(&counters.finished), 0);
-    common::ping(&client).await.expect("the server still serves");
+    common::ping(&client)
+        .await
+        .expect("the server still serves");
 }
 
 #[tokio::test]
@@ -191,7 +237,11 @@ async fn a_client_that_disconnects_mid_call_stops_the_tool() {
     tokio::time::sleep(Duration::from_millis(5500)).await;
     let steps = Counters::get(&counters.steps);
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(Counters::get(&counters.steps), steps, "the tool kept running");
+    assert_eq!(
+        Counters::get(&counters.steps),
+        steps,
+        "the tool kept running"
+    );
     assert!(steps < 400);
     assert_eq!(Counters::get(&counters.finished), 0);
 }
@@ -217,7 +267,12 @@ async fn two_clients_never_share_grounded_ids() {
         .call_tool(call("refund_order", refund))
         .await
         .expect("tools/call");
-    assert_eq!(envelope(&mine)["status"], "success", "{:?}", envelope(&mine));
+    assert_eq!(
+        envelope(&mine)["status"],
+        "success",
+        "{:?}",
+        envelope(&mine)
+    );
     assert_eq!(Counters::get(&counters.refunds), 1);
 }
 
@@ -246,7 +301,10 @@ async fn an_accepted_elicitation_runs_the_call_once() {
     assert_eq!(Counters::get(&counters.refunds), 1);
     let asked = elicitor.asked();
     assert_eq!(asked.len(), 1);
-    assert!(asked[0].contains("refund_order") && asked[0].contains("25"), "{asked:?}");
+    assert!(
+        asked[0].contains("refund_order") && asked[0].contains("25"),
+        "{asked:?}"
+    );
 }
 
 #[tokio::test]
@@ -288,7 +346,13 @@ async fn a_client_without_elicitation_is_refused_unless_the_application_approves
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thousand_concurrent_calls_from_one_client_are_all_answered() {
-    let client = Arc::new(duplex(server(&Counters::default()), Elicitor::without_elicitation()).await);
+    let client = Arc::new(
+        duplex(
+            server(&Counters::default()),
+            Elicitor::without_elicitation(),
+        )
+        .await,
+    );
     let calls = (0..1000).map(|i| {
         let client = Arc::clone(&client);
         tokio::spawn(async move {

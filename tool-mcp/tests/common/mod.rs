@@ -66,7 +66,9 @@ async fn get_order(
             total: 129.0,
         })
     } else {
-        Err(ToolError::not_found(format!("there is no order `{order_id}`")))
+        Err(ToolError::not_found(format!(
+            "there is no order `{order_id}`"
+        )))
     }
 }
 
