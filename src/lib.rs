@@ -241,6 +241,11 @@ pub use toolwright_core::conversation::recovery;
 pub use toolwright_core::guard::{approval, provenance};
 pub use toolwright_core::validate::repair;
 
+/// Serve a registry as a Model Context Protocol server over stdio and streamable HTTP, on
+/// rmcp (the `mcp` feature): `toolwright::mcp::McpServer::new(registry).serve_stdio()`.
+#[cfg(feature = "mcp")]
+pub use toolwright_mcp as mcp;
+
 /// The serde toolwright is built on, so a tool crate can name `toolwright::serde::Serialize`
 /// without its own dependency. [`data`] derives through it.
 pub use serde;

@@ -1,0 +1,102 @@
+//! Approval by elicitation: a `#[tool(requires_approval)]` call asks the person at the client,
+//! through `elicitation/create`, before it runs.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema};
+use rmcp::service::ElicitationMode;
+use rmcp::{Peer, RoleServer};
+use toolwright_core::guard::approval::{Approval, ApprovalRequest, Approver};
+
+/// The approver every MCP session gets: it shows the tool and its redacted arguments to the
+/// user (MCP's form elicitation with an empty form: accept approves, decline or cancel denies)
+/// and waits at most `timeout`. A client that cannot elicit gets the application's fallback
+/// approver, or a refusal.
+pub(crate) struct ElicitingApprover {
+    peer: Peer<RoleServer>,
+    fallback: Option<Arc<dyn Approver>>,
+    timeout: Duration,
+}
+
+impl ElicitingApprover {
+    pub(crate) fn new(
+        peer: Peer<RoleServer>,
+        fallback: Option<Arc<dyn Approver>>,
+        timeout: Duration,
+    ) -> Self {
+        ElicitingApprover {
+            peer,
+            fallback,
+            timeout,
+        }
+    }
+
+    async fn decide(&self, request: &ApprovalRequest<'_>) -> Approval {
+        if !self
+            .peer
+            .supported_elicitation_modes()
+            .contains(&ElicitationMode::Form)
+        {
+            return match &self.fallback {
+                Some(fallback) => fallback.review(request).await,
+                None => Approval::Denied {
+                    reason: "this tool needs a person's approval, and this client cannot ask one \
+                             (it does not support elicitation)"
+                        .to_owned(),
+                },
+            };
+        }
+        // An empty form: the question is the message, the answer is the action.
+        let requested_schema: ElicitationSchema =
+            match serde_json::from_value(serde_json::json!({"type": "object", "properties": {}})) {
+                Ok(schema) => schema,
+                Err(e) => {
+                    return Approval::Denied {
+                        reason: format!("could not ask for approval: {e}"),
+                    }
+                }
+            };
+        let message = format!(
+            "Allow the tool '{}' to run with these arguments?\n{}",
+            request.tool(),
+            request.redacted_arguments()
+        );
+        let asked = self
+            .peer
+            .create_elicitation_with_timeout(
+                ElicitRequestParams::FormElicitationParams {
+                    meta: None,
+                    message,
+                    requested_schema,
+                },
+                Some(self.timeout),
+            )
+            .await;
+        match asked {
+            Ok(answer) => match answer.action {
+                ElicitationAction::Accept => Approval::Approved,
+                ElicitationAction::Decline => Approval::Denied {
+                    reason: "the user declined this call".to_owned(),
+                },
+                _ => Approval::Denied {
+                    reason: "the user dismissed the approval request".to_owned(),
+                },
+            },
+            Err(e) => Approval::Denied {
+                reason: format!("no approval from the user: {e}"),
+            },
+        }
+    }
+}
+
+impl Approver for ElicitingApprover {
+    fn review<'a>(
+        &'a self,
+        request: &'a ApprovalRequest<'a>,
+    ) -> Pin<Box<dyn Future<Output = Approval> + Send + 'a>> {
+        Box::pin(self.decide(request))
+    }
+}

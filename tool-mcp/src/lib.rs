@@ -1,0 +1,444 @@
+//! Serve a toolwright [`Registry`] as a Model Context Protocol server, over stdio or streamable
+//! HTTP, with every guard rail of the registry in force.
+//!
+//! The protocol engine is [rmcp](https://docs.rs/rmcp), the official Rust MCP SDK: framing,
+//! lifecycle and version negotiation, cancellation, server-to-client requests and the
+//! streamable HTTP transport are its. This crate maps MCP onto the registry:
+//!
+//! - **One [`Session`] per MCP session** (a stdio connection, a streamable-HTTP
+//!   `Mcp-Session-Id`): grounded ids, recovery budgets and idempotency scopes belong to that
+//!   client, never shared with another.
+//! - **`tools/list`** is the registry's MCP export (title, annotations, input and output
+//!   schema), filtered to the tools whose `#[tool(scopes = [..])]` the session holds.
+//! - **`tools/call`** runs [`Registry::call_in`]. Every outcome, a failure included, is a
+//!   result: the envelope as text and as `structuredContent`, `isError: true` when the call
+//!   failed, so the model reads why and recovers (MCP 2025-11-25, "Tool Execution Errors";
+//!   invalid arguments are in this class since that revision).
+//! - **Protocol errors** are what the spec makes them: a tool the session cannot see is
+//!   JSON-RPC `-32602` (the spec's example for an unknown tool), its message and `data`
+//!   listing the tools it can call; arguments over [`McpServer::max_argument_bytes`] are
+//!   `-32602` naming the limit; malformed JSON-RPC and unknown methods are rmcp's `-32600`,
+//!   `-32601` and `-32602`. Input that is not JSON at all has no id to answer and is dropped,
+//!   as every official SDK does; the server keeps serving.
+//! - **Cancellation**: `notifications/cancelled`, an HTTP response stream the client drops and
+//!   a closed connection drop the call's future; no result is sent. The registry counts a
+//!   dropped call neither as a success nor as a failure, and leaves a non-idempotent call's key
+//!   to expire as an effect of unknown outcome.
+//! - **Approval**: a `#[tool(requires_approval)]` call asks the user through
+//!   `elicitation/create`, showing the tool and its redacted arguments; accept runs it once,
+//!   decline or cancel is `approval_denied`. A client without elicitation gets
+//!   [`McpServer::approver`], or a refusal.
+//!
+//! ```no_run
+//! use toolwright_core::{Registry, ToolError};
+//! use toolwright_mcp::McpServer;
+//!
+//! # async fn demo(registry: Registry) -> Result<(), toolwright_mcp::ServeError> {
+//! // stdio, for a desktop client that starts the server itself:
+//! McpServer::new(registry.clone()).serve_stdio().await?;
+//!
+//! // streamable HTTP on loopback:
+//! McpServer::new(registry).serve_http("127.0.0.1:8080").await?;
+//! # Ok(()) }
+//! ```
+
+#![warn(missing_docs)]
+
+mod approval;
+mod handler;
+mod streamable;
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::Implementation;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::ServiceExt;
+use tokio_util::sync::CancellationToken;
+use toolwright_core::guard::approval::Approver;
+use toolwright_core::providers::{Export, ExportError, Provider};
+use toolwright_core::{Registry, Session};
+
+pub use crate::streamable::{Authorizer, Grant, HttpServer, ProtectedResource};
+/// The rmcp this crate is built on, for [`McpServer::serve`]'s transports.
+pub use rmcp;
+
+/// The default limit on a call's argument text: 1 MiB.
+pub const DEFAULT_MAX_ARGUMENT_BYTES: usize = 1 << 20;
+
+/// Serves `registry` over stdio with the defaults: `McpServer::new(registry).serve_stdio()`.
+///
+/// ```no_run
+/// # async fn demo(registry: toolwright_core::Registry) -> Result<(), toolwright_mcp::ServeError> {
+/// toolwright_mcp::serve_stdio(registry).await
+/// # }
+/// ```
+pub async fn serve_stdio(registry: Registry) -> Result<(), ServeError> {
+    McpServer::new(registry).serve_stdio().await
+}
+
+type SessionFactory = dyn Fn(Session) -> Session + Send + Sync;
+
+/// An MCP server for a registry: configure, then serve over stdio ([`McpServer::serve_stdio`]),
+/// streamable HTTP ([`McpServer::serve_http`], [`McpServer::bind_http`]) or any rmcp transport
+/// ([`McpServer::serve`]).
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::time::Duration;
+/// use toolwright_core::guard::approval::Approval;
+/// use toolwright_core::Registry;
+/// use toolwright_mcp::{Grant, McpServer};
+///
+/// let registry = Registry::builder().build().unwrap();
+/// let server = McpServer::new(registry)
+///     .name("support-tools", "1.2.0")
+///     .instructions("Look an order up before refunding it.")
+///     .max_argument_bytes(64 * 1024)
+///     // each MCP session's toolwright session, after the server set its id, principal and
+///     // scopes (from the grant) and its eliciting approver:
+///     .session_factory(|session| session.with_idempotency_scope("support"))
+///     // for clients that cannot elicit:
+///     .approver(Arc::new(|_: &toolwright_core::guard::approval::ApprovalRequest<'_>| {
+///         Approval::Denied { reason: "no reviewer on this channel".into() }
+///     }))
+///     .approval_timeout(Duration::from_secs(120))
+///     .authorize(|token: &str| (token == "secret").then(|| Grant::new("ops")));
+/// # let _ = server;
+/// ```
+pub struct McpServer {
+    registry: Registry,
+    export: Export,
+    implementation: Implementation,
+    instructions: Option<String>,
+    max_argument_bytes: usize,
+    session_factory: Option<Arc<SessionFactory>>,
+    fallback_approver: Option<Arc<dyn Approver>>,
+    approval_timeout: Duration,
+    authorizer: Option<Arc<dyn Authorizer>>,
+    protected_resource: Option<ProtectedResource>,
+    allowed_origins: Vec<String>,
+    allowed_hosts: Option<Vec<String>>,
+    remote: bool,
+    sse_keep_alive: Duration,
+}
+
+impl fmt::Debug for McpServer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("McpServer")
+            .field("tools", &self.registry.names())
+            .field("max_argument_bytes", &self.max_argument_bytes)
+            .field("authorized", &self.authorizer.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A tool as `tools/list` shows it, with the scopes a session needs to see it.
+pub(crate) struct Listed {
+    pub(crate) name: String,
+    pub(crate) scopes: &'static [&'static str],
+    pub(crate) tool: rmcp::model::Tool,
+}
+
+/// What every session of one server shares.
+pub(crate) struct Shared {
+    pub(crate) registry: Registry,
+    pub(crate) tools: Vec<Listed>,
+    pub(crate) implementation: Implementation,
+    pub(crate) instructions: Option<String>,
+    pub(crate) max_argument_bytes: usize,
+    pub(crate) session_factory: Option<Arc<SessionFactory>>,
+    pub(crate) fallback_approver: Option<Arc<dyn Approver>>,
+    pub(crate) approval_timeout: Duration,
+}
+
+impl McpServer {
+    /// A server for `registry`: named `toolwright`, arguments up to 1 MiB, approval asked by
+    /// elicitation for up to 5 minutes, no authorization (stdio's trust model: the client
+    /// started the process), HTTP on loopback only.
+    pub fn new(registry: Registry) -> Self {
+        McpServer {
+            registry,
+            export: Export::new(Provider::Mcp),
+            implementation: Implementation::new("toolwright", env!("CARGO_PKG_VERSION")),
+            instructions: None,
+            max_argument_bytes: DEFAULT_MAX_ARGUMENT_BYTES,
+            session_factory: None,
+            fallback_approver: None,
+            approval_timeout: Duration::from_secs(300),
+            authorizer: None,
+            protected_resource: None,
+            allowed_origins: Vec::new(),
+            allowed_hosts: None,
+            remote: false,
+            sse_keep_alive: Duration::from_secs(5),
+        }
+    }
+
+    /// The name and version `initialize` reports.
+    pub fn name(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
+        self.implementation = Implementation::new(name.into(), version.into());
+        self
+    }
+
+    /// The `instructions` `initialize` returns, for the client to give its model.
+    pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
+        self.instructions = Some(instructions.into());
+        self
+    }
+
+    /// The export `tools/list` is made with, for annotations a tool's metadata cannot know
+    /// ([`Export::mcp_hints`]).
+    pub fn export(mut self, export: Export) -> Self {
+        self.export = export;
+        self
+    }
+
+    /// The largest argument text a call may carry, in bytes; a larger one is refused with
+    /// JSON-RPC `-32602` naming the limit, before anything parses it.
+    pub fn max_argument_bytes(mut self, bytes: usize) -> Self {
+        self.max_argument_bytes = bytes;
+        self
+    }
+
+    /// Shapes each MCP session's [`Session`]. It receives the session the server made (a
+    /// unique id, the [`Grant`]'s principal and scopes over HTTP, the eliciting approver) and
+    /// returns the one calls run in: add scopes for stdio clients, an idempotency scope, a key
+    /// mode, ids to ground. An approver set here replaces elicitation.
+    pub fn session_factory(
+        mut self,
+        factory: impl Fn(Session) -> Session + Send + Sync + 'static,
+    ) -> Self {
+        self.session_factory = Some(Arc::new(factory));
+        self
+    }
+
+    /// The approver for clients that cannot elicit (without one, their calls of tools that
+    /// require approval are denied).
+    pub fn approver<A: Approver>(mut self, approver: Arc<A>) -> Self {
+        self.fallback_approver = Some(approver);
+        self
+    }
+
+    /// How long an elicited approval may take before the call is denied (default 5 minutes).
+    pub fn approval_timeout(mut self, timeout: Duration) -> Self {
+        self.approval_timeout = timeout;
+        self
+    }
+
+    /// Requires a bearer token on every HTTP request, mapped to the session's principal and
+    /// scopes by `authorizer`; a missing or rejected token is HTTP 401 and nothing runs.
+    /// Ignored over stdio, where the client started the server.
+    pub fn authorize(mut self, authorizer: impl Authorizer) -> Self {
+        self.authorizer = Some(Arc::new(authorizer));
+        self
+    }
+
+    /// Publishes the protected-resource metadata document and names it in 401 challenges.
+    pub fn protected_resource(mut self, resource: ProtectedResource) -> Self {
+        self.protected_resource = Some(resource);
+        self
+    }
+
+    /// Browser origins allowed to call over HTTP (exact, like `https://app.example.com`).
+    /// Default: loopback origins only. A request with another `Origin` is refused with 403;
+    /// one without `Origin` (not a browser) passes.
+    pub fn allowed_origins<I, S>(mut self, origins: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.allowed_origins = origins.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// `Host` values accepted over HTTP (default: `localhost`, `127.0.0.1`, `::1`), against
+    /// DNS rebinding; set the public host names when serving beyond loopback.
+    pub fn allowed_hosts<I, S>(mut self, hosts: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.allowed_hosts = Some(hosts.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Allows [`McpServer::serve_http`] to bind an address other than loopback. Pair it with
+    /// [`McpServer::authorize`] and [`McpServer::allowed_hosts`].
+    pub fn allow_remote(mut self, allow: bool) -> Self {
+        self.remote = allow;
+        self
+    }
+
+    /// How often an open HTTP response stream gets a keep-alive comment (default 5 s); a
+    /// client that went away is noticed, and its call cancelled, within about this long.
+    pub fn sse_keep_alive(mut self, interval: Duration) -> Self {
+        self.sse_keep_alive = interval;
+        self
+    }
+
+    fn shared(&self) -> Result<Arc<Shared>, ServeError> {
+        let mut tools = Vec::with_capacity(self.registry.specs().len());
+        for spec in self.registry.specs() {
+            let definition = self.export.tool(spec).map_err(ServeError::Export)?;
+            let tool = serde_json::from_value(definition)
+                .map_err(|e| ServeError::Protocol(format!("tool '{}': {e}", spec.name())))?;
+            tools.push(Listed {
+                name: spec.name().to_owned(),
+                scopes: spec.scopes(),
+                tool,
+            });
+        }
+        Ok(Arc::new(Shared {
+            registry: self.registry.clone(),
+            tools,
+            implementation: self.implementation.clone(),
+            instructions: self.instructions.clone(),
+            max_argument_bytes: self.max_argument_bytes,
+            session_factory: self.session_factory.clone(),
+            fallback_approver: self.fallback_approver.clone(),
+            approval_timeout: self.approval_timeout,
+        }))
+    }
+
+    /// Serves one client over this process's stdin and stdout until it disconnects.
+    pub async fn serve_stdio(self) -> Result<(), ServeError> {
+        self.serve(rmcp::transport::stdio()).await
+    }
+
+    /// Serves one client over any rmcp transport (a pair of async streams such as
+    /// `tokio::io::duplex`, a child process's pipes) until it disconnects.
+    pub async fn serve<T, E, A>(self, transport: T) -> Result<(), ServeError>
+    where
+        T: rmcp::transport::IntoTransport<rmcp::RoleServer, E, A>,
+        E: std::error::Error + Send + Sync + 'static,
+    {
+        let handler = handler::Handler::new(self.shared()?);
+        let running = handler
+            .serve(transport)
+            .await
+            .map_err(|e| ServeError::Protocol(e.to_string()))?;
+        running
+            .waiting()
+            .await
+            .map(|_| ())
+            .map_err(|e| ServeError::Protocol(e.to_string()))
+    }
+
+    /// Serves streamable HTTP at `http://{addr}/mcp` until the process ends.
+    pub async fn serve_http(self, addr: impl tokio::net::ToSocketAddrs) -> Result<(), ServeError> {
+        self.bind_http(addr)
+            .await?
+            .wait()
+            .await
+            .map_err(ServeError::Io)
+    }
+
+    /// Binds `addr` (port 0 picks one) and serves streamable HTTP in the background; the
+    /// [`HttpServer`] tells the address and shuts it down.
+    pub async fn bind_http(
+        self,
+        addr: impl tokio::net::ToSocketAddrs,
+    ) -> Result<HttpServer, ServeError> {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(ServeError::Io)?;
+        let local_addr = listener.local_addr().map_err(ServeError::Io)?;
+        if !self.remote && !local_addr.ip().is_loopback() {
+            return Err(ServeError::NotLoopback(local_addr));
+        }
+        let shutdown = CancellationToken::new();
+        let router = self.router(shutdown.child_token())?;
+        let stop = shutdown.clone();
+        let task = tokio::spawn(async move {
+            axum::serve(listener, router)
+                .with_graceful_shutdown(stop.cancelled_owned())
+                .await
+        });
+        Ok(HttpServer {
+            local_addr,
+            shutdown,
+            task,
+        })
+    }
+
+    /// The HTTP routes (`/mcp` and, when configured, the metadata document) to serve with your
+    /// own axum server; `shutdown` ends every session.
+    pub fn router(self, shutdown: CancellationToken) -> Result<axum::Router, ServeError> {
+        let shared = self.shared()?;
+        // Body limit: the argument limit plus room for the envelope, and never below rmcp's
+        // own, so an oversized argument gets the JSON-RPC error naming the limit, not a 413.
+        let body_limit = self
+            .max_argument_bytes
+            .saturating_mul(2)
+            .saturating_add(1 << 20)
+            .max(16 << 20);
+        let mut config = StreamableHttpServerConfig::default()
+            .with_cancellation_token(shutdown)
+            .with_sse_keep_alive(Some(self.sse_keep_alive))
+            .with_max_request_body_bytes(body_limit);
+        if let Some(hosts) = &self.allowed_hosts {
+            config = config.with_allowed_hosts(hosts.clone());
+        }
+        let service: StreamableHttpService<handler::Handler, LocalSessionManager> =
+            StreamableHttpService::new(
+                move || Ok(handler::Handler::new(Arc::clone(&shared))),
+                Arc::new(LocalSessionManager::default()),
+                config,
+            );
+        let guard = Arc::new(streamable::Guard {
+            allowed_origins: self.allowed_origins,
+            authorizer: self.authorizer,
+            protected_resource: self.protected_resource.clone(),
+        });
+        let router = axum::Router::new().nest_service("/mcp", service).layer(
+            axum::middleware::from_fn_with_state(guard, streamable::guard),
+        );
+        Ok(match &self.protected_resource {
+            Some(resource) => streamable::metadata_routes(router, resource),
+            None => router,
+        })
+    }
+}
+
+/// Why a server could not start or stopped.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ServeError {
+    /// A tool cannot be expressed in MCP (its name, most often).
+    Export(ExportError),
+    /// Binding or serving failed.
+    Io(std::io::Error),
+    /// The address is not loopback and [`McpServer::allow_remote`] was not set.
+    NotLoopback(SocketAddr),
+    /// The MCP session failed (the handshake, the transport).
+    Protocol(String),
+}
+
+impl fmt::Display for ServeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ServeError::Export(e) => write!(f, "a tool cannot be served over MCP: {e}"),
+            ServeError::Io(e) => write!(f, "MCP server I/O: {e}"),
+            ServeError::NotLoopback(addr) => write!(
+                f,
+                "{addr} is not a loopback address; call `allow_remote(true)` (with `authorize` \
+                 and `allowed_hosts`) to serve beyond this machine"
+            ),
+            ServeError::Protocol(e) => write!(f, "MCP session: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for ServeError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ServeError::Export(e) => Some(e),
+            ServeError::Io(e) => Some(e),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,237 @@
+//! rmcp's own client and raw HTTP against the streamable HTTP server on 127.0.0.1, port 0.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{call, envelope, registry, Client, Counters, Elicitor};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::ServiceExt;
+use serde_json::{json, Value};
+use toolwright_mcp::{Grant, HttpServer, McpServer, ProtectedResource};
+
+async fn start(counters: &Counters) -> HttpServer {
+    McpServer::new(registry(counters.clone()))
+        .authorize(|token: &str| match token {
+            "support-token" => Some(Grant::new("agent:support").with_scopes(["refunds:write"])),
+            "guest-token" => Some(Grant::new("agent:guest")),
+            _ => None,
+        })
+        .protected_resource(
+            ProtectedResource::new("http://127.0.0.1/mcp")
+                .authorization_server("https://auth.example.com"),
+        )
+        .sse_keep_alive(Duration::from_millis(100))
+        .bind_http("127.0.0.1:0")
+        .await
+        .expect("binds loopback")
+}
+
+async fn connect(server: &HttpServer, token: &str) -> Client {
+    let config = StreamableHttpClientTransportConfig::with_uri(server.url()).auth_header(token);
+    Elicitor::without_elicitation()
+        .serve(StreamableHttpClientTransport::from_config(config))
+        .await
+        .expect("the client connects")
+}
+
+const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#;
+
+fn post(server: &HttpServer) -> reqwest::RequestBuilder {
+    reqwest::Client::new()
+        .post(server.url())
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(INITIALIZE)
+}
+
+#[tokio::test]
+async fn a_client_lists_and_calls_tools_over_http() {
+    let server = start(&Counters::default()).await;
+    let client = connect(&server, "support-token").await;
+    let tools = client.list_all_tools().await.expect("tools/list");
+    assert_eq!(tools.len(), 5);
+    let result = client
+        .call_tool(call("get_order", json!({"order_id": "A9999"})))
+        .await
+        .expect("tools/call");
+    assert_eq!(result.is_error, Some(true));
+    assert_eq!(envelope(&result)["error_type"], "not_found");
+    common::ping(&client).await.expect("ping");
+}
+
+#[tokio::test]
+async fn a_token_without_the_scope_does_not_see_the_tool() {
+    let server = start(&Counters::default()).await;
+    let guest = connect(&server, "guest-token").await;
+    let tools = guest.list_all_tools().await.expect("tools/list");
+    assert!(tools.iter().all(|t| t.name != "refund_order"));
+    assert_eq!(tools.len(), 4);
+}
+
+#[tokio::test]
+async fn two_http_clients_have_separate_sessions() {
+    let counters = Counters::default();
+    let server = start(&counters).await;
+    let first = connect(&server, "support-token").await;
+    let second = connect(&server, "support-token").await;
+    first
+        .call_tool(call("search_orders", json!({"query": "ada"})))
+        .await
+        .expect("search");
+    let theirs = second
+        .call_tool(call(
+            "refund_order",
+            json!({"order_id": "A1001", "amount": 5.0}),
+        ))
+        .await
+        .expect("tools/call");
+    assert_eq!(envelope(&theirs)["error_type"], "ungrounded_identifier");
+}
+
+#[tokio::test]
+async fn a_missing_or_rejected_token_is_401_with_the_metadata_challenge() {
+    let server = start(&Counters::default()).await;
+    let missing = post(&server).send().await.expect("answered");
+    assert_eq!(missing.status(), 401);
+    let challenge = missing
+        .headers()
+        .get("www-authenticate")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        challenge.contains(
+            "resource_metadata=\"http://127.0.0.1/.well-known/oauth-protected-resource/mcp\""
+        ),
+        "{challenge}"
+    );
+    let rejected = post(&server)
+        .bearer_auth("stolen")
+        .send()
+        .await
+        .expect("answered");
+    assert_eq!(rejected.status(), 401);
+    let metadata: Value = reqwest::get(format!(
+        "http://{}/.well-known/oauth-protected-resource/mcp",
+        server.local_addr()
+    ))
+    .await
+    .expect("metadata")
+    .json()
+    .await
+    .expect("json");
+    assert_eq!(metadata["resource"], "http://127.0.0.1/mcp");
+    assert_eq!(
+        metadata["authorization_servers"][0],
+        "https://auth.example.com"
+    );
+}
+
+#[tokio::test]
+async fn a_foreign_origin_is_403_and_a_loopback_one_passes() {
+    let server = start(&Counters::default()).await;
+    let foreign = post(&server)
+        .bearer_auth("support-token")
+        .header("origin", "http://evil.example")
+        .send()
+        .await
+        .expect("answered");
+    assert_eq!(foreign.status(), 403);
+    let local = post(&server)
+        .bearer_auth("support-token")
+        .header("origin", "http://localhost:6274")
+        .send()
+        .await
+        .expect("answered");
+    assert_eq!(local.status(), 200);
+}
+
+#[tokio::test]
+async fn binding_beyond_loopback_needs_allow_remote() {
+    let refused = McpServer::new(registry(Counters::default()))
+        .bind_http("0.0.0.0:0")
+        .await;
+    assert!(matches!(
+        refused,
+        Err(toolwright_mcp::ServeError::NotLoopback(_))
+    ));
+}
+
+#[tokio::test]
+async fn a_dropped_http_connection_cancels_the_call() {
+    let counters = Counters::default();
+    let server = start(&counters).await;
+    let init = post(&server)
+        .bearer_auth("support-token")
+        .send()
+        .await
+        .expect("initialize");
+    let session = init
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .expect("a session id")
+        .to_owned();
+    drop(init);
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(0)
+        .build()
+        .expect("client");
+    let send = |body: &'static str| {
+        http.post(server.url())
+            .bearer_auth("support-token")
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-session-id", &session)
+            .header("mcp-protocol-version", "2025-11-25")
+            .body(body)
+            .send()
+    };
+    drop(send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).await);
+    let call = send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow_report","arguments":{"steps":200}}}"#)
+        .await
+        .expect("tools/call");
+    assert!(call.status().is_success());
+    while Counters::get(&counters.started) == 0 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    drop(call);
+    drop(http);
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let steps = Counters::get(&counters.steps);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        Counters::get(&counters.steps),
+        steps,
+        "the tool kept running"
+    );
+    assert_eq!(Counters::get(&counters.finished), 0);
+}
+
+#[tokio::test]
+async fn garbage_over_http_is_answered_and_the_server_stays_up() {
+    let server = start(&Counters::default()).await;
+    for body in [
+        r#"{"jsonrpc":"2.0","id":1,"method":"initia"#.to_owned(),
+        r#"{"jsonrpc":"2.0","id":"x","method":42}"#.to_owned(),
+        format!(
+            r#"{{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"{}"}}}}}}"#,
+            "x".repeat(10 << 20)
+        ),
+    ] {
+        let answer = reqwest::Client::new()
+            .post(server.url())
+            .bearer_auth("support-token")
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(body)
+            .send()
+            .await
+            .expect("answered");
+        assert!(answer.status().is_client_error(), "{}", answer.status());
+    }
+    let client = connect(&server, "support-token").await;
+    common::ping(&client).await.expect("still serving");
+}
