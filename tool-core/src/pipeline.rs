@@ -616,3 +616,73 @@ pub(crate) fn finders(specs: &[ToolSpec]) -> Finders {
     }
     finders
 }
+
+#[cfg(test)]
+mod size {
+    use std::future::Future;
+
+    use schemars::JsonSchema;
+    use serde::Deserialize;
+
+    use super::*;
+    use crate::registry::Registry;
+
+    #[derive(Deserialize, JsonSchema)]
+    struct EchoArgs {
+        text: String,
+    }
+
+    struct Echo;
+
+    impl Tool for Echo {
+        type Args = EchoArgs;
+        type Output = String;
+        const META: crate::ToolMeta = crate::ToolMeta::new("echo", "Repeat.").read_only();
+
+        fn invoke(
+            &self,
+            args: EchoArgs,
+            _: &Invocation<'_>,
+        ) -> impl Future<Output = Result<String, ToolError>> + Send {
+            async move { Ok(args.text) }
+        }
+    }
+
+    /// The call future is boxed once per call: past 1 KiB the allocation leaves the small bins
+    /// (and a copy of that size is made per call), which showed in the dispatch benchmark.
+    #[test]
+    fn the_call_future_stays_under_one_kib() {
+        let registry = Registry::builder()
+            .build()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let shared = registry.shared_for_tests();
+        let spec = ToolSpec::of::<Echo>(Duration::from_secs(1));
+        let guard = Guard::new(
+            Arc::clone(&spec.name),
+            spec.timeout,
+            None,
+            true,
+            &crate::execute::Settings {
+                default_timeout: Duration::from_secs(1),
+                call_deadline: None,
+                retry: crate::execute::RetryPolicy::new(),
+                budget: crate::execute::RetryBudget::default(),
+                breaker: crate::execute::BreakerPolicy::new(),
+                unguarded: false,
+            },
+            crate::execute::BreakerPolicy::new(),
+            Instant::now(),
+        );
+        let entry = Entry {
+            tool: Echo,
+            spec,
+            shape: ShapeValidator::default(),
+            guard,
+        };
+        let session = Session::anonymous();
+        let future = entry.run(Call::new("c".into(), "{}".into()), &session, shared);
+        let size = std::mem::size_of_val(&future);
+        assert!(size < 1024, "the call future is {size} bytes");
+        println!("call future: {size} bytes");
+    }
+}

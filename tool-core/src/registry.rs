@@ -103,6 +103,11 @@ impl Registry {
         self.inner.tools.get(name).map(|t| t.spec())
     }
 
+    #[cfg(test)]
+    pub(crate) fn shared_for_tests(&self) -> &Shared {
+        &self.inner.shared
+    }
+
     /// The tool names, sorted.
     pub fn names(&self) -> &[String] {
         &self.inner.names

@@ -251,7 +251,7 @@ const SCRUBBED_CHARS: usize = 4;
 /// ```
 /// use toolwright_core::outcome::Violation;
 /// use toolwright_core::validate::redact_sensitive;
-/// use toolwright_core::FieldMeta;
+/// use toolwright_core::tool::FieldMeta;
 ///
 /// const FIELDS: &[FieldMeta] = &[FieldMeta::new("card").sensitive()];
 /// let mut violations = vec![Violation {
