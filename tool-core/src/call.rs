@@ -12,10 +12,9 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
-use crate::conversation::{ConversationMemory, InMemoryConversation};
+use crate::conversation::{ConversationMemory, Grounding, InMemoryConversation};
 use crate::execute::clock::ClockHandle;
 use crate::guard::approval::Approver;
-use crate::guard::provenance::Grounding;
 use crate::idempotency::{IdempotencyKey, KeyMode};
 
 /// A call the model proposed: the provider's call id, the tool name, and the argument text

@@ -155,7 +155,8 @@ impl<T: Tool> Entry<T> {
         let lease = match spec.effect() {
             Effect::SideEffecting => {
                 match Box::pin(begin(spec, &self.guard, &call, session, shared)).await {
-                    Ok(lease) => Some(lease),
+                    // Boxed: the lease waits out every attempt, in the call's future.
+                    Ok(lease) => Some(Box::new(lease)),
                     Err(outcome) => return answered_by_store(spec, call, outcome, session, shared),
                 }
             }
@@ -163,7 +164,7 @@ impl<T: Tool> Entry<T> {
         };
         if spec.requires_approval() {
             if let Err(refusal) = Box::pin(approve(spec, &call, session, shared)).await {
-                return not_approved(spec, call, lease, refusal, session, shared).await;
+                return Box::pin(not_approved(spec, call, lease, refusal, session, shared)).await;
             }
         }
         let key = match &lease {
@@ -195,7 +196,7 @@ impl<T: Tool> Entry<T> {
         if let Some(lease) = lease {
             Box::pin(idempotency::settle_call(
                 &*shared.store,
-                lease,
+                *lease,
                 &outcome,
                 uncertain,
             ))
@@ -489,7 +490,7 @@ async fn approve(
 async fn not_approved(
     spec: &ToolSpec,
     call: Call,
-    lease: Option<Lease>,
+    lease: Option<Box<Lease>>,
     refusal: Refusal,
     session: &Session,
     shared: &Shared,
@@ -619,8 +620,6 @@ pub(crate) fn finders(specs: &[ToolSpec]) -> Finders {
 
 #[cfg(test)]
 mod size {
-    use std::future::Future;
-
     use schemars::JsonSchema;
     use serde::Deserialize;
 
@@ -639,12 +638,8 @@ mod size {
         type Output = String;
         const META: crate::ToolMeta = crate::ToolMeta::new("echo", "Repeat.").read_only();
 
-        fn invoke(
-            &self,
-            args: EchoArgs,
-            _: &Invocation<'_>,
-        ) -> impl Future<Output = Result<String, ToolError>> + Send {
-            async move { Ok(args.text) }
+        async fn invoke(&self, args: EchoArgs, _: &Invocation<'_>) -> Result<String, ToolError> {
+            Ok(args.text)
         }
     }
 

@@ -42,9 +42,8 @@ use serde_json::{Map, Value};
 
 use crate::call::{Invocation, Session};
 use crate::error::ToolError;
-use crate::guard::provenance::Grounds;
 use crate::idempotency::Fingerprint;
-use crate::validate::Violations;
+use crate::outcome::Violations;
 
 /// A tool the model can call: typed arguments in, a serializable result or a classified
 /// [`ToolError`] out.
@@ -478,7 +477,7 @@ impl ToolSpec {
                         // No JSON Schema keyword says "an id you were given": say it in words.
                         let note = format!(
                             "Must be {} id returned by a tool in this conversation; never invent one.",
-                            crate::guard::provenance::article(kind)
+                            article(kind)
                         );
                         let description = match prop.get("description").and_then(Value::as_str) {
                             Some(d) => format!("{} {note}", d.trim_end()),
@@ -872,4 +871,58 @@ impl Fingerprint {
     pub fn canonical_text_for(spec: &ToolSpec, arguments: &str) -> Option<String> {
         Self::canonical_text_with(spec.input_schema(), arguments)
     }
+}
+
+/// Where a tool's result carries ids of a kind (`#[tool(grounds(kind = "path"))]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Grounds {
+    kind: &'static str,
+    path: &'static str,
+}
+
+impl Grounds {
+    /// Ids of `kind` at `path` in the result: field names joined by `.`, arrays walked at
+    /// every step; `""` is the result itself.
+    pub const fn new(kind: &'static str, path: &'static str) -> Self {
+        Grounds { kind, path }
+    }
+
+    /// The kind of id.
+    pub const fn kind(&self) -> &'static str {
+        self.kind
+    }
+
+    /// Where in the result.
+    pub const fn path(&self) -> &'static str {
+        self.path
+    }
+
+    /// Every id this declaration finds in a result.
+    pub(crate) fn ids_in(&self, result: &Value, out: &mut Vec<String>) {
+        let steps: Vec<&str> = self.path.split('.').filter(|s| !s.is_empty()).collect();
+        walk(result, &steps, out);
+    }
+}
+
+fn walk(value: &Value, steps: &[&str], out: &mut Vec<String>) {
+    match (value, steps.split_first()) {
+        (Value::Array(items), _) => items.iter().for_each(|item| walk(item, steps, out)),
+        (Value::Object(map), Some((first, rest))) => {
+            if let Some(next) = map.get(*first) {
+                walk(next, rest, out);
+            }
+        }
+        (Value::String(s), None) => out.push(s.clone()),
+        (Value::Number(n), None) => out.push(n.to_string()),
+        _ => {}
+    }
+}
+
+/// "an order", "a customer".
+pub(crate) fn article(kind: &str) -> String {
+    let vowel = kind
+        .chars()
+        .next()
+        .is_some_and(|c| "aeiouAEIOU".contains(c));
+    format!("{} `{kind}`", if vowel { "an" } else { "a" })
 }

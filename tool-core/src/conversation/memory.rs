@@ -9,6 +9,13 @@ use std::sync::{Mutex, PoisonError};
 /// forgotten.
 pub const MAX_IDS_PER_KIND: usize = 10_000;
 
+/// What a grounded argument is checked against: the identifiers known in one conversation.
+/// A [`Session`](crate::Session) is one.
+pub trait Grounding {
+    /// Whether `id` is a known identifier of `kind`.
+    fn is_grounded(&self, kind: &str, id: &str) -> bool;
+}
+
 /// A category of model failure with a recovery budget of its own
 /// ([`RecoveryBudget`](crate::conversation::RecoveryBudget)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

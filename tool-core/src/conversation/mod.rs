@@ -22,5 +22,7 @@
 mod memory;
 pub mod recovery;
 
-pub use memory::{ConversationMemory, FailureCategory, InMemoryConversation, MAX_IDS_PER_KIND};
+pub use memory::{
+    ConversationMemory, FailureCategory, Grounding, InMemoryConversation, MAX_IDS_PER_KIND,
+};
 pub use recovery::RecoveryBudget;

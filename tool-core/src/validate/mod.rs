@@ -23,59 +23,8 @@ use serde_json::Value;
 use crate::outcome::{Failure, Violation};
 use crate::tool::FieldMeta;
 
-/// Collects every argument problem of one call, so the model can fix them all in one turn.
-#[derive(Debug, Default)]
-pub struct Violations(Vec<Violation>);
-
-impl Violations {
-    /// An empty report.
-    pub fn new() -> Self {
-        Violations(Vec::new())
-    }
-
-    /// Records a problem.
-    pub fn push(&mut self, violation: Violation) {
-        self.0.push(violation);
-    }
-
-    /// Records a problem with a top-level field, building the message from its parts:
-    /// "`field` must be {expected}, got {got}".
-    pub fn field(&mut self, field: &str, rule: &'static str, expected: String, got: String) {
-        let message = format!("`{field}` must be {expected}, got {got}");
-        self.0.push(Violation {
-            path: format!("/{}", escape_pointer(field)),
-            rule,
-            expected,
-            got: Some(got),
-            message,
-        });
-    }
-
-    /// Whether nothing was found.
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
-    /// How many problems were found.
-    pub fn len(&self) -> usize {
-        self.0.len()
-    }
-
-    /// The problems found.
-    pub fn as_slice(&self) -> &[Violation] {
-        &self.0
-    }
-
-    /// The problems found, by value.
-    pub fn into_vec(self) -> Vec<Violation> {
-        self.0
-    }
-}
-
-/// Escapes one JSON Pointer token (RFC 6901).
-pub(crate) fn escape_pointer(token: &str) -> String {
-    token.replace('~', "~0").replace('/', "~1")
-}
+pub(crate) use crate::outcome::escape_pointer;
+pub use crate::outcome::Violations;
 
 /// Longest object key kept whole in a path or message, in characters.
 const KEY_CHARS: usize = 64;
