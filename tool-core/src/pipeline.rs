@@ -144,7 +144,13 @@ impl<T: Tool> Entry<T> {
         let (args, repaired) = match checked {
             Ok(args) => (args, false),
             Err(failure) => {
-                match Box::pin(self.repair(&mut call, failure, session, shared)).await {
+                let text = match shared.repairer.as_deref() {
+                    Some(repairer) if repair::repairable(failure.kind) => {
+                        Box::pin(ask_repairer(repairer, spec, &call, &failure, shared)).await
+                    }
+                    _ => None,
+                };
+                match self.repaired(&mut call, failure, text, session, shared) {
                     Ok(args) => (args, true),
                     Err(failure) => return rejected(spec, call, *failure, session, shared),
                 }
@@ -252,10 +258,9 @@ impl<T: Tool> Entry<T> {
         }
         T::check_grounded(&args, session, &mut report);
         if !report.is_empty() {
-            let kinds = spec.fields().iter().filter_map(|f| f.grounded_kind());
             return Err(Box::new(provenance::ungrounded(
                 report.into_vec(),
-                kinds,
+                spec.fields(),
                 &shared.finders,
             )));
         }
@@ -264,38 +269,29 @@ impl<T: Tool> Entry<T> {
         Ok(args)
     }
 
-    /// The repair pass: one more try at arguments that failed on their form. On success the
-    /// call carries the repaired text; otherwise the model gets its own arguments' failure.
-    async fn repair(
+    /// The repair pass: one more try at arguments that failed on their form. The question to
+    /// the repairer is an ordinary stage ([`ask_repairer`]); only validating its answer is
+    /// typed. On success the call carries the repaired text; otherwise the model gets its own
+    /// arguments' failure.
+    fn repaired(
         &self,
         call: &mut Call,
         failure: Box<Failure>,
+        text: Option<String>,
         session: &Session,
         shared: &Shared,
     ) -> Result<T::Args, Box<Failure>> {
-        let Some(repairer) = shared
-            .repairer
-            .as_deref()
-            .filter(|_| repair::repairable(failure.kind))
-        else {
+        let Some(text) = text else {
             return Err(failure);
         };
-        let request = RepairRequest {
-            spec: &self.spec,
-            arguments: &call.arguments,
-            failure: &failure,
+        let args = self.validate(&text, session, shared);
+        let result = if args.is_ok() {
+            "repaired"
+        } else {
+            "still invalid"
         };
-        let clock = &shared.env.clock;
-        let (result, fixed) =
-            match repair::ask(repairer, &request, clock, shared.repair_timeout).await {
-                Ok(text) => match self.validate(&text, session, shared) {
-                    Ok(args) => ("repaired", Some((args, text))),
-                    Err(_) => ("still invalid", None),
-                },
-                Err(why) => (why, None),
-            };
         repair::log(self.spec.name(), &call.id, failure.kind, result);
-        let (args, text) = fixed.ok_or(failure)?;
+        let args = args.map_err(|_| failure)?;
         call.arguments = text;
         Ok(args)
     }
@@ -381,6 +377,29 @@ impl<T: Tool> Entry<T> {
             })
         });
         fallback::answer((spec.name(), spec.timeout), clock, executed, kind, make).await
+    }
+}
+
+/// The repair stage's question: the repairer's corrected text, or `None` (logged) when it gave
+/// up, timed out or panicked.
+async fn ask_repairer(
+    repairer: &dyn Repairer,
+    spec: &ToolSpec,
+    call: &Call,
+    failure: &Failure,
+    shared: &Shared,
+) -> Option<String> {
+    let request = RepairRequest {
+        spec,
+        arguments: &call.arguments,
+        failure,
+    };
+    match repair::ask(repairer, &request, &shared.env.clock, shared.repair_timeout).await {
+        Ok(text) => Some(text),
+        Err(why) => {
+            repair::log(spec.name(), &call.id, failure.kind, why);
+            None
+        }
     }
 }
 

@@ -29,8 +29,8 @@ use serde_json::Value;
 
 use crate::conversation::{ConversationMemory, Grounding};
 use crate::outcome::{ErrorKind, Failure, Violation};
-use crate::tool::article;
 pub use crate::tool::Grounds;
+use crate::tool::{article, FieldMeta};
 use crate::validate::{escape_pointer, preview_str, Violations};
 
 /// What a grounded argument may hold: identifiers as text.
@@ -112,18 +112,18 @@ pub fn check<T: Identifier + ?Sized>(
 pub(crate) type Finders = HashMap<&'static str, Vec<Arc<str>>>;
 
 /// `ungrounded_identifier`: every id no tool returned (`violations`), and which tools return
-/// ids of the argument's `kinds`.
+/// ids of the kinds the tool's grounded `fields` take.
 #[cold]
-pub(crate) fn ungrounded<'k>(
+pub(crate) fn ungrounded(
     violations: Vec<Violation>,
-    kinds: impl Iterator<Item = &'k str>,
+    fields: &[FieldMeta],
     finders: &Finders,
 ) -> Failure {
     let mut message = crate::validate::summarize(&violations);
-    let mut names: Vec<&str> = kinds
-        .flat_map(|kind| finders.get(kind).into_iter().flatten())
-        .map(|name| &**name)
-        .collect();
+    let mut names: Vec<&str> = Vec::new();
+    for kind in fields.iter().filter_map(FieldMeta::grounded_kind) {
+        names.extend(finders.get(kind).into_iter().flatten().map(|name| &**name));
+    }
     names.sort_unstable();
     names.dedup();
     if !message.ends_with('.') {
