@@ -8,7 +8,20 @@ use serde_json::json;
 use toolwright::approval::{Approval, ApprovalQueue, ApprovalRequest};
 use toolwright::prelude::*;
 
-static WIRED: AtomicU32 = AtomicU32::new(0);
+/// The wires one registry made: each test builds its own registry with its own counter, so tests
+/// running in parallel never see each other's wires.
+#[derive(Clone, Default)]
+struct Wires(Arc<AtomicU32>);
+
+impl Wires {
+    fn count(&self) -> u32 {
+        self.0.load(Ordering::SeqCst)
+    }
+
+    fn add(&self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
 
 /// Wire money to an account.
 #[tool(requires_approval, timeout_ms = 2000)]
@@ -20,14 +33,26 @@ async fn wire_money(
     /// Amount in cents.
     #[arg(range(min = 1, max = 1000000))]
     amount_cents: u32,
+    wires: State<Wires>,
 ) -> Result<String, ToolError> {
-    WIRED.fetch_add(1, Ordering::SeqCst);
+    wires.add();
     let _ = account;
     Ok(format!("wired {amount_cents} under {key}"))
 }
 
 fn registry() -> Registry {
-    Registry::builder().tool(WireMoney).build().unwrap()
+    bank().0
+}
+
+/// A registry and the counter of the wires it makes.
+fn bank() -> (Registry, Wires) {
+    let wires = Wires::default();
+    let registry = Registry::builder()
+        .tool(WireMoney)
+        .state(wires.clone())
+        .build()
+        .unwrap();
+    (registry, wires)
 }
 
 fn wire(id: &str, cents: u32) -> ToolCall {
@@ -38,15 +63,10 @@ fn wire(id: &str, cents: u32) -> ToolCall {
     )
 }
 
-/// Counts the wires made during `f` (tests run in parallel: each uses its own amounts).
-fn wired() -> u32 {
-    WIRED.load(Ordering::SeqCst)
-}
-
 #[tokio::test]
 async fn without_an_approver_the_call_is_refused_and_never_runs() {
-    let before = wired();
-    let outcome = registry().call(wire("call_1", 101)).await;
+    let (registry, wires) = bank();
+    let outcome = registry.call(wire("call_1", 101)).await;
     assert_eq!(outcome.error_kind(), Some(ErrorKind::ApprovalDenied));
     assert_eq!(outcome.seam(), Some(Seam::Validation));
     assert!(!outcome.retryable());
@@ -58,7 +78,7 @@ async fn without_an_approver_the_call_is_refused_and_never_runs() {
         "{:?}",
         outcome.message()
     );
-    assert_eq!(wired(), before);
+    assert_eq!(wires.count(), 0);
 }
 
 #[tokio::test]
@@ -93,8 +113,7 @@ async fn a_queued_call_is_pending_until_a_person_approves_that_exact_call() {
     let session = Session::new("conv-queue")
         .with_principal("agent:support")
         .with_approver(Arc::clone(&queue));
-    let registry = registry();
-    let before = wired();
+    let (registry, wires) = bank();
 
     let first = registry.call_in(&session, wire("call_1", 303)).await;
     assert_eq!(first.status(), Status::Pending);
@@ -106,7 +125,7 @@ async fn a_queued_call_is_pending_until_a_person_approves_that_exact_call() {
         envelope["message"],
         "`wire_money` is waiting for a person's approval; tell the user it is waiting and do not call it again"
     );
-    assert_eq!(wired(), before, "nothing ran");
+    assert_eq!(wires.count(), 0, "nothing ran");
 
     // The person sees the call, its sensitive account redacted.
     let waiting = queue.waiting();
@@ -139,14 +158,14 @@ async fn a_queued_call_is_pending_until_a_person_approves_that_exact_call() {
         "{}",
         approved.to_model_json()
     );
-    assert_eq!(wired(), before + 1);
+    assert_eq!(wires.count(), 1);
     let once_more = registry.call_in(&session, wire("call_6", 303)).await;
     assert_eq!(
         once_more.status(),
         Status::Pending,
         "an approval is used once"
     );
-    assert_eq!(wired(), before + 1);
+    assert_eq!(wires.count(), 1);
 }
 
 #[tokio::test]

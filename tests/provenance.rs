@@ -2,6 +2,7 @@
 //! in this conversation (or the application grounded), else `ungrounded_identifier`.
 
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
 
 use serde_json::json;
 use toolwright::prelude::*;
@@ -38,7 +39,16 @@ async fn search_orders(
     ])
 }
 
-static REFUNDS: AtomicU32 = AtomicU32::new(0);
+/// The refunds one registry made: each test builds its own registry with its own counter, so
+/// tests running in parallel never see each other's refunds.
+#[derive(Clone, Default)]
+struct Refunds(Arc<AtomicU32>);
+
+impl Refunds {
+    fn add(&self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
 
 /// Refund lines of an order.
 #[tool(idempotent = true)]
@@ -51,8 +61,9 @@ async fn refund_lines(
     skus: Vec<String>,
     /// A note for the customer.
     note: Option<String>,
+    refunds: State<Refunds>,
 ) -> Result<String, ToolError> {
-    REFUNDS.fetch_add(1, Ordering::SeqCst);
+    refunds.add();
     let _ = note;
     Ok(format!("refunded {} lines of {order_id}", skus.len()))
 }
@@ -68,12 +79,20 @@ async fn get_customer(
 }
 
 fn registry() -> Registry {
-    Registry::builder()
+    shop().0
+}
+
+/// A registry and the counter of the refunds it makes.
+fn shop() -> (Registry, Refunds) {
+    let refunds = Refunds::default();
+    let registry = Registry::builder()
         .tool(SearchOrders)
         .tool(RefundLines)
         .tool(GetCustomer)
+        .state(refunds.clone())
         .build()
-        .unwrap()
+        .unwrap();
+    (registry, refunds)
 }
 
 fn refund(id: &str, order: &str, skus: &[&str]) -> ToolCall {
@@ -90,9 +109,8 @@ fn search(id: &str) -> ToolCall {
 
 #[tokio::test]
 async fn an_invented_id_is_refused_and_the_model_is_told_where_to_look() {
-    let registry = registry();
+    let (registry, refunds) = shop();
     let session = Session::new("conv-1");
-    let before = REFUNDS.load(Ordering::SeqCst);
     let outcome = registry
         .call_in(&session, refund("call_1", "A1003", &[]))
         .await;
@@ -108,7 +126,7 @@ async fn an_invented_id_is_refused_and_the_model_is_told_where_to_look() {
         outcome.message(),
         Some("`order_id` is \"A1003\", an `order` id no tool has returned in this conversation. Look it up first with `search_orders`; never invent ids.")
     );
-    assert_eq!(REFUNDS.load(Ordering::SeqCst), before, "the tool never ran");
+    assert_eq!(refunds.0.load(Ordering::SeqCst), 0, "the tool never ran");
 }
 
 #[tokio::test]
