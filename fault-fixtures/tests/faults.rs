@@ -3,8 +3,11 @@
 //! Each fixture asserts the classification, how many attempts reached the server, and the
 //! envelope the model reads.
 //!
-//! These run on real time (a network round trip cannot run on paused time), so the backoff base
-//! is 10 ms and only the hang fixture waits for a timeout (200 ms).
+//! These run on real time (a network round trip cannot run on paused time: tokio's paused clock
+//! jumps to the next timer whenever the runtime is idle, which it is while a request is on the
+//! wire), so the backoff base is 10 ms and only the hang fixture waits for a timeout. That
+//! timeout is 1 s, not less: each of its three attempts must reach the server before it fires
+//! (the test counts them), which a loaded two-core machine does not promise within 200 ms.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -182,6 +185,8 @@ fn without_message(outcome: &Outcome) -> serde_json::Value {
 }
 
 const PATIENT: Duration = Duration::from_secs(10);
+/// The hang fixture's timeout: long enough for a request to reach the server on a busy machine.
+const HANG_TIMEOUT: Duration = Duration::from_secs(1);
 
 #[tokio::test]
 async fn a_200_with_data_is_a_success() {
@@ -197,7 +202,7 @@ async fn a_200_with_data_is_a_success() {
 #[tokio::test]
 async fn a_hang_past_the_timeout_is_a_timeout_retried_when_safe() {
     let (base, hits) = serve().await;
-    let registry = registry(&base, Duration::from_millis(200));
+    let registry = registry(&base, HANG_TIMEOUT);
 
     let outcome = fetch(&registry, "list_orders", "/hang").await;
     assert_eq!(outcome.error_kind(), Some(ErrorKind::Timeout));
@@ -209,7 +214,7 @@ async fn a_hang_past_the_timeout_is_a_timeout_retried_when_safe() {
     assert!(outcome
         .message()
         .unwrap()
-        .starts_with("`list_orders` did not answer within 200 ms"));
+        .starts_with("`list_orders` did not answer within 1000 ms"));
 
     // The same hang on a tool that is not idempotent: the order may exist now. Once.
     let outcome = fetch(&registry, "create_order", "/hang").await;

@@ -29,9 +29,11 @@
 //! (`conflict`) and shows the two halves of the mechanism: the key threaded through retries,
 //! and the store carrying an unknown effect from one call to the next.
 //!
-//! Real time (a network round trip cannot run on paused time): the client timeout is 150 ms and
-//! the service takes 1 s to finish the first refund; the test waits for that on a signal, not a
-//! sleep.
+//! Real time (a network round trip cannot run on paused time): the client timeout is 1 s and
+//! the service takes 5 s to finish the first refund; the test waits for that on a signal, not a
+//! sleep. The margins are for a loaded machine: attempt 1 must reach the service within its
+//! 1 s (a timeout is then certain, the answer comes 5 s after the request), and attempt 2 must
+//! arrive while the refund is still in progress, which leaves it 4 s.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -50,7 +52,7 @@ use toolwright::idempotency::{Fingerprint, KeyMode};
 use toolwright::prelude::*;
 
 /// How long the service takes to finish the first refund, far past the client's timeout.
-const SLOW_COMMIT: Duration = Duration::from_secs(1);
+const SLOW_COMMIT: Duration = Duration::from_secs(5);
 
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema, PartialEq)]
 struct Refund {
@@ -170,7 +172,7 @@ struct Payments {
 }
 
 /// Refund part of an order to the customer's original payment method.
-#[tool(idempotent = false, timeout_ms = 150)]
+#[tool(idempotent = false, timeout_ms = 1000)]
 async fn refund_order(
     key: IdempotencyKey,
     payments: State<Payments>,
