@@ -334,17 +334,28 @@ impl<T: Tool> Entry<T> {
                 contain(|| self.tool.invoke(args, &first)),
             )
             .await;
-        let wake = match guard.settle(env, &mut run, admitted, output, waited) {
+        // A contained panic's message is logged without the call's sensitive values. (The
+        // closures are made in place: a named, borrowed local would stay in this future's state.)
+        let wake = match guard.settle(env, &mut run, admitted, output, waited, &|message: &str| {
+            observe::scrubbed(message, &call.arguments, self.spec.fields())
+        }) {
             Step::Done(executed) => return executed,
             Step::RetryAt(wake) => wake,
         };
-        let retries = guard.retry(env, run, wake, |info| {
-            // `Args` is not `Clone`: a retry parses the validated text again (deterministic).
-            let args = reparse::<T>(&call.arguments);
-            let invocation = invocation(&self.spec, call, key, session, shared, info);
-            async move { self.tool.invoke(args?, &invocation).await }
-        });
-        Box::pin(retries).await
+        Box::pin(guard.retry(
+            env,
+            run,
+            wake,
+            |info| {
+                // `Args` is not `Clone`: a retry parses the validated text again
+                // (deterministic).
+                let args = reparse::<T>(&call.arguments);
+                let invocation = invocation(&self.spec, call, key, session, shared, info);
+                async move { self.tool.invoke(args?, &invocation).await }
+            },
+            move |message: &str| observe::scrubbed(message, &call.arguments, self.spec.fields()),
+        ))
+        .await
     }
 
     /// The fallback's typed half: its future, for [`fallback::answer`] to run.

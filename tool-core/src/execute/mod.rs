@@ -372,7 +372,8 @@ impl Guard {
 
     /// What an admitted attempt came to: the call's end, or the instant to retry at.
     /// `output` is `None` when the attempt was cut at its deadline, `waited` whether the body
-    /// ever returned `Pending`.
+    /// ever returned `Pending`. `scrub` cleans a panic's message of the call's sensitive values
+    /// before it is logged (only called on that path).
     #[inline]
     pub(crate) fn settle<T>(
         &self,
@@ -381,6 +382,7 @@ impl Guard {
         admitted: Admitted<'_>,
         output: Option<std::thread::Result<Result<T, ToolError>>>,
         waited: bool,
+        scrub: &dyn Fn(&str) -> String,
     ) -> Step<T> {
         let Admitted {
             permit,
@@ -389,7 +391,7 @@ impl Guard {
             info,
         } = admitted;
         let (number, begin) = (info.number, run.begin);
-        let error = match classify_attempt(&self.tool, limit, output) {
+        let error = match classify_attempt(&self.tool, limit, output, scrub) {
             Ok(value) => {
                 // A body that answered on its first poll costs no clock read here: the
                 // breaker files its success under the attempt's start, and the registry
@@ -477,16 +479,18 @@ impl Guard {
 
     /// The attempts after the first: waits until `wake`, runs the next attempt, and so on until
     /// one settles the call. `body` makes the future of one attempt.
-    pub(crate) async fn retry<T, F, Fut>(
+    pub(crate) async fn retry<T, F, Fut, S>(
         &self,
         env: &Env,
         mut run: Run,
         wake: Instant,
         mut body: F,
+        scrub: S,
     ) -> Executed<T>
     where
         F: FnMut(AttemptInfo) -> Fut,
         Fut: Future<Output = Result<T, ToolError>>,
+        S: Fn(&str) -> String,
     {
         let mut wake = wake;
         loop {
@@ -501,7 +505,7 @@ impl Guard {
                 .clock
                 .run_until(cut, contain(|| body(admitted.info)))
                 .await;
-            match self.settle(env, &mut run, admitted, output, waited) {
+            match self.settle(env, &mut run, admitted, output, waited, &scrub) {
                 Step::Done(executed) => return executed,
                 Step::RetryAt(at) => wake = at,
             }
@@ -646,11 +650,12 @@ fn classify_attempt<T>(
     tool: &str,
     limit: Limit,
     output: Option<std::thread::Result<Result<T, ToolError>>>,
+    scrub: &dyn Fn(&str) -> String,
 ) -> Result<T, ToolError> {
     match output {
         Some(Ok(result)) => result,
         Some(Err(panic)) => {
-            let detail = panic_message(panic.as_ref());
+            let detail = scrub(&panic_message(panic.as_ref()));
             tracing::error!(target: "toolwright::execute", tool, panic = %detail, "tool panicked; the panic was contained");
             Err(ToolError::new(
                 ErrorKind::ToolPanicked,

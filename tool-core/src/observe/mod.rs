@@ -6,7 +6,7 @@
 //! |---|---|---|---|
 //! | `toolwright::call` | `DEBUG` for a success, `INFO` otherwise | every call | `tool`, `call_id`, `status`, `error_type`, `seam`, `attempts`, `elapsed_ms`, `idempotency_key`, `degraded_by`, `replayed`, `retry_stop`, and `arguments` (see below) |
 //! | `toolwright::attempt` | `DEBUG` | every attempt of a call that ran | `tool`, `call_id`, `attempt`, `waited_ms`, `elapsed_ms`, `result` (`success` or the `error_type`), `idempotency_key` |
-//! | `toolwright::execute` | `ERROR` | a tool body panicked (the panic was contained) | `tool`, `panic` (the panic's message) |
+//! | `toolwright::execute` | `ERROR` | a tool body panicked (the panic was contained) | `tool`, `panic` (the panic's message, with the values of the call's `#[arg(sensitive)]` fields replaced by `"[redacted]"`) |
 //! | `toolwright::execute` | `DEBUG`, `INFO`, `WARN` | a retry is scheduled, retries stopped, a fallback answered or failed | `tool`, `attempt`, `error_type`, ... |
 //! | `toolwright::approval`, `toolwright::repair`, `toolwright::idempotency` | `INFO`/`WARN`/`ERROR` | an approver panicked, a repair pass, a key taken over or not recorded | `tool`, ... |
 //!
@@ -27,8 +27,8 @@
 
 mod redact;
 
-pub(crate) use redact::redacted;
 pub use redact::REDACTED;
+pub(crate) use redact::{redacted, scrubbed};
 
 use crate::idempotency::IdempotencyKey;
 use crate::outcome::{Outcome, Status};

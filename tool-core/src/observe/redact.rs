@@ -31,6 +31,45 @@ pub(crate) fn redacted(text: &str, schema: &Value, fields: &[FieldMeta]) -> Stri
     Value::Object(map).to_string()
 }
 
+/// `message` (a contained panic's) with every value of the call's `#[arg(sensitive)]` fields
+/// replaced by [`REDACTED`]: a tool body that panics quoting its own argument
+/// (`panic!("declined {card_number}")`) must not put the card number into the log. Runs only on
+/// that cold path; the values are read from the argument text again.
+pub(crate) fn scrubbed(message: &str, arguments: &str, fields: &[FieldMeta]) -> String {
+    if !fields.iter().any(FieldMeta::is_sensitive) {
+        return message.to_owned();
+    }
+    let Ok(Value::Object(map)) = serde_json::from_str::<Value>(arguments) else {
+        return message.to_owned();
+    };
+    let mut secrets = Vec::new();
+    for field in fields.iter().filter(|f| f.is_sensitive()) {
+        if let Some(value) = map.get(field.name()) {
+            leaves(value, &mut secrets, 0);
+        }
+    }
+    // Longest first, so a value that contains another is replaced whole.
+    secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    secrets.iter().fold(message.to_owned(), |text, secret| {
+        text.replace(secret.as_str(), REDACTED)
+    })
+}
+
+/// The strings and numbers inside `value`, as text.
+fn leaves(value: &Value, out: &mut Vec<String>, depth: usize) {
+    match value {
+        Value::String(s) if !s.is_empty() => out.push(s.clone()),
+        Value::Number(n) => out.push(n.to_string()),
+        Value::Array(items) if depth < MAX_DEPTH => {
+            items.iter().for_each(|v| leaves(v, out, depth + 1));
+        }
+        Value::Object(map) if depth < MAX_DEPTH => {
+            map.values().for_each(|v| leaves(v, out, depth + 1));
+        }
+        _ => {}
+    }
+}
+
 /// Replaces, inside `value`, every value at a key `schema` does not declare.
 fn conceal(value: &mut Value, schema: &Value, root: &Value, depth: usize) {
     if depth > MAX_DEPTH {
@@ -156,6 +195,25 @@ mod tests {
             "{shown}"
         );
         assert!(shown.contains(r#""card_numbr":"[redacted]""#), "{shown}");
+    }
+
+    #[test]
+    fn a_message_quoting_a_sensitive_value_is_scrubbed_and_the_rest_kept() {
+        let arguments = r#"{"card_number":"4111111111111111","amount":5}"#;
+        assert_eq!(
+            scrubbed(
+                "declined card 4111111111111111 (\"4111111111111111\") for 5",
+                arguments,
+                FIELDS
+            ),
+            "declined card [redacted] (\"[redacted]\") for 5"
+        );
+        let plain: &[FieldMeta] = &[FieldMeta::new("card_number")];
+        assert_eq!(
+            scrubbed("card 4111111111111111", arguments, plain),
+            "card 4111111111111111",
+            "nothing is sensitive"
+        );
     }
 
     #[test]
