@@ -31,9 +31,7 @@ async fn charge_card(
     if amount_cents == 2 {
         return Err(ToolError::from_status(503, "the card network answered 503"));
     }
-    let network: Option<&str> = None;
-    let network = network.expect("the card network client is not configured");
-    Ok(format!("{network} charged {amount_cents}"))
+    panic!("the card network client is not configured")
 }
 
 fn charge(id: &str, cents: u32) -> ToolCall {
