@@ -263,7 +263,7 @@ fn pct(n: usize, of: usize) -> String {
 /// Seed 003's table, one column per policy, then the repairs per rule and per tool.
 pub fn render(reports: &[Report]) -> String {
     let mut out = String::new();
-    let width = 22;
+    let width = 16;
     let _ = write!(out, "{:<34}", "measure");
     for r in reports {
         let _ = write!(out, "{:>width$}", r.policy.as_str());
@@ -307,12 +307,17 @@ pub fn render(reports: &[Report]) -> String {
         }
         out.push('\n');
     }
-    out.push_str("\nper tool: calls, recovery required (arguments failed on their form), passed after repair / hard failures per policy\n");
+    out.push_str("\nper tool: recovery required (arguments failed on their form as sent); passed after repair / hard failures\n");
+    let _ = write!(out, "  {:<18} {:>5} {:>7}", "tool", "calls", "needed");
+    for r in reports {
+        let _ = write!(out, "{:>width$}", r.policy.as_str());
+    }
+    out.push('\n');
     if let Some(first) = reports.first() {
         for (tool, row) in &first.tools {
             let _ = write!(
                 out,
-                "  {tool:<18} {:>4} {:>7}",
+                "  {tool:<18} {:>5} {:>7}",
                 row.calls,
                 format!(
                     "{:.0}%",

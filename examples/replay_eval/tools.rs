@@ -1,4 +1,4 @@
-//! The 21 tools of the replay corpus: a support desk's tools of different shapes (nested
+//! The 22 tools of the replay corpus: a support desk's tools of different shapes (nested
 //! objects, enums, arrays, optional fields and defaults, bounds, patterns, grounded ids), and
 //! the registry and sessions the corpus is recorded and replayed with.
 //!

@@ -12,6 +12,11 @@
 //! a rule of its own, off unless switched on. The registry validates the result again, whole,
 //! and runs the call only if it passes.
 
+use std::borrow::Cow;
+
+use serde::de::{MapAccess, Visitor};
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::outcome::{ErrorKind, Failure, Fix, Fixes};
@@ -150,7 +155,24 @@ impl DeterministicRepair {
     /// a rule fixes one slip, not every problem of a call.
     pub fn repair(&self, schema: &Value, text: &str) -> Option<Repaired> {
         let mut fixes = Fixes::EMPTY;
-        let mut value = self.read(text, &mut fixes)?;
+        let trimmed = text.trim();
+        let probe = Probe {
+            rules: self.rules,
+            root: schema,
+        };
+        let mut value = match serde_json::from_str::<Members<'_>>(trimmed) {
+            // An object as it is: build it only if a rule could change it.
+            Ok(members) => {
+                let root = wanted(schema, schema);
+                if !(root.types.known && probe.members(&members, root.schema, 0)) {
+                    return None;
+                }
+                serde_json::from_str::<Value>(trimmed).ok()?
+            }
+            // Perhaps an object sent as a string.
+            Err(_) if trimmed.starts_with('"') => serde_json::from_str::<Value>(trimmed).ok()?,
+            Err(_) => self.read(trimmed, &mut fixes)?,
+        };
         if let Value::String(inner) = &value {
             if !self.rules.contains(Fix::DoubleEncoded) {
                 return None;
@@ -179,17 +201,21 @@ impl DeterministicRepair {
         })
     }
 
-    /// The text stage: the one JSON value in the text, its syntax fixed where the rules allow.
-    fn read(&self, text: &str, fixes: &mut Fixes) -> Option<Value> {
-        let trimmed = text.trim();
-        if let Ok(value) = serde_json::from_str::<Value>(trimmed) {
-            return Some(value);
-        }
+    /// The text stage, for text that is not JSON as it is: the one JSON value in it, its
+    /// syntax fixed where the rules allow.
+    ///
+    /// Whether a text parses is asked with `IgnoredAny`, which builds nothing: only the text
+    /// that parses is read into a `Value`, once.
+    fn read(&self, trimmed: &str, fixes: &mut Fixes) -> Option<Value> {
         let candidate = self.unwrap(trimmed, fixes)?;
-        if let Ok(value) = serde_json::from_str::<Value>(candidate) {
-            return Some(value);
+        if candidate.len() != trimmed.len() && parses(candidate) {
+            return serde_json::from_str::<Value>(candidate).ok();
         }
         let fixed = Syntax::new(self.rules, candidate.len()).fix(candidate)?;
+        // No syntax rule changed anything: the text is as broken as it was.
+        if fixed.fixes.is_empty() {
+            return None;
+        }
         let value = serde_json::from_str::<Value>(&fixed.text).ok()?;
         *fixes = fixes.with_all(fixed.fixes);
         Some(value)
@@ -231,6 +257,11 @@ impl Fixes {
     fn with_all(self, other: Fixes) -> Fixes {
         other.iter().fold(self, Fixes::with)
     }
+}
+
+/// Whether `text` is one JSON value, without building it.
+fn parses(text: &str) -> bool {
+    serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok()
 }
 
 /// The one Markdown code fence in `text`: what comes before it, inside it (without the info
@@ -436,6 +467,138 @@ fn utf8_len(first: u8) -> usize {
     }
 }
 
+/// A cheap look, before any `Value` is built, at whether a rule could change arguments that
+/// parse as they are: the text is read as borrowed raw pieces beside the schema, and only a
+/// piece a rule could fix (a string where the schema wants no string, `null` for an optional
+/// field, one value where an array is wanted, an unknown key with `key_case` on) sends the
+/// arguments to the value stage. Most type errors a rule cannot fix (`"twelve"` for an
+/// integer) cost one pass over the text and no allocation per value.
+struct Probe<'s> {
+    rules: Fixes,
+    root: &'s Value,
+}
+
+/// An object's members as borrowed raw values, in order.
+struct Members<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
+
+impl<'de> Deserialize<'de> for Members<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> Visitor<'de> for Visit {
+            type Value = Members<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<Members<'de>, M::Error> {
+                let mut members = Vec::new();
+                while let Some(key) = map.next_key::<Key<'de>>()? {
+                    members.push((key.0, map.next_value::<&'de RawValue>()?));
+                }
+                Ok(Members(members))
+            }
+        }
+        deserializer.deserialize_map(Visit)
+    }
+}
+
+/// A key, borrowed when it has no escapes.
+struct Key<'a>(Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> Visitor<'de> for Visit {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(v.to_owned())))
+            }
+        }
+        deserializer.deserialize_str(Visit)
+    }
+}
+
+impl<'s> Probe<'s> {
+    fn fixable(&self, raw: &RawValue, schema: &'s Value, depth: usize) -> bool {
+        self.fixable_as(raw, &wanted(self.root, schema), depth)
+    }
+
+    fn fixable_as(&self, raw: &RawValue, want: &Wanted<'s>, depth: usize) -> bool {
+        let types = want.types;
+        if !types.known || depth > MAX_DEPTH {
+            return false;
+        }
+        let text = raw.get();
+        let wrap = types.array && self.rules.contains(Fix::SingleToArray);
+        match text.as_bytes().first() {
+            Some(b'{') if types.object => serde_json::from_str::<Members<'_>>(text)
+                .is_ok_and(|members| self.members(&members, want.schema, depth)),
+            Some(b'[') if types.array => {
+                let Some(items) = want.schema.get("items") else {
+                    return false;
+                };
+                let items = wanted(self.root, items);
+                serde_json::from_str::<Vec<&RawValue>>(text).is_ok_and(|all| {
+                    all.iter()
+                        .any(|item| self.fixable_as(item, &items, depth + 1))
+                })
+            }
+            Some(b'"') if types.string => false,
+            Some(b'"') => {
+                let Ok(inner) = serde_json::from_str::<Cow<'_, str>>(text) else {
+                    return false;
+                };
+                let number = (types.integer || types.number)
+                    && self.rules.contains(Fix::NumberFromString)
+                    && inner
+                        .bytes()
+                        .next()
+                        .is_some_and(|b| b == b'-' || b.is_ascii_digit())
+                    && inner.bytes().last().is_some_and(|b| b.is_ascii_digit());
+                let flag = types.boolean
+                    && self.rules.contains(Fix::BoolFromString)
+                    && matches!(&*inner, "true" | "false");
+                number || flag || wrap
+            }
+            Some(b'n') => false,
+            Some(b'{' | b'[') => wrap,
+            _ => wrap && !types.integer && !types.number && !types.boolean,
+        }
+    }
+
+    /// Whether a rule could change one of an object's members.
+    fn members(&self, members: &Members<'_>, schema: &'s Value, depth: usize) -> bool {
+        let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
+            return false;
+        };
+        let required = |key: &str| {
+            schema
+                .get("required")
+                .and_then(Value::as_array)
+                .is_some_and(|r| r.iter().any(|k| k.as_str() == Some(key)))
+        };
+        members
+            .0
+            .iter()
+            .any(|(key, raw)| match properties.get(key.as_ref()) {
+                None => self.rules.contains(Fix::KeyCase),
+                Some(property) if raw.get() == "null" => {
+                    let w = wanted(self.root, property);
+                    self.rules.contains(Fix::NullOptional)
+                        && !required(key)
+                        && w.types.known
+                        && !w.types.null
+                }
+                Some(property) => self.fixable(raw, property, depth + 1),
+            })
+    }
+}
+
 /// The value stage: the parsed arguments walked beside the schema.
 struct Values<'s, 'f> {
     rules: Fixes,
@@ -502,55 +665,59 @@ impl Types {
     }
 }
 
-impl<'s> Values<'s, '_> {
-    /// The schema behind a `$ref` into the root's `$defs` (or `definitions`).
-    fn resolve(&self, schema: &'s Value) -> &'s Value {
-        let mut schema = schema;
-        for _ in 0..8 {
-            let Some(reference) = schema.get("$ref").and_then(Value::as_str) else {
-                break;
-            };
-            let target = ["#/$defs/", "#/definitions/"].iter().find_map(|prefix| {
-                let name = reference.strip_prefix(prefix)?;
-                let defs = &prefix[2..prefix.len() - 1];
-                self.root.get(defs)?.get(name)
-            });
-            match target {
-                Some(target) => schema = target,
-                None => break,
-            }
+/// The schema behind a `$ref` into the root's `$defs` (or `definitions`).
+fn resolve<'s>(root: &'s Value, schema: &'s Value) -> &'s Value {
+    let mut schema = schema;
+    for _ in 0..8 {
+        let Some(reference) = schema.get("$ref").and_then(Value::as_str) else {
+            break;
+        };
+        let target = ["#/$defs/", "#/definitions/"].iter().find_map(|prefix| {
+            let name = reference.strip_prefix(prefix)?;
+            let defs = &prefix[2..prefix.len() - 1];
+            root.get(defs)?.get(name)
+        });
+        match target {
+            Some(target) => schema = target,
+            None => break,
         }
-        schema
     }
+    schema
+}
 
-    /// What `schema` wants: its own types, or those of the one non-null branch of an `anyOf`
-    /// / `oneOf` (how an optional field of a named type is written), `null` allowed then.
+/// What `schema` wants: its own types, or those of the one non-null branch of an `anyOf`
+/// / `oneOf` (how an optional field of a named type is written), `null` allowed then.
+fn wanted<'s>(root: &'s Value, schema: &'s Value) -> Wanted<'s> {
+    let schema = resolve(root, schema);
+    let mut types = Types::of(schema);
+    if types.known {
+        return Wanted { schema, types };
+    }
+    let branches = schema
+        .get("anyOf")
+        .or_else(|| schema.get("oneOf"))
+        .and_then(Value::as_array);
+    if let Some(branches) = branches {
+        let mut non_null = branches.iter().filter(|b| {
+            let t = Types::of(b);
+            !(t.known
+                && t.null
+                && !(t.boolean || t.integer || t.number || t.string || t.array || t.object))
+        });
+        let null = branches.len() > 1;
+        if let (Some(only), None) = (non_null.next(), non_null.next()) {
+            let mut inner = wanted(root, only);
+            inner.types.null |= null;
+            return inner;
+        }
+    }
+    types.known = false;
+    Wanted { schema, types }
+}
+
+impl<'s> Values<'s, '_> {
     fn wanted(&self, schema: &'s Value) -> Wanted<'s> {
-        let schema = self.resolve(schema);
-        let mut types = Types::of(schema);
-        if types.known {
-            return Wanted { schema, types };
-        }
-        let branches = schema
-            .get("anyOf")
-            .or_else(|| schema.get("oneOf"))
-            .and_then(Value::as_array);
-        if let Some(branches) = branches {
-            let mut non_null = branches.iter().filter(|b| {
-                let t = Types::of(b);
-                !(t.known
-                    && t.null
-                    && !(t.boolean || t.integer || t.number || t.string || t.array || t.object))
-            });
-            let null = branches.len() > 1;
-            if let (Some(only), None) = (non_null.next(), non_null.next()) {
-                let mut inner = self.wanted(only);
-                inner.types.null |= null;
-                return inner;
-            }
-        }
-        types.known = false;
-        Wanted { schema, types }
+        wanted(self.root, schema)
     }
 
     fn fix(&mut self, value: &mut Value, schema: &'s Value, depth: usize) {
