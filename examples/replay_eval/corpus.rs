@@ -684,10 +684,11 @@ fn other_call(rng: &mut Rng, ctx: &Ctx, class: &str) -> Vec<(String, Value, bool
             "check_stock",
             json!({"sku": "SKU-9999", "warehouses": ["berlin"]}),
         ),
-        "unknown_tool" => one(
-            *rng.pick(&["search_order", "issue_refund", "get_customer"]),
-            json!({"query": last_name(ctx.name)}),
-        ),
+        "unknown_tool" => {
+            let names: [&str; 3] = ["search_order", "issue_refund", "get_customer"];
+            let name = names[rng.below(names.len())];
+            one(name, json!({"query": last_name(ctx.name)}))
+        }
         "ungrounded_identifier" => one(
             "get_order",
             json!({"order_id": rng.pick(&["A1999", "A2001"])}),

@@ -260,6 +260,9 @@ fn pct(n: usize, of: usize) -> String {
     format!("{n} ({:.1}%)", 100.0 * n as f64 / of.max(1) as f64)
 }
 
+/// One row's cell for a report.
+type Cell<'a> = &'a dyn Fn(&Report) -> String;
+
 /// Seed 003's table, one column per policy, then the repairs per rule and per tool.
 pub fn render(reports: &[Report]) -> String {
     let mut out = String::new();
@@ -269,7 +272,7 @@ pub fn render(reports: &[Report]) -> String {
         let _ = write!(out, "{:>width$}", r.policy.as_str());
     }
     out.push('\n');
-    let rows: [(&str, &dyn Fn(&Report) -> String); 9] = [
+    let rows: [(&str, Cell); 9] = [
         ("calls", &|r| r.calls.to_string()),
         ("passed", &|r| pct(r.passed, r.calls)),
         ("passed after repair", &|r| {

@@ -743,7 +743,7 @@ impl<'s> Values<'s, '_> {
                 }
             }
             Value::String(text) if !types.string => {
-                if let Some(fixed) = self.from_string(text, types) {
+                if let Some(fixed) = self.unquoted(text, types) {
                     *value = fixed;
                 }
             }
@@ -752,7 +752,7 @@ impl<'s> Values<'s, '_> {
     }
 
     /// `"2"` for a number, `"true"` for a boolean: only the exact JSON text of that value.
-    fn from_string(&mut self, text: &str, types: Types) -> Option<Value> {
+    fn unquoted(&mut self, text: &str, types: Types) -> Option<Value> {
         if (types.integer || types.number) && self.rules.contains(Fix::NumberFromString) {
             let exact = text
                 .bytes()
