@@ -208,7 +208,7 @@
 //! | [`idempotency`] | a non-idempotent call under one key happens once, retried or re-delivered | `#[tool]` (not `idempotent`), an `IdempotencyKey` parameter |
 //! | [`provenance`] | an id argument must be one a tool returned in the conversation | `#[tool(grounds(order = "id"))]`, `#[arg(grounded = "order")]` |
 //! | [`approval`] | a consequential call runs only once a person (or a policy) approves it | `#[tool(requires_approval)]`, [`Session::with_approver`] |
-//! | [`repair`] | one more try at arguments that fail on their form | [`RegistryBuilder::repairer`] |
+//! | [`repair`] | one more try at arguments that fail on their form: deterministic rules, then the model | [`RegistryBuilder::deterministic_repair`], [`RegistryBuilder::repairer`] |
 //! | [`recovery`] | the model is told to stop after repeated failures of one kind | [`RegistryBuilder::recovery_budget`] |
 //! | [`observe`] | one `tracing` event per call and per attempt, arguments redacted | [`RegistryBuilder::log_arguments`] |
 //! | [`replay`] | recorded calls replayed against a changed registry | [`replay::Recorder`] |

@@ -459,13 +459,16 @@ pub struct Outcome {
     pub(crate) tool: Arc<str>,
     pub(crate) status: Status,
     pub(crate) failure: Option<Box<Failure>>,
-    pub(crate) attempts: u32,
+    /// A `u16` (attempts are capped far below it) keeps an `Outcome` under 128 bytes.
+    pub(crate) attempts: u16,
     pub(crate) elapsed: Duration,
     pub(crate) data: Option<Box<RawValue>>,
     /// Answered by the tool's fallback, standing in for this failure of the tool itself.
     pub(crate) degraded: Option<ErrorKind>,
-    /// Replayed from the idempotency store, repaired before it ran.
+    /// Replayed from the idempotency store.
     pub(crate) marks: Marks,
+    /// What repaired the arguments before the call ran; empty when they were not repaired.
+    pub(crate) repaired_by: Fixes,
     pub(crate) raw_arguments: Option<String>,
     /// The attempts, when there is more to tell than "one attempt, and it answered" (which
     /// [`Outcome::attempt_history`] rebuilds): kept off the success path and out of the size of
@@ -491,6 +494,7 @@ impl Outcome {
             data: Some(data),
             degraded: None,
             marks: Marks::default(),
+            repaired_by: Fixes::EMPTY,
             raw_arguments: None,
             history: None,
             retry_stop: None,
@@ -513,6 +517,7 @@ impl Outcome {
             data: None,
             degraded: None,
             marks: Marks::default(),
+            repaired_by: Fixes::EMPTY,
             raw_arguments: None,
             history: None,
             retry_stop: None,
@@ -579,7 +584,7 @@ impl Outcome {
     /// the tool body was started. A [replayed](Outcome::is_replayed) outcome reports the
     /// attempts of the call it replays.
     pub fn attempts(&self) -> u32 {
-        self.attempts
+        u32::from(self.attempts)
     }
 
     /// Every attempt of the tool body, in order: its number, the wait before it, how long it
@@ -652,11 +657,27 @@ impl Outcome {
         self.marks.has(Marks::REPLAYED)
     }
 
-    /// `true` when the model's arguments failed validation and the registry's repairer
-    /// ([`RegistryBuilder::repairer`](crate::RegistryBuilder::repairer)) fixed them: the call
-    /// ran with the repaired arguments. The envelope says `"repaired": true`.
+    /// `true` when the model's arguments failed validation and the repair pass fixed them
+    /// (the registry's deterministic rules,
+    /// [`RegistryBuilder::deterministic_repair`](crate::RegistryBuilder::deterministic_repair),
+    /// or its repairer, [`RegistryBuilder::repairer`](crate::RegistryBuilder::repairer)): the
+    /// call ran with the repaired arguments. The envelope says `"repaired": true`.
     pub fn is_repaired(&self) -> bool {
-        self.marks.has(Marks::REPAIRED)
+        !self.repaired_by.is_empty()
+    }
+
+    /// What repaired the arguments: the deterministic rules that applied, or [`Fix::Model`].
+    /// Empty when the arguments were not repaired. The envelope lists them as `"repaired_by"`.
+    ///
+    /// ```
+    /// # fn show(outcome: &toolwright_core::Outcome) {
+    /// for fix in outcome.repaired_by() {
+    ///     println!("{} was repaired by {fix}", outcome.call_id());
+    /// }
+    /// # }
+    /// ```
+    pub fn repaired_by(&self) -> Fixes {
+        self.repaired_by
     }
 
     /// The argument text of a call that failed (at any seam), kept for debugging; `None` for
@@ -696,9 +717,10 @@ impl Outcome {
                 .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
             expected_schema: failure.and_then(|f| f.expected_schema.as_deref()),
             data: self.data.as_deref(),
-            attempts: (self.attempts > 0).then_some(self.attempts),
+            attempts: (self.attempts > 0).then_some(u32::from(self.attempts)),
             replayed: self.is_replayed().then_some(true),
             repaired: self.is_repaired().then_some(true),
+            repaired_by: (!self.repaired_by.is_empty()).then_some(self.repaired_by),
         }
     }
 
@@ -728,6 +750,216 @@ impl Outcome {
     }
 }
 
+/// One way the repair pass fixed a call's arguments: a deterministic rule, or the model.
+///
+/// The names ([`Fix::as_str`]) are what the envelope's `"repaired_by"` lists and what the
+/// `toolwright::repair` log event names; they never change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum Fix {
+    /// `code_fence`: the arguments were wrapped in a Markdown code fence (```` ```json ````).
+    CodeFence,
+    /// `surrounding_prose`: the one JSON object was surrounded by prose ("Here you go: {...}").
+    SurroundingProse,
+    /// `trailing_comma`: a comma before a closing `}` or `]`.
+    TrailingComma,
+    /// `single_quotes`: strings or keys in single quotes.
+    SingleQuotes,
+    /// `unquoted_keys`: object keys without quotes.
+    UnquotedKeys,
+    /// `double_encoded`: the whole argument object sent as a JSON string.
+    DoubleEncoded,
+    /// `number_from_string`: `"2"` where the schema wants a number; only when the whole string
+    /// is that number.
+    NumberFromString,
+    /// `bool_from_string`: `"true"` or `"false"` where the schema wants a boolean.
+    BoolFromString,
+    /// `single_to_array`: one value where the schema wants an array of values of its type.
+    SingleToArray,
+    /// `null_optional`: `null` for a field the schema lets the model leave out (and that does
+    /// not take `null`): the field is left out.
+    NullOptional,
+    /// `key_case`: an unknown argument that is a case or underscore variant (`maxResults`,
+    /// `MAX_RESULTS`) of exactly one known argument. Off unless switched on.
+    KeyCase,
+    /// `model`: the registry's repairer (usually one more model turn) fixed the arguments.
+    Model,
+}
+
+impl Fix {
+    /// Every fix, in the order the repair pass tries the rules (the model last).
+    pub const ALL: &'static [Fix] = &[
+        Fix::CodeFence,
+        Fix::SurroundingProse,
+        Fix::TrailingComma,
+        Fix::SingleQuotes,
+        Fix::UnquotedKeys,
+        Fix::DoubleEncoded,
+        Fix::NumberFromString,
+        Fix::BoolFromString,
+        Fix::SingleToArray,
+        Fix::NullOptional,
+        Fix::KeyCase,
+        Fix::Model,
+    ];
+
+    /// The name in the envelope and the log: `trailing_comma`, `number_from_string`, `model`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Fix::CodeFence => "code_fence",
+            Fix::SurroundingProse => "surrounding_prose",
+            Fix::TrailingComma => "trailing_comma",
+            Fix::SingleQuotes => "single_quotes",
+            Fix::UnquotedKeys => "unquoted_keys",
+            Fix::DoubleEncoded => "double_encoded",
+            Fix::NumberFromString => "number_from_string",
+            Fix::BoolFromString => "bool_from_string",
+            Fix::SingleToArray => "single_to_array",
+            Fix::NullOptional => "null_optional",
+            Fix::KeyCase => "key_case",
+            Fix::Model => "model",
+        }
+    }
+
+    const fn bit(self) -> u16 {
+        1 << self as u16
+    }
+}
+
+impl fmt::Display for Fix {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Fix {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Fix::ALL
+            .iter()
+            .copied()
+            .find(|fix| fix.as_str() == s)
+            .ok_or_else(|| format!("`{s}` is not a repair rule"))
+    }
+}
+
+/// A set of [`Fix`]es: what repaired one call, or which rules a repair pass may use. Iterates
+/// in [`Fix::ALL`]'s order.
+///
+/// ```
+/// use toolwright_core::outcome::{Fix, Fixes};
+///
+/// let fixes = Fixes::EMPTY.with(Fix::TrailingComma).with(Fix::CodeFence);
+/// assert!(fixes.contains(Fix::CodeFence));
+/// assert_eq!(fixes.to_string(), "code_fence,trailing_comma");
+/// ```
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Fixes(u16);
+
+impl Fixes {
+    /// No fix.
+    pub const EMPTY: Fixes = Fixes(0);
+
+    /// This set and `fix`.
+    #[must_use]
+    pub const fn with(self, fix: Fix) -> Fixes {
+        Fixes(self.0 | fix.bit())
+    }
+
+    /// This set without `fix`.
+    #[must_use]
+    pub const fn without(self, fix: Fix) -> Fixes {
+        Fixes(self.0 & !fix.bit())
+    }
+
+    /// Adds `fix`.
+    pub fn insert(&mut self, fix: Fix) {
+        self.0 |= fix.bit();
+    }
+
+    /// Whether `fix` is in the set.
+    pub const fn contains(self, fix: Fix) -> bool {
+        self.0 & fix.bit() != 0
+    }
+
+    /// Whether the set is empty.
+    pub const fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// How many fixes the set holds.
+    pub const fn len(self) -> usize {
+        self.0.count_ones() as usize
+    }
+
+    /// The fixes, in [`Fix::ALL`]'s order.
+    pub fn iter(self) -> FixesIter {
+        self.into_iter()
+    }
+}
+
+impl FromIterator<Fix> for Fixes {
+    fn from_iter<I: IntoIterator<Item = Fix>>(iter: I) -> Self {
+        iter.into_iter().fold(Fixes::EMPTY, Fixes::with)
+    }
+}
+
+impl IntoIterator for Fixes {
+    type Item = Fix;
+    type IntoIter = FixesIter;
+
+    fn into_iter(self) -> FixesIter {
+        FixesIter { set: self, next: 0 }
+    }
+}
+
+/// The fixes of a [`Fixes`], in [`Fix::ALL`]'s order.
+#[derive(Debug, Clone)]
+pub struct FixesIter {
+    set: Fixes,
+    next: usize,
+}
+
+impl Iterator for FixesIter {
+    type Item = Fix;
+
+    fn next(&mut self) -> Option<Fix> {
+        while let Some(fix) = Fix::ALL.get(self.next).copied() {
+            self.next += 1;
+            if self.set.contains(fix) {
+                return Some(fix);
+            }
+        }
+        None
+    }
+}
+
+impl fmt::Debug for Fixes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_set().entries(self.iter()).finish()
+    }
+}
+
+impl fmt::Display for Fixes {
+    /// The names joined by commas: `code_fence,number_from_string`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, fix) in self.iter().enumerate() {
+            if i > 0 {
+                f.write_str(",")?;
+            }
+            f.write_str(fix.as_str())?;
+        }
+        Ok(())
+    }
+}
+
+impl Serialize for Fixes {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.iter().map(Fix::as_str))
+    }
+}
+
 /// Facts about how an outcome came to be, one bit each (an `Outcome` stays under 128 bytes).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Marks(u8);
@@ -735,8 +967,6 @@ pub(crate) struct Marks(u8);
 impl Marks {
     /// Answered from the idempotency store: the tool body did not run for this call.
     pub(crate) const REPLAYED: u8 = 1;
-    /// The arguments were repaired before the call ran.
-    pub(crate) const REPAIRED: u8 = 2;
 
     pub(crate) fn has(self, mark: u8) -> bool {
         self.0 & mark != 0
@@ -778,6 +1008,8 @@ struct Envelope<'a> {
     replayed: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     repaired: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    repaired_by: Option<Fixes>,
 }
 
 #[cfg(test)]

@@ -30,9 +30,9 @@ use crate::guard::provenance::{self, Finders};
 use crate::idempotency::{self, Fingerprint, IdempotencyKey, IdempotencyStore, KeyMode, Lease};
 use crate::interpret;
 use crate::observe::{self, ArgumentLog};
-use crate::outcome::{ErrorKind, Failure, Marks, Outcome, Status};
+use crate::outcome::{ErrorKind, Failure, Fix, Fixes, Outcome, Status};
 use crate::tool::{Effect, StateRequirement, Tool, ToolSpec};
-use crate::validate::repair::{self, RepairRequest, Repairer};
+use crate::validate::repair::{self, DeterministicRepair, RepairRequest, Repairer};
 use crate::validate::shape::{self, ShapeValidator};
 use crate::validate::{self as checks, summarize, Violations};
 
@@ -50,6 +50,8 @@ pub(crate) struct Shared {
     pub(crate) finders: Finders,
     pub(crate) recovery: RecoveryBudget,
     pub(crate) repairer: Option<Arc<dyn Repairer>>,
+    /// The deterministic repair rules, tried before the repairer.
+    pub(crate) rules: Option<DeterministicRepair>,
     pub(crate) repair_timeout: Duration,
     pub(crate) approval_timeout: Duration,
     pub(crate) max_argument_bytes: usize,
@@ -141,21 +143,26 @@ impl<T: Tool> Entry<T> {
                 checks::check_size(&call.arguments, shared.max_argument_bytes).map_err(Box::new)
             })
             .and_then(|()| self.validate(&call.arguments, session, shared));
-        let (args, repaired) = match checked {
-            Ok(args) => (args, false),
-            Err(failure) => {
-                let text = match shared.repairer.as_deref() {
-                    Some(repairer) if repair::repairable(failure.kind) => {
-                        Box::pin(ask_repairer(repairer, spec, &call, &failure, shared)).await
+        let (args, repaired_by) = match checked {
+            Ok(args) => (args, Fixes::EMPTY),
+            // The deterministic rules first: a mechanical slip costs no model round trip.
+            Err(failure) => match self.repaired_by_rules(&mut call, failure, session, shared) {
+                Ok(repaired) => repaired,
+                Err(failure) => {
+                    let text = match shared.repairer.as_deref() {
+                        Some(repairer) if repair::repairable(failure.kind) => {
+                            Box::pin(ask_repairer(repairer, spec, &call, &failure, shared)).await
+                        }
+                        _ => None,
+                    };
+                    match self.repaired(&mut call, failure, text, session, shared) {
+                        Ok(args) => (args, Fixes::EMPTY.with(Fix::Model)),
+                        Err(failure) => return rejected(spec, call, *failure, session, shared),
                     }
-                    _ => None,
-                };
-                match self.repaired(&mut call, failure, text, session, shared) {
-                    Ok(args) => (args, true),
-                    Err(failure) => return rejected(spec, call, *failure, session, shared),
                 }
-            }
+            },
         };
+        let repaired = !repaired_by.is_empty();
         // A side-effecting call begins its key before approval: a call that already ran under
         // it is answered from the store, never asked about again.
         let lease = match spec.effect() {
@@ -208,9 +215,7 @@ impl<T: Tool> Entry<T> {
             ))
             .await;
         }
-        if repaired {
-            outcome.marks.set(Marks::REPAIRED);
-        }
+        outcome.repaired_by = repaired_by;
         finalize(
             Some(spec),
             outcome,
@@ -284,13 +289,50 @@ impl<T: Tool> Entry<T> {
         let Some(text) = text else {
             return Err(failure);
         };
+        let model = ("model", Fixes::EMPTY.with(Fix::Model));
+        self.revalidated(call, failure, text, model, session, shared)
+    }
+
+    /// The deterministic rules' try, when the registry has them and one applies: synchronous,
+    /// and typed only for validating the result again. The repaired arguments and the rules
+    /// that made them, or the original failure.
+    fn repaired_by_rules(
+        &self,
+        call: &mut Call,
+        failure: Box<Failure>,
+        session: &Session,
+        shared: &Shared,
+    ) -> Result<(T::Args, Fixes), Box<Failure>> {
+        let Some(rules) = shared.rules.as_ref() else {
+            return Err(failure);
+        };
+        let Some(repaired) = repair::by_rules(rules, &self.spec, &call.arguments, &failure) else {
+            return Err(failure);
+        };
+        let fixes = repaired.fixes();
+        let text = repaired.into_text();
+        let args = self.revalidated(call, failure, text, ("rules", fixes), session, shared)?;
+        Ok((args, fixes))
+    }
+
+    /// A repair's text validated again, whole, and logged: on success the call carries it;
+    /// otherwise the model gets its own arguments' failure, never the repair's.
+    fn revalidated(
+        &self,
+        call: &mut Call,
+        failure: Box<Failure>,
+        text: String,
+        by: (&str, Fixes),
+        session: &Session,
+        shared: &Shared,
+    ) -> Result<T::Args, Box<Failure>> {
         let args = self.validate(&text, session, shared);
         let result = if args.is_ok() {
             "repaired"
         } else {
             "still invalid"
         };
-        repair::log(self.spec.name(), &call.id, failure.kind, result);
+        repair::log(self.spec.name(), &call.id, failure.kind, by, result);
         let args = args.map_err(|_| failure)?;
         call.arguments = text;
         Ok(args)
@@ -402,13 +444,15 @@ async fn ask_repairer(
 ) -> Option<String> {
     let request = RepairRequest {
         spec,
+        call_id: &call.id,
         arguments: &call.arguments,
         failure,
     };
     match repair::ask(repairer, &request, &shared.env.clock, shared.repair_timeout).await {
         Ok(text) => Some(text),
         Err(why) => {
-            repair::log(spec.name(), &call.id, failure.kind, why);
+            let model = ("model", Fixes::EMPTY.with(Fix::Model));
+            repair::log(spec.name(), &call.id, failure.kind, model, why);
             None
         }
     }
@@ -598,7 +642,7 @@ fn conclude(
     if let Some(begin) = open_since {
         history.close(finished.saturating_duration_since(begin));
     }
-    outcome.attempts = u32::try_from(history.as_slice().len()).unwrap_or(u32::MAX);
+    outcome.attempts = u16::try_from(history.as_slice().len()).unwrap_or(u16::MAX);
     outcome.history = history.into_kept();
     outcome.retry_stop = stop;
     outcome.elapsed = finished.saturating_duration_since(call.arrived);

@@ -39,7 +39,7 @@ use crate::outcome::{ErrorKind, Failure, Outcome};
 use crate::pipeline::{self, Call, DynTool, Shared};
 use crate::tool::{Tool, ToolSpec};
 use crate::validate::preview_str;
-use crate::validate::repair::Repairer;
+use crate::validate::repair::{DeterministicRepair, Repairer};
 
 /// How long a repairer may take by default.
 pub const DEFAULT_REPAIR_TIMEOUT: Duration = Duration::from_secs(10);
@@ -212,6 +212,7 @@ pub struct RegistryBuilder {
     argument_log: ArgumentLog,
     recovery: RecoveryBudget,
     repairer: Option<Arc<dyn Repairer>>,
+    rules: Option<DeterministicRepair>,
     repair_timeout: Duration,
     approval_timeout: Duration,
     max_argument_bytes: usize,
@@ -237,6 +238,7 @@ impl Default for RegistryBuilder {
             argument_log: ArgumentLog::Off,
             recovery: RecoveryBudget::new(),
             repairer: None,
+            rules: None,
             repair_timeout: DEFAULT_REPAIR_TIMEOUT,
             approval_timeout: DEFAULT_APPROVAL_TIMEOUT,
             max_argument_bytes: crate::validate::DEFAULT_MAX_ARGUMENT_BYTES,
@@ -385,6 +387,29 @@ impl RegistryBuilder {
         self
     }
 
+    /// Deterministic repair of mechanical slips (a code fence, a trailing comma, `"2"` for an
+    /// integer, ...) before any repairer: the [`DeterministicRepair`] rules, each switchable,
+    /// using only the text and the tool's input schema. Off by default. When a rule applies,
+    /// the result is validated again, whole; if it passes, the call runs with it and the
+    /// envelope says `"repaired": true, "repaired_by": [...]` with the rules' names; if not,
+    /// the [`repairer`](RegistryBuilder::repairer) (if any) gets the model's original
+    /// arguments, and without one the model gets its own arguments' failure.
+    ///
+    /// ```
+    /// use toolwright_core::validate::repair::{DeterministicRepair, Fix};
+    /// use toolwright_core::Registry;
+    ///
+    /// let registry = Registry::builder()
+    ///     .deterministic_repair(DeterministicRepair::default().rule(Fix::SingleQuotes, false))
+    ///     .build()
+    ///     .unwrap();
+    /// # let _ = registry;
+    /// ```
+    pub fn deterministic_repair(mut self, rules: DeterministicRepair) -> Self {
+        self.rules = Some(rules);
+        self
+    }
+
     /// How long the repairer may take (default 10 s); past it, the call fails as if there were
     /// no repairer.
     pub fn repair_timeout(mut self, timeout: Duration) -> Self {
@@ -463,6 +488,7 @@ impl RegistryBuilder {
             argument_log: self.argument_log,
             recovery: self.recovery,
             repairer: self.repairer,
+            rules: self.rules,
             repair_timeout: self.repair_timeout,
             approval_timeout: self.approval_timeout,
             max_argument_bytes: self.max_argument_bytes,

@@ -63,7 +63,7 @@ impl StoredOutcome {
                 .and_then(|f| f.retry_after)
                 .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
             data: outcome.data.clone(),
-            attempts: outcome.attempts,
+            attempts: u32::from(outcome.attempts),
             degraded: outcome.degraded,
         }
     }
@@ -105,7 +105,7 @@ impl StoredOutcome {
                 outcome
             }
         };
-        outcome.attempts = self.attempts;
+        outcome.attempts = u16::try_from(self.attempts).unwrap_or(u16::MAX);
         outcome.degraded = self.degraded;
         outcome.marks.set(crate::outcome::Marks::REPLAYED);
         outcome

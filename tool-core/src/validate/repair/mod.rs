@@ -1,5 +1,13 @@
 //! The repair pass: one more try at arguments that failed validation, before the call fails.
 //!
+//! Two repairers, in order. First the [`DeterministicRepair`] rules
+//! ([`RegistryBuilder::deterministic_repair`](crate::RegistryBuilder::deterministic_repair)),
+//! which fix mechanical slips (a code fence, a trailing comma, `"2"` for an integer, ...) from the
+//! text and the tool's schema alone, in microseconds and without a model round trip; then, if
+//! they did not make the call pass, the registry's [`Repairer`], usually one more model turn.
+//! Either way the result is validated again, whole; the envelope says `"repaired": true` and
+//! `"repaired_by"` names the rules that applied (or `"model"`).
+//!
 //! Seed 003 measured it: one repair pass took a tool-calling suite from 83.5% to 93.5% of calls
 //! passing; a second added 1.5 points for 900 ms more, a third and fourth nothing. So the
 //! registry repairs at most once. When a call fails with `invalid_json`, `unknown_argument` or
@@ -46,6 +54,11 @@ use crate::execute::contain;
 use crate::outcome::{ErrorKind, Failure, Violation};
 use crate::tool::ToolSpec;
 
+mod deterministic;
+
+pub use crate::outcome::{Fix, Fixes, FixesIter};
+pub use deterministic::{DeterministicRepair, Repaired};
+
 /// The instructions of the repair prompt (seed 003: short; long repair prompts did worse).
 pub const REPAIR_INSTRUCTIONS: &str = "You repair malformed tool arguments.
 Return only the corrected arguments object.
@@ -54,6 +67,7 @@ Never add fields the schema does not define.";
 /// What a repairer sees of a call that failed validation.
 pub struct RepairRequest<'a> {
     pub(crate) spec: &'a ToolSpec,
+    pub(crate) call_id: &'a str,
     pub(crate) arguments: &'a str,
     pub(crate) failure: &'a Failure,
 }
@@ -62,6 +76,11 @@ impl RepairRequest<'_> {
     /// The tool.
     pub fn tool(&self) -> &str {
         self.spec.name()
+    }
+
+    /// The id of the call being repaired (the provider's `tool_call_id`).
+    pub fn call_id(&self) -> &str {
+        self.call_id
     }
 
     /// The tool's input schema.
@@ -163,14 +182,37 @@ pub(crate) async fn ask(
     }
 }
 
+/// The deterministic rules' repair of a call that failed on its form, when one applies.
+/// Failures no rule can fix (a bound, a missing field) are not even tried.
+pub(crate) fn by_rules(
+    rules: &DeterministicRepair,
+    spec: &ToolSpec,
+    arguments: &str,
+    failure: &Failure,
+) -> Option<Repaired> {
+    if !rules.may_fix(failure) {
+        return None;
+    }
+    rules.repair(spec.input_schema(), arguments)
+}
+
 /// Logs one repair pass: every malformed call, recovered or not, so a tool whose calls often
-/// need repair shows that its description needs work.
-pub(crate) fn log(tool: &str, call_id: &str, kind: ErrorKind, result: &str) {
+/// need repair shows that its description needs work. `by`: `rules` or `model`; `fixes`: the
+/// rules that applied (`model` for the model).
+pub(crate) fn log(
+    tool: &str,
+    call_id: &str,
+    kind: ErrorKind,
+    (by, fixes): (&str, Fixes),
+    result: &str,
+) {
     tracing::info!(
         target: "toolwright::repair",
         tool,
         call_id,
         error_type = kind.as_str(),
+        by,
+        rules = %fixes,
         result,
         "malformed arguments; repair pass"
     );
