@@ -129,7 +129,7 @@ impl fmt::Display for Status {
     }
 }
 
-/// The handoff of a tool call where a failure happened (seed 000, "Name the four seams").
+/// The handoff of a tool call where a failure happened.
 ///
 /// The proposal seam belongs to the model; every failure toolwright classifies happens in one of
 /// these three.
@@ -166,7 +166,7 @@ macro_rules! error_kinds {
     ($( $(#[$doc:meta])* $variant:ident => $name:literal, $seam:ident, model_retryable = $mr:literal, transient = $tr:literal; )*) => {
         /// Every classified failure, one `error_type` string each.
         ///
-        /// The strings (see [`ErrorKind::as_str`]) are the model-facing contract of DESIGN.md's
+        /// The strings (see [`ErrorKind::as_str`]) are the model-facing contract of the
         /// taxonomy and never change. Each kind belongs to one [`Seam`]; each has a default for
         /// the envelope's `retryable` ("may the model usefully call again?") and says whether the
         /// framework itself may retry it ([`ErrorKind::is_transient`]).
@@ -724,7 +724,7 @@ impl Outcome {
         }
     }
 
-    /// The envelope the model reads, as DESIGN.md shapes it:
+    /// The envelope the model reads:
     ///
     /// ```json
     /// {"status":"error","error_type":"schema_mismatch","seam":"validation","retryable":true,

@@ -1,11 +1,11 @@
 //! Record calls and what the model was told; replay them against a registry to see what a change
 //! to a tool, a schema or a rule would have told the model instead.
 //!
-//! Seed 003 keeps its tool loop honest with recorded traces, replayed on every change
-//! ("200 recorded traces, replayed: pass 187/200 · repaired 9 · hard-fail 4"). A
-//! [`Recorder`] writes one JSON line per call ([`Recorded`]: the conversation, the call, the
-//! envelope); [`replay`] runs the recorded calls again, in order and in their conversations (so
-//! provenance and recovery budgets evolve as they did), and reports what changed.
+//! A tool loop stays honest when recorded traces are replayed on every change ("200 calls:
+//! pass 187/200 · repaired 9 · hard-fail 4"). A [`Recorder`] writes one JSON line per call
+//! ([`Recorded`]: the conversation, the call, the envelope); [`replay`] runs the recorded calls
+//! again, in order and in their conversations (so provenance and recovery budgets evolve as
+//! they did), and reports what changed.
 //!
 //! A call counts as unchanged when its `status`, its `error_type` and its `data` are the same;
 //! messages, attempts and timings may differ. Tools with side effects run again: replay against

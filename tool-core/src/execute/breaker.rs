@@ -18,7 +18,7 @@
 //! - **Open**: calls fail at once with `circuit_open` and `retry_after_ms` (the rest of the
 //!   cooldown) instead of queueing on a dependency that is down. The cooldown grows by a factor
 //!   each time a probe fails (re-open), up to a maximum, and starts over once the breaker closes.
-//! - **HalfOpen**: exactly `probes` calls (default 1, seed 000: "exactly one probe call") are
+//! - **HalfOpen**: exactly `probes` calls (default 1: one probe is enough to learn whether the dependency is back) are
 //!   let through, each holding an atomic permit. A probe that is cancelled (its future dropped)
 //!   or ends in a failure that says nothing about the dependency's health gives its permit back;
 //!   one that fails re-opens the breaker; when all `probes` succeeded, the breaker closes.
@@ -81,7 +81,7 @@ pub struct BreakerPolicy {
 
 impl BreakerPolicy {
     /// Opens at a 50% failure rate (resilience4j's default) after at least 10 calls in a 30 s
-    /// window (Polly's sampling duration) of 10 buckets; stays open 30 s (seed 000's example),
+    /// window (Polly's sampling duration) of 10 buckets; stays open 30 s,
     /// doubling on each failed probe up to 5 minutes; admits 1 probe in half-open.
     pub const fn new() -> Self {
         BreakerPolicy {

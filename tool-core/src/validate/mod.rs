@@ -1,7 +1,7 @@
 //! The validation seam: everything checked before a tool body runs.
 //!
 //! Three stages, kept apart because each fails for a different reason and needs a different
-//! answer (seed 000, "Build the validation layer before execution"):
+//! answer, and all of them run before any effect:
 //!
 //! 1. **shape** (the crate-private `shape` module): the argument text is parsed straight into
 //!    the typed argument struct. On failure, a slow path re-reads the text against the input

@@ -8,9 +8,9 @@
 //! Either way the result is validated again, whole; the envelope says `"repaired": true` and
 //! `"repaired_by"` names the rules that applied (or `"model"`).
 //!
-//! Seed 003 measured it: one repair pass took a tool-calling suite from 83.5% to 93.5% of calls
-//! passing; a second added 1.5 points for 900 ms more, a third and fourth nothing. So the
-//! registry repairs at most once. When a call fails with `invalid_json`, `unknown_argument` or
+//! One repair pass recovers most calls that failed on their form; further passes add little
+//! and cost another model round trip each (about a second), so the registry repairs at most
+//! once. When a call fails with `invalid_json`, `unknown_argument` or
 //! `schema_mismatch` and the registry has a [`Repairer`]
 //! ([`RegistryBuilder::repairer`](crate::RegistryBuilder::repairer)), the repairer gets the
 //! tool, its schema, the argument text and the one-sentence error. Arguments it returns are
@@ -20,8 +20,8 @@
 //! it can act on. Semantic, provenance and authorization failures are never repaired: they are
 //! not a matter of form.
 //!
-//! A repairer is usually one more, short model turn: [`RepairRequest::prompt`] is the prompt
-//! seed 003 ships, and [`parse_reply`] reads the model's answer.
+//! A repairer is usually one more, short model turn: [`RepairRequest::prompt`] is a short
+//! repair prompt, and [`parse_reply`] reads the model's answer.
 //!
 //! ```
 //! use toolwright_core::validate::repair::{Repair, RepairRequest};
@@ -59,7 +59,7 @@ mod deterministic;
 pub use crate::outcome::{Fix, Fixes, FixesIter};
 pub use deterministic::{DeterministicRepair, Repaired};
 
-/// The instructions of the repair prompt (seed 003: short; long repair prompts did worse).
+/// The instructions of the repair prompt: short on purpose, a repair is a narrow task.
 pub const REPAIR_INSTRUCTIONS: &str = "You repair malformed tool arguments.
 Return only the corrected arguments object.
 Never add fields the schema does not define.";
@@ -108,7 +108,7 @@ impl RepairRequest<'_> {
         &self.failure.violations
     }
 
-    /// The repair prompt of seed 003 for this call: [`REPAIR_INSTRUCTIONS`] as the system
+    /// The repair prompt for this call: [`REPAIR_INSTRUCTIONS`] as the system
     /// part, and this user part (the tool, its schema, the error, what to return).
     pub fn prompt(&self) -> String {
         format!(
