@@ -249,7 +249,10 @@ impl Agent {
         let step = run.steps.len();
         let mut ticket = None;
         for (i, outcome) in finished {
-            inner.events.emit(AgentEvent::ToolOutcome(&outcome));
+            inner.events.emit(AgentEvent::ToolOutcome {
+                call: &turn.calls[i],
+                outcome: &outcome,
+            });
             if let Some(last) = run.steps.last_mut() {
                 last.outcomes.push(outcome.clone());
             }

@@ -195,8 +195,13 @@ pub enum AgentEvent<'a> {
         /// The tool.
         name: &'a str,
     },
-    /// A tool call finished.
-    ToolOutcome(&'a Outcome),
+    /// A tool call finished: the call as the model made it, and what it came to.
+    ToolOutcome {
+        /// The call.
+        call: &'a ToolCall,
+        /// Its outcome.
+        outcome: &'a Outcome,
+    },
     /// A model request failed and is retried after `wait`; text streamed by the failed attempt
     /// is void.
     ModelRetry {

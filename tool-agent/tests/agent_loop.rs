@@ -144,7 +144,7 @@ async fn parallel_calls_run_at_once_and_answer_in_call_order() {
     let seen = Arc::clone(&finished);
     let agent = agent(&model, &counts)
         .on_event(move |e| {
-            if let AgentEvent::ToolOutcome(o) = e {
+            if let AgentEvent::ToolOutcome { outcome: o, .. } = e {
                 seen.lock().unwrap().push(o.call_id().to_owned());
             }
         })

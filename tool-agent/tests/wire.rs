@@ -331,7 +331,9 @@ async fn a_streamed_turn_is_assembled_from_deltas_and_a_truncated_stream_is_retr
             let line = match e {
                 AgentEvent::TextDelta(t) => format!("text {t}"),
                 AgentEvent::ToolCallStarted { id, name } => format!("call {id} {name}"),
-                AgentEvent::ToolOutcome(o) => format!("outcome {} {}", o.call_id(), o.status()),
+                AgentEvent::ToolOutcome { outcome: o, .. } => {
+                    format!("outcome {} {}", o.call_id(), o.status())
+                }
                 AgentEvent::ModelRetry { error, .. } => format!("retry {}", error.kind()),
                 AgentEvent::StepFinished { step } => format!("step {step}"),
                 _ => "other".to_owned(),
