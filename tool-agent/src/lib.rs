@@ -60,6 +60,7 @@
 //! with a `base_url`), with streaming; the OpenAI Responses API; Anthropic Messages; and Gemini
 //! `generateContent`. Keys come from `OPENAI_API_KEY`, `ANTHROPIC_API_KEY` and `GEMINI_API_KEY`.
 
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 mod agent;

@@ -597,3 +597,39 @@ async fn gemini_generate_content_round_trip() {
         "no minted id leaks"
     );
 }
+
+#[tokio::test]
+async fn a_stream_that_sends_each_call_whole_without_index_or_id_is_read() {
+    // As some OpenAI-compatible servers stream: each call in one delta, no `index`, no `id`.
+    let server = FakeProvider::start([
+        Reply::sse(&[
+            chat::chunk(json!({"role": "assistant", "tool_calls": [
+                {"type": "function", "function": {"name": "lookup", "arguments": "{\"order_id\":\"A1\"}"}},
+                {"type": "function", "function": {"name": "lookup", "arguments": "{\"order_id\":\"A2\"}"}}
+            ]}), None),
+            chat::chunk(json!({}), Some("tool_calls")),
+            "[DONE]".to_owned(),
+        ]),
+        Reply::sse(&[
+            chat::chunk(json!({"content": "Both delivered."}), Some("stop")),
+            "[DONE]".to_owned(),
+        ]),
+    ])
+    .await;
+    let counts = Arc::new(Counts::default());
+    let agent = agent(openai(&server).streaming(true), &counts)
+        .build()
+        .unwrap();
+    let run = agent
+        .run(&Session::new("w11"), vec![Message::user("A1, A2?")])
+        .await;
+    assert!(
+        matches!(run.end(), End::Final(t) if t == "Both delivered."),
+        "{:?}",
+        run.end()
+    );
+    let ids: Vec<&str> = run.steps()[0].calls.iter().map(|c| c.id()).collect();
+    assert_eq!(ids, ["call_0", "call_1"]);
+    assert!(run.steps()[0].outcomes.iter().all(|o| o.is_ok()));
+    is_chat_request(&server.received()[1].body);
+}

@@ -271,8 +271,8 @@ async fn read_stream(
             }
         }
         if let Some(deltas) = delta.get("tool_calls").and_then(Value::as_array) {
-            for d in deltas {
-                add_call_delta(&mut calls, d, request)?;
+            for (position, d) in deltas.iter().enumerate() {
+                add_call_delta(&mut calls, position, d, request);
             }
         }
     }
@@ -282,9 +282,17 @@ async fn read_stream(
             format!("{PROVIDER}: the stream ended before the answer did (no `finish_reason`, no `[DONE]`)"),
         ));
     }
+    // A server that sends no call id still needs one to answer the call by.
     let calls = calls
-        .into_values()
-        .map(|p| ToolCall::new(p.id, p.name, p.arguments))
+        .into_iter()
+        .map(|(index, p)| {
+            let id = if p.id.is_empty() {
+                format!("call_{index}")
+            } else {
+                p.id
+            };
+            ToolCall::new(id, p.name, p.arguments)
+        })
         .collect();
     Ok(Turn {
         text: (!text.is_empty()).then_some(text),
@@ -295,23 +303,30 @@ async fn read_stream(
 }
 
 /// One `tool_calls` delta: the first of a call carries its `index`, `id` and name, the rest
-/// pieces of its argument text.
+/// pieces of its argument text. Servers that differ are read too: a delta without `index` is
+/// the call at its position (Ollama sends each call whole), and an `id` or name sent again with
+/// every piece is kept once.
 fn add_call_delta(
     calls: &mut BTreeMap<u64, Partial>,
+    position: usize,
     delta: &Value,
     request: &ModelRequest<'_>,
-) -> Result<(), ModelError> {
+) {
     let index = delta
         .get("index")
         .and_then(Value::as_u64)
-        .ok_or_else(|| malformed(PROVIDER, "a `tool_calls` delta without a numeric `index`"))?;
+        .unwrap_or(position as u64);
     let partial = calls.entry(index).or_default();
     if let Some(id) = delta.get("id").and_then(Value::as_str) {
-        partial.id.push_str(id);
+        if partial.id.is_empty() {
+            partial.id = id.to_owned();
+        }
     }
     if let Some(function) = delta.get("function") {
         if let Some(name) = function.get("name").and_then(Value::as_str) {
-            partial.name.push_str(name);
+            if partial.name != name {
+                partial.name.push_str(name);
+            }
         }
         if let Some(piece) = function.get("arguments").and_then(Value::as_str) {
             partial.arguments.push_str(piece);
@@ -324,5 +339,4 @@ fn add_call_delta(
             name: &partial.name,
         });
     }
-    Ok(())
 }
