@@ -553,39 +553,31 @@ mod live {
         let (provider, name) = spec
             .split_once(':')
             .ok_or("--model takes PROVIDER:NAME, e.g. openai:gpt-4.1-mini")?;
-        let model: Box<dyn Fn(Registry) -> Result<Agent, Box<dyn std::error::Error>>> =
-            match provider {
-                "openai" => {
-                    let mut client = OpenAiChat::new(name).streaming(true);
-                    if let Some(url) = &base_url {
-                        // Not every OpenAI-compatible server accepts strict function calling.
-                        client = client.base_url(url.clone()).strict(false);
-                    }
-                    Box::new(move |r| live_agent(client.clone(), r))
+        let agent = match provider {
+            "openai" => {
+                let mut client = OpenAiChat::new(name).streaming(true);
+                if let Some(url) = &base_url {
+                    // Not every OpenAI-compatible server accepts strict function calling.
+                    client = client.base_url(url.clone()).strict(false);
                 }
-                "responses" => {
-                    let mut client = OpenAiResponses::new(name);
-                    if let Some(url) = &base_url {
-                        client = client.base_url(url.clone()).strict(false);
-                    }
-                    Box::new(move |r| live_agent(client.clone(), r))
+                live_agent(client, registry)?
+            }
+            "responses" => {
+                let mut client = OpenAiResponses::new(name);
+                if let Some(url) = &base_url {
+                    client = client.base_url(url.clone()).strict(false);
                 }
-                "anthropic" => {
-                    let client = AnthropicMessages::new(name);
-                    Box::new(move |r| live_agent(client.clone(), r))
-                }
-                "gemini" => {
-                    let client = GeminiGenerate::new(name);
-                    Box::new(move |r| live_agent(client.clone(), r))
-                }
-                other => {
-                    return Err(format!(
-                        "unknown provider `{other}`: use openai, responses, anthropic or gemini"
-                    )
-                    .into())
-                }
-            };
-        let agent = model(registry)?;
+                live_agent(client, registry)?
+            }
+            "anthropic" => live_agent(AnthropicMessages::new(name), registry)?,
+            "gemini" => live_agent(GeminiGenerate::new(name), registry)?,
+            other => {
+                return Err(format!(
+                    "unknown provider `{other}`: use openai, responses, anthropic or gemini"
+                )
+                .into())
+            }
+        };
         println!("\n== conversation conv-7 ({spec})");
         println!("user: {ASK}");
         converse(&agent, session, approvals, ASK).await;
