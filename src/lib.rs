@@ -246,6 +246,13 @@ pub use toolwright_core::validate::repair;
 #[cfg(feature = "mcp")]
 pub use toolwright_mcp as mcp;
 
+/// The agent loop: an [`Agent`](agent::Agent) over a [`ChatModel`](agent::ChatModel) and a
+/// [`Registry`], with concurrent tool calls, a step cap, a deadline, retried model requests and a
+/// typed end; [`ScriptedModel`](agent::ScriptedModel) for tests. The `agent` feature adds the
+/// HTTP model clients (`toolwright::agent::http`: OpenAI and OpenAI-compatible servers,
+/// Anthropic, Gemini).
+pub use toolwright_agent as agent;
+
 /// The serde toolwright is built on, so a tool crate can name `toolwright::serde::Serialize`
 /// without its own dependency. [`data`] derives through it.
 pub use serde;

@@ -550,5 +550,123 @@ pub fn fixtures() -> Vec<Fixture> {
         None,
         gemini::user_content(&outcomes),
     ));
+    out.extend(runtime.block_on(agent_requests()));
+    out
+}
+
+/// The agent's model clients' request bodies for a conversation of two tool turns (a success,
+/// an empty result, malformed arguments, an unknown tool, a schema violation) and a final
+/// answer, for every provider: what the loop would send on its third request.
+pub async fn agent_requests() -> Vec<Fixture> {
+    use toolwright_agent::http::{AnthropicMessages, GeminiGenerate, OpenAiChat, OpenAiResponses};
+    use toolwright_agent::{Agent, ChatModel, Events, Message, ModelRequest, ScriptedModel, Turn};
+
+    // Every tool each provider can express (maps are refused by the strict dialects).
+    let registry = || {
+        Registry::builder()
+            .tool(SearchProducts)
+            .tool(CreateOrder)
+            .tool(AdjustStock)
+            .tool(SupplierStock)
+            .build()
+            .expect("the fixture tools build")
+    };
+    let script = || {
+        ScriptedModel::new([
+            Turn::calls([
+                ToolCall::new(
+                    "call_1",
+                    "search_products",
+                    r#"{"query":"lamp","sort":"relevance","in_stock":true}"#,
+                ),
+                ToolCall::new("call_2", "search_products", r#"{"query":"lamp""#),
+                ToolCall::new("call_3", "search_catalogue", r#"{"query":"lamp"}"#),
+            ]),
+            Turn {
+                text: Some("Let me check stock.".into()),
+                ..Turn::calls([
+                    ToolCall::new(
+                        "call_4",
+                        "adjust_stock",
+                        r#"{"sku":"SKU-0001","delta":"3"}"#,
+                    ),
+                    ToolCall::new(
+                        "call_5",
+                        "search_products",
+                        r#"{"query":"nothing","sort":"price_asc","in_stock":false}"#,
+                    ),
+                ])
+            },
+            Turn::text("I found one lamp."),
+        ])
+    };
+    type Body = Box<dyn Fn(&ModelRequest<'_>) -> Value>;
+    let clients: Vec<(&'static str, &str, Body, Export)> = vec![
+        (
+            "openai.chat.request",
+            "openai",
+            Box::new({
+                let c = OpenAiChat::new("gpt-4.1-mini");
+                move |r: &ModelRequest<'_>| c.request_body(r)
+            }),
+            OpenAiChat::new("x").export(),
+        ),
+        (
+            "openai.chat.request",
+            "openai_streaming",
+            Box::new({
+                let c = OpenAiChat::new("gpt-4.1-mini")
+                    .streaming(true)
+                    .max_tokens(512);
+                move |r: &ModelRequest<'_>| c.request_body(r)
+            }),
+            OpenAiChat::new("x").export(),
+        ),
+        (
+            "openai.responses.request",
+            "responses",
+            Box::new({
+                let c = OpenAiResponses::new("gpt-4.1-mini");
+                move |r: &ModelRequest<'_>| c.request_body(r)
+            }),
+            OpenAiResponses::new("x").export(),
+        ),
+        (
+            "anthropic.request",
+            "anthropic",
+            Box::new({
+                let c = AnthropicMessages::new("claude-sonnet-4-5");
+                move |r: &ModelRequest<'_>| c.request_body(r)
+            }),
+            AnthropicMessages::new("x").export(),
+        ),
+        (
+            "gemini.request",
+            "gemini",
+            Box::new({
+                let c = GeminiGenerate::new("gemini-2.5-flash");
+                move |r: &ModelRequest<'_>| c.request_body(r)
+            }),
+            GeminiGenerate::new("x").export(),
+        ),
+    ];
+    let mut out = Vec::new();
+    for (kind, name, body, export) in clients {
+        let agent = Agent::builder(script().export_for(export.clone()), registry())
+            .system("You are a shop assistant.")
+            .build()
+            .expect("the tools export");
+        let session = Session::new(format!("conformance-{name}"));
+        let run = agent
+            .run(&session, vec![Message::user("Find me a lamp")])
+            .await;
+        let request = ModelRequest {
+            system: agent.system_prompt(),
+            messages: run.transcript(),
+            tools: agent.tools(),
+            events: &Events::none(),
+        };
+        out.push(Fixture::new(kind, name, None, body(&request)));
+    }
     out
 }

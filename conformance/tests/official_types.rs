@@ -177,3 +177,34 @@ fn openai_responses_the_parser_reads_are_async_openai_responses() {
         assert_eq!(ours, official);
     }
 }
+
+#[test]
+fn the_agents_openai_requests_are_async_openai_requests() {
+    use async_openai::types::chat::CreateChatCompletionRequest;
+    use async_openai::types::responses::CreateResponse;
+
+    let chat = of_kind("openai.chat.request");
+    assert_eq!(chat.len(), 2, "plain and streaming");
+    for fixture in chat {
+        let request: CreateChatCompletionRequest = serde_json::from_value(fixture.value.clone())
+            .unwrap_or_else(|e| {
+                panic!(
+                    "{}: not a chat request: {e}\n{:#}",
+                    fixture.name, fixture.value
+                )
+            });
+        // system, user, assistant (3 calls), 3 results, assistant (2 calls), 2 results, answer
+        assert_eq!(request.messages.len(), 10, "{}", fixture.name);
+        let tool_results = request
+            .messages
+            .iter()
+            .filter(|m| matches!(m, ChatCompletionRequestMessage::Tool(_)))
+            .count();
+        assert_eq!(tool_results, 5);
+    }
+    for fixture in of_kind("openai.responses.request") {
+        let request: CreateResponse = serde_json::from_value(fixture.value.clone())
+            .unwrap_or_else(|e| panic!("not a Responses request: {e}\n{:#}", fixture.value));
+        assert!(request.instructions.is_some());
+    }
+}

@@ -25,6 +25,7 @@ Exit status 1 on any failure; the last line reads "N passed, M failed".
 
 from __future__ import annotations
 
+import collections.abc
 import importlib
 import json
 import pkgutil
@@ -39,6 +40,16 @@ from pydantic import ConfigDict, TypeAdapter
 from typing_extensions import is_typeddict
 
 
+def relist(tp: Any) -> Any:
+    """The type with every `Iterable[X]` inside a Union read as `List[X]`."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is collections.abc.Iterable and args:
+        return typing.List[relist(args[0])]  # type: ignore[misc]
+    if origin is typing.Union:
+        return typing.Union[tuple(relist(a) for a in args)]  # type: ignore[return-value]
+    return tp
+
+
 def harden(package_name: str) -> None:
     """Makes every request TypedDict of an SDK forbid unknown keys and read Iterable as List."""
     package = importlib.import_module(package_name)
@@ -49,7 +60,12 @@ def harden(package_name: str) -> None:
             continue
         if getattr(module, "Iterable", None) is typing.Iterable:
             module.Iterable = typing.List  # type: ignore[attr-defined]
-        for value in list(vars(module).values()):
+        for name, value in list(vars(module).items()):
+            # Type aliases built at import time (`MessageContentParam = Union[str,
+            # Iterable[...]]`) already hold the lazy Iterable, which takes a string as an
+            # iterable of characters: rebuild them with List.
+            if typing.get_origin(value) is typing.Union:
+                setattr(module, name, relist(value))
             if isinstance(value, type) and is_typeddict(value) and value.__module__ == module.__name__:
                 value.__pydantic_config__ = ConfigDict(extra="forbid", arbitrary_types_allowed=True)  # type: ignore[attr-defined]
 
@@ -62,6 +78,9 @@ import mcp.types as mcp_types  # noqa: E402
 import openai.types.chat as openai_chat  # noqa: E402
 import openai.types.responses as openai_responses  # noqa: E402
 from google.genai import types as gemini_types  # noqa: E402
+from anthropic.types import message_create_params as anthropic_create  # noqa: E402
+from openai.types.chat import completion_create_params as openai_chat_create  # noqa: E402
+from openai.types.responses import response_create_params as openai_responses_create  # noqa: E402
 from openai.types.responses import response_input_item, response_input_item_param  # noqa: E402
 
 
@@ -214,6 +233,22 @@ def gemini_openapi(schema: dict, where: str) -> None:
             raise Failure(f"{where}{path}: an enum value that is not a string")
 
 
+def gemini_request(body: Any) -> None:
+    """A generateContent request body: the REST fields the agent sends, each its SDK type."""
+    if not isinstance(body, dict):
+        raise Failure("a generateContent request must be an object")
+    unknown = set(body) - {"contents", "tools", "systemInstruction"}
+    if unknown:
+        raise Failure(f"keys a generateContent request does not define here: {sorted(unknown)}")
+    if not body.get("contents"):
+        raise Failure("a generateContent request without contents")
+    each(gemini_types.Content)(body["contents"])
+    if "tools" in body:
+        each(gemini_types.Tool)(body["tools"])
+    if "systemInstruction" in body:
+        validate(gemini_types.Content, body["systemInstruction"])
+
+
 # What each fixture kind is, in the official definitions. Every check must pass.
 CHECKS: dict[str, list[Callable[[Any], None]]] = {
     # Exports.
@@ -248,6 +283,11 @@ CHECKS: dict[str, list[Callable[[Any], None]]] = {
     "openai.responses.output": [each(openai_responses.ResponseOutputItem)],
     "anthropic.message": [whole(anthropic_types.Message)],
     "gemini.response": [whole(gemini_types.GenerateContentResponse)],
+    # Requests the agent's model clients send.
+    "openai.chat.request": [whole(openai_chat_create.CompletionCreateParams)],
+    "openai.responses.request": [whole(openai_responses_create.ResponseCreateParams)],
+    "anthropic.request": [whole(anthropic_create.MessageCreateParams)],
+    "gemini.request": [gemini_request],
     "mcp.call_tool_request": [
         whole(mcp_types.JSONRPCRequest),
         lambda v: validate(mcp_types.CallToolRequest, {"method": v["method"], "params": v["params"]}),
@@ -363,6 +403,13 @@ MUTATIONS: list[tuple[str, str, str | None, Callable[[Any], None]]] = [
     ("tool_use without input", "anthropic.message", None, lambda v: v["content"][1].pop("input")),
     ("functionCall args as a list", "gemini.response", None, lambda v: v["candidates"][0]["content"]["parts"][0]["functionCall"].update(args=[])),
     ("tools/call without a name", "mcp.call_tool_request", None, lambda v: v["params"].pop("name")),
+    ("agent tool message without its call id", "openai.chat.request", "openai", lambda v: next(m for m in v["messages"] if m["role"] == "tool").pop("tool_call_id")),
+    ("agent assistant tool call arguments as an object", "openai.chat.request", "openai", lambda v: next(m for m in v["messages"] if m.get("tool_calls"))["tool_calls"][0]["function"].update(arguments={})),
+    ("agent function_call_output with output as a number", "openai.responses.request", None, lambda v: next(i for i in v["input"] if i.get("type") == "function_call_output").update(output=5)),
+    ("agent Anthropic request without max_tokens", "anthropic.request", None, lambda v: v.pop("max_tokens")),
+    ("agent tool_result with is_error as a string", "anthropic.request", None, lambda v: v["messages"][2]["content"][0].update(is_error="false")),
+    ("agent Gemini request with an unknown key", "gemini.request", None, lambda v: v.update(system="x")),
+    ("agent Gemini functionResponse with a list as response", "gemini.request", None, lambda v: v["contents"][2]["parts"][0]["functionResponse"].update(response=[])),
 ]
 
 

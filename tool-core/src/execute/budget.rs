@@ -34,6 +34,7 @@
 //! # let _ = registry;
 //! ```
 
+use std::fmt;
 use std::time::Duration;
 
 use super::window::Window;
@@ -107,16 +108,37 @@ impl Default for RetryBudget {
     }
 }
 
-/// One tool's budget at run time. Times are nanoseconds since the registry's origin.
-pub(crate) struct Budget {
+/// A [`RetryBudget`] at run time: the registry keeps one per tool; anything else that retries
+/// (an agent's model calls, say) can keep its own. Times are nanoseconds since an origin the
+/// owner picks (any fixed `Instant`), so a paused test clock drives it too.
+///
+/// ```
+/// use toolwright_core::execute::{budget::Budget, RetryBudget};
+///
+/// let budget = Budget::new(RetryBudget::new(0.5).min_per_second(0));
+/// budget.deposit(0);
+/// budget.deposit(1);
+/// assert!(budget.withdraw(2)); // one retry per two first attempts
+/// assert!(!budget.withdraw(3));
+/// ```
+pub struct Budget {
     policy: RetryBudget,
     /// (first attempts, retries) per bucket.
     window: Window,
     reserve: u64,
 }
 
+impl fmt::Debug for Budget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Budget")
+            .field("policy", &self.policy)
+            .finish()
+    }
+}
+
 impl Budget {
-    pub(crate) fn new(policy: RetryBudget) -> Self {
+    /// A budget with nothing deposited yet.
+    pub fn new(policy: RetryBudget) -> Self {
         let reserve = u64::from(policy.min_per_second).saturating_mul(policy.window.as_secs());
         Budget {
             policy,
@@ -127,7 +149,7 @@ impl Budget {
 
     /// A first attempt: it earns `ratio` retries for the rest of the window.
     #[inline]
-    pub(crate) fn deposit(&self, at: u64) {
+    pub fn deposit(&self, at: u64) {
         if !self.policy.unlimited {
             self.window.record(at, 1, 0);
         }
@@ -135,7 +157,7 @@ impl Budget {
 
     /// Takes one retry from the budget; `false` when it is spent. Concurrent withdrawals may
     /// overdraw by the number of racing callers, as in tower; the bound holds in the long run.
-    pub(crate) fn withdraw(&self, at: u64) -> bool {
+    pub fn withdraw(&self, at: u64) -> bool {
         if self.policy.unlimited {
             return true;
         }

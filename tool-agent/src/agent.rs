@@ -1,0 +1,628 @@
+//! The loop: ask the model, run the calls it makes through the registry, send back the outcomes,
+//! until it answers without calls or a limit ends the run.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::stream::{self, StreamExt};
+use serde_json::Value;
+use tokio::time::Instant;
+use toolwright_core::execute::budget::Budget;
+use toolwright_core::execute::{RandomSource, RetryBudget, RetryPolicy, ThreadRandom};
+use toolwright_core::providers::ExportError;
+use toolwright_core::{ErrorKind, Outcome, Registry, Session, Status, ToolCall, ERROR_CONTRACT};
+
+use crate::message::{AssistantTurn, Message, Usage};
+use crate::model::{AgentEvent, ChatModel, Events, ModelError, ModelRequest, Turn};
+
+/// The step cap when none is set: 10 model turns, the cap of the agent loop in "How to Handle
+/// Tool Execution Failures" (a model stuck on a failing tool otherwise loops until the token
+/// bill stops it).
+pub const DEFAULT_MAX_STEPS: usize = 10;
+
+/// The wall-clock limit of a run when none is set.
+pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(600);
+
+/// The limit of one model request when none is set (then it is a `timeout`, and retried).
+pub const DEFAULT_MODEL_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// A model, a registry and the rules of the loop between them. Cheap to clone; one agent serves
+/// any number of conversations at once, each with its own [`Session`].
+#[derive(Clone)]
+pub struct Agent {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    model: Arc<dyn ChatModel>,
+    registry: Registry,
+    tools: Value,
+    system: String,
+    max_steps: usize,
+    deadline: Duration,
+    tool_concurrency: Option<usize>,
+    model_retry: RetryPolicy,
+    model_timeout: Duration,
+    budget: Budget,
+    origin: Instant,
+    random: Box<dyn RandomSource>,
+    events: Events,
+}
+
+impl fmt::Debug for Agent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Agent")
+            .field("tools", &self.inner.registry.names())
+            .field("max_steps", &self.inner.max_steps)
+            .field("deadline", &self.inner.deadline)
+            .field("tool_concurrency", &self.inner.tool_concurrency)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Builds an [`Agent`]; see [`Agent::builder`] for the defaults.
+pub struct AgentBuilder {
+    model: Arc<dyn ChatModel>,
+    registry: Registry,
+    system: String,
+    error_contract: bool,
+    max_steps: usize,
+    deadline: Duration,
+    tool_concurrency: Option<usize>,
+    model_retry: RetryPolicy,
+    model_budget: RetryBudget,
+    model_timeout: Duration,
+    random: Box<dyn RandomSource>,
+    events: Events,
+}
+
+impl fmt::Debug for AgentBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AgentBuilder")
+            .field("max_steps", &self.max_steps)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Agent {
+    /// An agent over `model` and `registry`, with these defaults:
+    ///
+    /// | setting | default |
+    /// |---|---|
+    /// | [`system`](AgentBuilder::system) | none, plus [`ERROR_CONTRACT`] (so the model knows how to read a failed call's envelope) |
+    /// | [`max_steps`](AgentBuilder::max_steps) | [`DEFAULT_MAX_STEPS`] (10) model turns |
+    /// | [`deadline`](AgentBuilder::deadline) | [`DEFAULT_DEADLINE`] (10 min) for the whole run |
+    /// | [`tool_concurrency`](AgentBuilder::tool_concurrency) | every call of a turn at once |
+    /// | [`model_retry`](AgentBuilder::model_retry) | 3 attempts, full jitter from 250 ms, `Retry-After` honoured |
+    /// | [`model_retry_budget`](AgentBuilder::model_retry_budget) | retries up to 20% of requests (+1/s) |
+    /// | [`model_timeout`](AgentBuilder::model_timeout) | [`DEFAULT_MODEL_TIMEOUT`] (120 s) per request |
+    pub fn builder(model: impl ChatModel, registry: Registry) -> AgentBuilder {
+        AgentBuilder {
+            model: Arc::new(model),
+            registry,
+            system: String::new(),
+            error_contract: true,
+            max_steps: DEFAULT_MAX_STEPS,
+            deadline: DEFAULT_DEADLINE,
+            tool_concurrency: None,
+            model_retry: RetryPolicy::new(),
+            model_budget: RetryBudget::default(),
+            model_timeout: DEFAULT_MODEL_TIMEOUT,
+            random: Box::new(ThreadRandom),
+            events: Events::none(),
+        }
+    }
+
+    /// The system prompt sent with every request.
+    pub fn system_prompt(&self) -> &str {
+        &self.inner.system
+    }
+
+    /// The tools as the model receives them (the provider's `tools` field).
+    pub fn tools(&self) -> &Value {
+        &self.inner.tools
+    }
+
+    /// The registry the calls run in.
+    pub fn registry(&self) -> &Registry {
+        &self.inner.registry
+    }
+
+    /// Runs a conversation to its end: the model's final answer, a limit, a call waiting for
+    /// approval, an abort, or a model error ([`End`]). Calls run in `session`, so its grounded
+    /// ids, recovery counts, approver and idempotency scope apply to every call.
+    pub async fn run(&self, session: &Session, messages: Vec<Message>) -> Run {
+        let run = Run {
+            end: End::StepLimit,
+            transcript: messages,
+            steps: Vec::new(),
+            usage: Usage::default(),
+            pending: None,
+            exhausted: Vec::new(),
+        };
+        self.drive(session, run).await
+    }
+
+    /// Continues a run that ended [`End::Pending`] once a person decided: the calls that waited
+    /// are proposed again (the approver answers them with the decision), the calls of that turn
+    /// that already ran are not repeated, and the loop goes on. The deadline starts again. A run
+    /// that ended otherwise is returned as it is.
+    pub async fn resume(&self, session: &Session, run: Run) -> Run {
+        if run.pending.is_none() {
+            return run;
+        }
+        self.drive(session, run).await
+    }
+
+    async fn drive(&self, session: &Session, mut run: Run) -> Run {
+        let inner = &*self.inner;
+        let deadline = Instant::now() + inner.deadline;
+        if let Some(turn) = run.pending.take() {
+            if let Err(end) = self.finish_turn(session, &mut run, turn, deadline).await {
+                run.end = end;
+                return run;
+            }
+        }
+        loop {
+            if run.steps.len() >= inner.max_steps {
+                run.end = End::StepLimit;
+                return run;
+            }
+            let started = Instant::now();
+            let asked =
+                tokio::time::timeout_at(deadline, self.ask_model(&run.transcript, deadline));
+            let (turn, attempts) = match asked.await {
+                Err(_) => {
+                    run.end = End::Aborted(AbortReason::Deadline);
+                    return run;
+                }
+                Ok(Err(error)) => {
+                    run.end = End::ModelError(error);
+                    return run;
+                }
+                Ok(Ok(answer)) => answer,
+            };
+            if let Some(usage) = turn.usage {
+                run.usage += usage;
+            }
+            let Turn {
+                text,
+                calls,
+                usage,
+                native,
+            } = turn;
+            run.steps.push(Step {
+                number: run.steps.len() + 1,
+                text: text.clone(),
+                calls: calls.clone(),
+                outcomes: Vec::new(),
+                usage,
+                model_attempts: attempts,
+                model_time: started.elapsed(),
+                tool_time: Duration::ZERO,
+            });
+            run.transcript.push(Message::Assistant(AssistantTurn {
+                text: text.clone(),
+                calls: calls.clone(),
+                native,
+            }));
+            if calls.is_empty() {
+                inner.events.emit(AgentEvent::StepFinished {
+                    step: run.steps.len(),
+                });
+                run.end = End::Final(text.unwrap_or_default());
+                return run;
+            }
+            let outcomes = vec![None; calls.len()];
+            let turn = PendingTurn { calls, outcomes };
+            if let Err(end) = self.finish_turn(session, &mut run, turn, deadline).await {
+                run.end = end;
+                return run;
+            }
+        }
+    }
+
+    /// Runs the calls of a turn that have no outcome yet, concurrently up to the bound, and
+    /// appends every outcome in call order; `Err` ends the run.
+    async fn finish_turn(
+        &self,
+        session: &Session,
+        run: &mut Run,
+        mut turn: PendingTurn,
+        deadline: Instant,
+    ) -> Result<(), End> {
+        let inner = &*self.inner;
+        let todo: Vec<usize> = (0..turn.calls.len())
+            .filter(|&i| turn.outcomes[i].is_none())
+            .collect();
+        let bound = inner.tool_concurrency.unwrap_or(todo.len()).max(1);
+        let started = Instant::now();
+        let calls = &turn.calls;
+        let batch = stream::iter(todo)
+            .map(|i| async move { (i, inner.registry.call_in(session, calls[i].clone()).await) })
+            .buffered(bound)
+            .collect::<Vec<(usize, Outcome)>>();
+        let Ok(finished) = tokio::time::timeout_at(deadline, batch).await else {
+            return Err(End::Aborted(AbortReason::Deadline));
+        };
+        let step = run.steps.len();
+        let mut ticket = None;
+        for (i, outcome) in finished {
+            inner.events.emit(AgentEvent::ToolOutcome {
+                call: &turn.calls[i],
+                outcome: &outcome,
+            });
+            if let Some(last) = run.steps.last_mut() {
+                last.outcomes.push(outcome.clone());
+            }
+            if outcome.status() == Status::Pending {
+                ticket = ticket.or_else(|| pending_ticket(&outcome));
+            } else {
+                turn.outcomes[i] = Some(outcome);
+            }
+        }
+        if let Some(last) = run.steps.last_mut() {
+            last.tool_time += started.elapsed();
+        }
+        if turn.outcomes.iter().any(Option::is_none) {
+            run.pending = Some(turn);
+            return Err(End::Pending {
+                ticket: ticket.unwrap_or_default(),
+            });
+        }
+        let outcomes: Vec<Outcome> = turn.outcomes.into_iter().flatten().collect();
+        let abort = run.count_recovery(&outcomes);
+        run.transcript.push(Message::ToolResults(outcomes));
+        inner.events.emit(AgentEvent::StepFinished { step });
+        match abort {
+            Some(reason) => Err(End::Aborted(reason)),
+            None => Ok(()),
+        }
+    }
+
+    /// One model request, retried on transient failures as a tool's call would be: capped full
+    /// jitter or the provider's `Retry-After`, within the attempt cap, the run's deadline and the
+    /// agent's retry budget. Returns the turn and the requests made.
+    async fn ask_model(
+        &self,
+        transcript: &[Message],
+        deadline: Instant,
+    ) -> Result<(Turn, u32), ModelError> {
+        let inner = &*self.inner;
+        let request = ModelRequest {
+            system: &inner.system,
+            messages: transcript,
+            tools: &inner.tools,
+            events: &inner.events,
+        };
+        inner.budget.deposit(inner.nanos());
+        let mut attempt = 1;
+        loop {
+            let answer =
+                tokio::time::timeout(inner.model_timeout, inner.model.complete(request)).await;
+            let error = match answer {
+                Ok(Ok(turn)) => return Ok((turn, attempt)),
+                Ok(Err(error)) => error,
+                Err(_) => ModelError::new(
+                    ErrorKind::Timeout,
+                    format!(
+                        "the model did not answer within {} s",
+                        inner.model_timeout.as_secs_f64()
+                    ),
+                ),
+            };
+            let error = error.with_attempts(attempt);
+            if !error.kind().is_transient() || attempt >= inner.model_retry.attempts() {
+                return Err(error);
+            }
+            let wait = error
+                .retry_after()
+                .unwrap_or_else(|| inner.model_retry.delay(attempt - 1, &*inner.random));
+            if Instant::now() + wait >= deadline {
+                let message = format!(
+                    "{}; waiting {} s more would pass the run's deadline",
+                    error.message(),
+                    wait.as_secs_f64()
+                );
+                return Err(ModelError::new(error.kind(), message).with_attempts(attempt));
+            }
+            if !inner.budget.withdraw(inner.nanos()) {
+                let message = format!(
+                    "{}; the agent's model retry budget is spent",
+                    error.message()
+                );
+                return Err(ModelError::new(error.kind(), message).with_attempts(attempt));
+            }
+            inner.events.emit(AgentEvent::ModelRetry {
+                error: &error,
+                wait,
+            });
+            tracing::debug!(target: "toolwright::agent", kind = %error.kind(), wait_ms = wait.as_millis() as u64, "model request retried");
+            tokio::time::sleep(wait).await;
+            attempt += 1;
+        }
+    }
+}
+
+impl Inner {
+    fn nanos(&self) -> u64 {
+        u64::try_from(self.origin.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+}
+
+fn pending_ticket(outcome: &Outcome) -> Option<String> {
+    let data = outcome.data_as::<Value>()?;
+    data.get("ticket")?.as_str().map(str::to_owned)
+}
+
+impl AgentBuilder {
+    /// The agent's instructions. [`ERROR_CONTRACT`] follows them unless
+    /// [`without_error_contract`](Self::without_error_contract) is set.
+    pub fn system(mut self, prompt: impl Into<String>) -> Self {
+        self.system = prompt.into();
+        self
+    }
+
+    /// Sends only the prompt given to [`system`](Self::system), without [`ERROR_CONTRACT`] (for a
+    /// prompt that already explains the envelope).
+    pub fn without_error_contract(mut self) -> Self {
+        self.error_contract = false;
+        self
+    }
+
+    /// Model turns before the run ends with [`End::StepLimit`] (at least 1).
+    pub fn max_steps(mut self, steps: usize) -> Self {
+        self.max_steps = steps.max(1);
+        self
+    }
+
+    /// Wall-clock limit of a run (and of each resumed part of it): past it, the run ends with
+    /// [`AbortReason::Deadline`] and whatever was running is cancelled.
+    pub fn deadline(mut self, deadline: Duration) -> Self {
+        self.deadline = deadline;
+        self
+    }
+
+    /// Calls of one turn that run at once (at least 1; default: all of them). Their outcomes are
+    /// sent back in the order of the calls whatever the order they finish in.
+    pub fn tool_concurrency(mut self, calls: usize) -> Self {
+        self.tool_concurrency = Some(calls.max(1));
+        self
+    }
+
+    /// Attempts and backoff of one model request (the same policy type as the tools').
+    pub fn model_retry(mut self, policy: RetryPolicy) -> Self {
+        self.model_retry = policy;
+        self
+    }
+
+    /// The share of model requests that may be retries, across every run of this agent (so a
+    /// provider outage does not multiply the agent's traffic to it).
+    pub fn model_retry_budget(mut self, budget: RetryBudget) -> Self {
+        self.model_budget = budget;
+        self
+    }
+
+    /// Limit of one model request; past it the request is a `timeout`, and retried.
+    pub fn model_timeout(mut self, timeout: Duration) -> Self {
+        self.model_timeout = timeout;
+        self
+    }
+
+    /// The randomness of the backoff jitter (a seeded source makes a test repeatable).
+    pub fn random(mut self, random: impl RandomSource) -> Self {
+        self.random = Box::new(random);
+        self
+    }
+
+    /// Reports text deltas, started calls, outcomes, retries and finished steps to `f` as they
+    /// happen.
+    pub fn on_event(mut self, f: impl Fn(&AgentEvent<'_>) + Send + Sync + 'static) -> Self {
+        self.events = Events::new(f);
+        self
+    }
+
+    /// The agent; fails if a tool cannot be exported for the model's provider (the error names
+    /// every tool and construct).
+    pub fn build(self) -> Result<Agent, ExportError> {
+        let tools = self.registry.export(self.model.export())?;
+        let system = match (self.system.is_empty(), self.error_contract) {
+            (_, false) => self.system,
+            (true, true) => ERROR_CONTRACT.to_owned(),
+            (false, true) => format!("{}\n\n{ERROR_CONTRACT}", self.system),
+        };
+        Ok(Agent {
+            inner: Arc::new(Inner {
+                model: self.model,
+                registry: self.registry,
+                tools,
+                system,
+                max_steps: self.max_steps,
+                deadline: self.deadline,
+                tool_concurrency: self.tool_concurrency,
+                model_retry: self.model_retry,
+                model_timeout: self.model_timeout,
+                budget: Budget::new(self.model_budget),
+                origin: Instant::now(),
+                random: self.random,
+                events: self.events,
+            }),
+        })
+    }
+}
+
+/// How a run ended.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum End {
+    /// The model answered without tool calls: its answer.
+    Final(String),
+    /// The model still made calls after [`max_steps`](AgentBuilder::max_steps) turns.
+    StepLimit,
+    /// A call waits for a person's decision ([`approval`](toolwright_core::guard::approval));
+    /// decide it, then [`Agent::resume`].
+    Pending {
+        /// The ticket of the (first) waiting call.
+        ticket: String,
+    },
+    /// The run was stopped.
+    Aborted(AbortReason),
+    /// The model could not be reached or answered nonsense, after the retries it was due.
+    ModelError(ModelError),
+}
+
+/// Why a run was stopped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AbortReason {
+    /// The model called a tool again after its envelope said the recovery budget was spent
+    /// ([`recovery`](toolwright_core::conversation::recovery)) and failed the same way: it is not
+    /// going to fix the call, so the run ends now rather than at the step cap.
+    RecoveryExhausted {
+        /// The tool (the name the model used).
+        tool: String,
+        /// The failure.
+        kind: ErrorKind,
+    },
+    /// The run's wall-clock [`deadline`](AgentBuilder::deadline) passed.
+    Deadline,
+}
+
+impl fmt::Display for AbortReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AbortReason::RecoveryExhausted { tool, kind } => write!(
+                f,
+                "the model called `{tool}` again ({kind}) after being told its recovery budget was spent"
+            ),
+            AbortReason::Deadline => f.write_str("the run's deadline passed"),
+        }
+    }
+}
+
+/// One model turn and the calls it made.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Step {
+    /// From 1.
+    pub number: usize,
+    /// The model's text.
+    pub text: Option<String>,
+    /// The calls, in order.
+    pub calls: Vec<ToolCall>,
+    /// Every outcome, in the order they finished (a call that waited for approval and ran after
+    /// it shows both outcomes).
+    pub outcomes: Vec<Outcome>,
+    /// Tokens of this turn, when reported.
+    pub usage: Option<Usage>,
+    /// Model requests made for this turn (more than 1 when retried).
+    pub model_attempts: u32,
+    /// Time waiting for the model, retries included.
+    pub model_time: Duration,
+    /// Time running this turn's calls.
+    pub tool_time: Duration,
+}
+
+/// A finished (or paused) run: how it ended, the conversation, every step and the tokens.
+#[derive(Debug, Clone)]
+pub struct Run {
+    end: End,
+    transcript: Vec<Message>,
+    steps: Vec<Step>,
+    usage: Usage,
+    pending: Option<PendingTurn>,
+    /// Recovery keys (a tool, or "" for invented names) whose budget the model was told is spent.
+    exhausted: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+struct PendingTurn {
+    calls: Vec<ToolCall>,
+    outcomes: Vec<Option<Outcome>>,
+}
+
+impl Run {
+    /// How it ended.
+    pub fn end(&self) -> &End {
+        &self.end
+    }
+
+    /// The model's final answer, if it gave one.
+    pub fn final_text(&self) -> Option<&str> {
+        match &self.end {
+            End::Final(text) => Some(text),
+            _ => None,
+        }
+    }
+
+    /// The conversation: the messages given, every assistant turn and every turn's results.
+    pub fn transcript(&self) -> &[Message] {
+        &self.transcript
+    }
+
+    /// Every step.
+    pub fn steps(&self) -> &[Step] {
+        &self.steps
+    }
+
+    /// Tokens over every step that reported them.
+    pub fn usage(&self) -> Usage {
+        self.usage
+    }
+
+    /// Every tool outcome of the run, in order.
+    pub fn outcomes(&self) -> impl Iterator<Item = &Outcome> {
+        self.steps.iter().flat_map(|s| s.outcomes.iter())
+    }
+
+    /// Heap bytes of the transcript (text, arguments, envelopes), for sizing how many
+    /// conversations fit in memory.
+    pub fn transcript_bytes(&self) -> usize {
+        self.transcript
+            .iter()
+            .map(Message::heap_bytes)
+            .sum::<usize>()
+            + self.transcript.capacity() * std::mem::size_of::<Message>()
+    }
+
+    /// Counts this turn's outcomes against what the model was told: a failure past its recovery
+    /// budget (its envelope says `retryable: false` though its kind is one the model may fix) is
+    /// a warning the first time, and ends the run the next time the model makes it.
+    fn count_recovery(&mut self, outcomes: &[Outcome]) -> Option<AbortReason> {
+        for outcome in outcomes {
+            if outcome.is_ok() {
+                self.exhausted.retain(|key| key != outcome.tool());
+                continue;
+            }
+            let Some(kind) = outcome.error_kind() else {
+                continue;
+            };
+            let budgeted = matches!(
+                kind,
+                ErrorKind::InvalidJson
+                    | ErrorKind::UnknownArgument
+                    | ErrorKind::SchemaMismatch
+                    | ErrorKind::UnknownTool
+                    | ErrorKind::SemanticInvalid
+                    | ErrorKind::CircuitOpen
+            );
+            if !budgeted || outcome.retryable() {
+                continue;
+            }
+            let key = if kind == ErrorKind::UnknownTool {
+                ""
+            } else {
+                outcome.tool()
+            };
+            if self.exhausted.iter().any(|k| k == key) {
+                return Some(AbortReason::RecoveryExhausted {
+                    tool: outcome.tool().to_owned(),
+                    kind,
+                });
+            }
+            self.exhausted.push(key.to_owned());
+        }
+        None
+    }
+}

@@ -1,0 +1,413 @@
+//! The loop against a scripted model and the real registry pipeline, on paused tokio time.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use toolwright::approval::ApprovalQueue;
+use toolwright::prelude::*;
+use toolwright::ERROR_CONTRACT;
+use toolwright_agent::{
+    AbortReason, Agent, AgentEvent, End, Message, ModelError, ScriptedModel, Turn,
+};
+
+/// How many times each tool body ran, per test (no global counters).
+#[derive(Default)]
+struct Counts {
+    lookups: AtomicU32,
+    refunds: AtomicU32,
+}
+
+/// Look an order up by id.
+#[tool(read_only)]
+async fn lookup(counts: State<Arc<Counts>>, order_id: String) -> Result<String, ToolError> {
+    counts.lookups.fetch_add(1, Ordering::SeqCst);
+    Ok(format!("order {order_id}: delivered"))
+}
+
+/// Wait `ms` milliseconds, then answer with the number.
+#[tool(read_only, timeout_ms = 60000)]
+async fn slow(ms: u64) -> Result<u64, ToolError> {
+    tokio::time::sleep(Duration::from_millis(ms)).await;
+    Ok(ms)
+}
+
+/// Refund an order; a person approves each refund.
+#[tool(idempotent = true, requires_approval)]
+async fn refund(
+    counts: State<Arc<Counts>>,
+    order_id: String,
+    amount: f64,
+) -> Result<String, ToolError> {
+    counts.refunds.fetch_add(1, Ordering::SeqCst);
+    Ok(format!("refunded {amount} on {order_id}"))
+}
+
+fn registry(counts: Arc<Counts>) -> Registry {
+    Registry::builder()
+        .tool(Lookup)
+        .tool(Slow)
+        .tool(Refund)
+        .state(counts)
+        .build()
+        .expect("the test registry builds")
+}
+
+fn call(id: &str, name: &str, args: &str) -> ToolCall {
+    ToolCall::new(id, name, args)
+}
+
+fn agent(model: &Arc<ScriptedModel>, counts: &Arc<Counts>) -> toolwright_agent::AgentBuilder {
+    Agent::builder(Arc::clone(model), registry(Arc::clone(counts)))
+}
+
+fn results_of(message: &Message) -> Vec<(String, String)> {
+    match message {
+        Message::ToolResults(outcomes) => outcomes
+            .iter()
+            .map(|o| (o.call_id().to_owned(), o.status().to_string()))
+            .collect(),
+        other => panic!("expected tool results, got {other:?}"),
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_call_then_an_answer_ends_final_with_transcript_outcomes_and_usage() {
+    let counts = Arc::new(Counts::default());
+    let model = Arc::new(ScriptedModel::new([
+        Turn::calls([call("c1", "lookup", r#"{"order_id":"A1"}"#)]).with_usage(100, 10),
+        Turn::text("A1 was delivered.").with_usage(150, 8),
+    ]));
+    let agent = agent(&model, &counts).system("You help.").build().unwrap();
+    let run = agent
+        .run(&Session::new("t1"), vec![Message::user("Where is A1?")])
+        .await;
+
+    assert!(matches!(run.end(), End::Final(t) if t == "A1 was delivered."));
+    assert_eq!(run.final_text(), Some("A1 was delivered."));
+    assert_eq!(run.steps().len(), 2);
+    assert_eq!(run.steps()[0].outcomes.len(), 1);
+    assert_eq!(run.steps()[0].outcomes[0].status(), Status::Success);
+    assert_eq!(run.usage().input_tokens, 250);
+    assert_eq!(run.usage().output_tokens, 18);
+    // user, assistant (call), results, assistant (answer)
+    assert_eq!(run.transcript().len(), 4);
+    assert_eq!(
+        results_of(&run.transcript()[2]),
+        [("c1".into(), "success".into())]
+    );
+
+    let sent = model.requests();
+    assert_eq!(sent.len(), 2);
+    assert!(sent[0].system.starts_with("You help."));
+    assert!(sent[0].system.ends_with(ERROR_CONTRACT));
+    assert_eq!(sent[0].messages.len(), 1);
+    assert_eq!(
+        sent[1].messages.len(),
+        3,
+        "the second request carries the call's result"
+    );
+    let names: Vec<&str> = sent[0]
+        .tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["lookup", "refund", "slow"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_error_contract_can_be_left_out_and_is_the_whole_prompt_by_default() {
+    let counts = Arc::new(Counts::default());
+    let model = Arc::new(ScriptedModel::new([Turn::text("hi")]));
+    let default = agent(&model, &counts).build().unwrap();
+    assert_eq!(default.system_prompt(), ERROR_CONTRACT);
+    let bare = agent(&model, &counts)
+        .system("Only this.")
+        .without_error_contract()
+        .build()
+        .unwrap();
+    assert_eq!(bare.system_prompt(), "Only this.");
+}
+
+#[tokio::test(start_paused = true)]
+async fn parallel_calls_run_at_once_and_answer_in_call_order() {
+    let counts = Arc::new(Counts::default());
+    let turn = Turn::calls([
+        call("c1", "slow", r#"{"ms":3000}"#),
+        call("c2", "slow", r#"{"ms":1000}"#),
+        call("c3", "slow", r#"{"ms":2000}"#),
+    ]);
+    let model = Arc::new(ScriptedModel::new([turn.clone(), Turn::text("done")]));
+    let finished = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&finished);
+    let agent = agent(&model, &counts)
+        .on_event(move |e| {
+            if let AgentEvent::ToolOutcome { outcome: o, .. } = e {
+                seen.lock().unwrap().push(o.call_id().to_owned());
+            }
+        })
+        .build()
+        .unwrap();
+    let run = agent
+        .run(&Session::new("t2"), vec![Message::user("go")])
+        .await;
+
+    assert!(matches!(run.end(), End::Final(_)));
+    // All three at once: the turn takes as long as the slowest call, not the sum.
+    let tool_time = run.steps()[0].tool_time;
+    assert!(
+        tool_time >= Duration::from_secs(3) && tool_time < Duration::from_secs(4),
+        "{tool_time:?}"
+    );
+    // Results go back in the order of the calls, whatever order they finished in.
+    let ids: Vec<String> = results_of(&run.transcript()[2])
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
+    assert_eq!(ids, ["c1", "c2", "c3"]);
+    assert_eq!(finished.lock().unwrap().len(), 3);
+
+    // Bound 1: one after the other.
+    let model = Arc::new(ScriptedModel::new([turn, Turn::text("done")]));
+    let agent = self::agent(&model, &counts)
+        .tool_concurrency(1)
+        .build()
+        .unwrap();
+    let run = agent
+        .run(&Session::new("t2b"), vec![Message::user("go")])
+        .await;
+    let tool_time = run.steps()[0].tool_time;
+    assert!(tool_time >= Duration::from_secs(6), "{tool_time:?}");
+    let ids: Vec<String> = results_of(&run.transcript()[2])
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
+    assert_eq!(ids, ["c1", "c2", "c3"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_unknown_tool_and_malformed_arguments_go_back_to_the_model_as_results() {
+    let counts = Arc::new(Counts::default());
+    let model = Arc::new(ScriptedModel::new([
+        Turn::calls([
+            call("c1", "lookup_order", r#"{"order_id":"A1"}"#),
+            call("c2", "lookup", r#"{"order_id":"A1""#),
+        ]),
+        Turn::calls([call("c3", "lookup", r#"{"order_id":"A1"}"#)]),
+        Turn::text("Found it."),
+    ]));
+    let agent = agent(&model, &counts).build().unwrap();
+    let run = agent
+        .run(&Session::new("t3"), vec![Message::user("A1?")])
+        .await;
+
+    assert!(matches!(run.end(), End::Final(_)), "{:?}", run.end());
+    let kinds: Vec<Option<ErrorKind>> = run.steps()[0]
+        .outcomes
+        .iter()
+        .map(|o| o.error_kind())
+        .collect();
+    assert_eq!(
+        kinds,
+        [Some(ErrorKind::UnknownTool), Some(ErrorKind::InvalidJson)]
+    );
+    let sent = model.requests();
+    let Message::ToolResults(results) = &sent[1].messages[2] else {
+        panic!("the second request carries the failed calls' results");
+    };
+    let envelope = results[0].to_model_json();
+    assert_eq!(envelope["error_type"], "unknown_tool");
+    assert_eq!(envelope["available_tools"][0], "lookup");
+    assert_eq!(counts.lookups.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_model_repeating_a_broken_call_is_aborted_by_the_recovery_budget_not_the_step_cap() {
+    let counts = Arc::new(Counts::default());
+    let broken = Turn::calls([call("c", "lookup", r#"{"order":"A1"}"#)]);
+    let model = Arc::new(ScriptedModel::new(vec![broken; 10]));
+    let agent = agent(&model, &counts).max_steps(10).build().unwrap();
+    let run = agent
+        .run(&Session::new("t4"), vec![Message::user("A1?")])
+        .await;
+
+    // Schema violations get 2 retries: the 3rd failure's envelope says stop, the 4th call ends it.
+    match run.end() {
+        End::Aborted(AbortReason::RecoveryExhausted { tool, kind }) => {
+            assert_eq!(tool, "lookup");
+            assert_eq!(*kind, ErrorKind::SchemaMismatch);
+        }
+        other => panic!("expected an abort, got {other:?}"),
+    }
+    assert_eq!(run.steps().len(), 4);
+    let third = &run.steps()[2].outcomes[0];
+    assert!(!third.retryable());
+    assert!(third.message().unwrap().contains("stop calling it"));
+    assert_eq!(counts.lookups.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_model_that_keeps_calling_good_tools_stops_at_the_step_cap() {
+    let counts = Arc::new(Counts::default());
+    let turn = Turn::calls([call("c", "lookup", r#"{"order_id":"A1"}"#)]);
+    let model = Arc::new(ScriptedModel::new(vec![turn; 5]));
+    let agent = agent(&model, &counts).max_steps(3).build().unwrap();
+    let run = agent
+        .run(&Session::new("t5"), vec![Message::user("A1?")])
+        .await;
+    assert!(matches!(run.end(), End::StepLimit));
+    assert_eq!(run.steps().len(), 3);
+    assert_eq!(model.requests().len(), 3);
+    assert_eq!(counts.lookups.load(Ordering::SeqCst), 3);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_call_waiting_for_approval_pauses_the_run_and_resume_runs_only_what_waited() {
+    let counts = Arc::new(Counts::default());
+    let model = Arc::new(ScriptedModel::new([
+        Turn::calls([
+            call("c1", "lookup", r#"{"order_id":"A1"}"#),
+            call("c2", "refund", r#"{"order_id":"A1","amount":5}"#),
+        ]),
+        Turn::text("Refunded."),
+    ]));
+    let agent = agent(&model, &counts).build().unwrap();
+    let queue = Arc::new(ApprovalQueue::new());
+    let session = Session::new("t6").with_approver(Arc::clone(&queue));
+    let run = agent.run(&session, vec![Message::user("refund A1")]).await;
+
+    let End::Pending { ticket } = run.end().clone() else {
+        panic!("expected a pending run, got {:?}", run.end());
+    };
+    assert_eq!(queue.waiting()[0].ticket, ticket);
+    assert_eq!(counts.lookups.load(Ordering::SeqCst), 1);
+    assert_eq!(counts.refunds.load(Ordering::SeqCst), 0);
+    assert_eq!(model.requests().len(), 1);
+    // Nothing half-answered went into the transcript: user + assistant only.
+    assert_eq!(run.transcript().len(), 2);
+
+    assert!(queue.approve(&ticket));
+    let run = agent.resume(&session, run).await;
+    assert!(
+        matches!(run.end(), End::Final(t) if t == "Refunded."),
+        "{:?}",
+        run.end()
+    );
+    assert_eq!(
+        counts.lookups.load(Ordering::SeqCst),
+        1,
+        "the lookup is not repeated"
+    );
+    assert_eq!(counts.refunds.load(Ordering::SeqCst), 1);
+    let sent = model.requests();
+    assert_eq!(sent.len(), 2);
+    assert_eq!(
+        results_of(&sent[1].messages[2]),
+        [
+            ("c1".into(), "success".into()),
+            ("c2".into(), "success".into())
+        ]
+    );
+    // The step shows the pending outcome and the one after the decision.
+    let statuses: Vec<Status> = run.steps()[0].outcomes.iter().map(|o| o.status()).collect();
+    assert_eq!(
+        statuses,
+        [Status::Success, Status::Pending, Status::Success]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_rate_limited_model_request_waits_out_its_retry_after_and_succeeds() {
+    let counts = Arc::new(Counts::default());
+    let model = Arc::new(
+        ScriptedModel::new([])
+            .then_fail(
+                ModelError::new(ErrorKind::RateLimited, "slow down")
+                    .with_retry_after(Duration::from_secs(7)),
+            )
+            .then(Turn::text("ok")),
+    );
+    let agent = agent(&model, &counts).build().unwrap();
+    let started = tokio::time::Instant::now();
+    let run = agent
+        .run(&Session::new("t7"), vec![Message::user("hi")])
+        .await;
+    assert!(matches!(run.end(), End::Final(_)));
+    assert_eq!(run.steps()[0].model_attempts, 2);
+    assert!(started.elapsed() >= Duration::from_secs(7));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_model_request_that_cannot_succeed_is_not_retried_and_ends_the_run() {
+    let counts = Arc::new(Counts::default());
+    let model = Arc::new(
+        ScriptedModel::new([])
+            .then_fail(ModelError::new(ErrorKind::AuthExpired, "bad key"))
+            .then(Turn::text("never")),
+    );
+    let agent = agent(&model, &counts).build().unwrap();
+    let run = agent
+        .run(&Session::new("t8"), vec![Message::user("hi")])
+        .await;
+    match run.end() {
+        End::ModelError(e) => {
+            assert_eq!(e.kind(), ErrorKind::AuthExpired);
+            assert_eq!(e.attempts(), 1);
+        }
+        other => panic!("expected a model error, got {other:?}"),
+    }
+    assert_eq!(model.remaining(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn unavailable_past_the_attempt_cap_is_a_model_error_with_its_attempts() {
+    let counts = Arc::new(Counts::default());
+    let down = || ModelError::new(ErrorKind::Unavailable, "HTTP 500");
+    let model = Arc::new(
+        ScriptedModel::new([])
+            .then_fail(down())
+            .then_fail(down())
+            .then_fail(down())
+            .then(Turn::text("too late")),
+    );
+    let agent = agent(&model, &counts).build().unwrap();
+    let run = agent
+        .run(&Session::new("t9"), vec![Message::user("hi")])
+        .await;
+    match run.end() {
+        End::ModelError(e) => assert_eq!((e.kind(), e.attempts()), (ErrorKind::Unavailable, 3)),
+        other => panic!("expected a model error, got {other:?}"),
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_run_past_its_deadline_is_aborted() {
+    let counts = Arc::new(Counts::default());
+    let model = Arc::new(
+        ScriptedModel::new([
+            Turn::calls([call("c1", "slow", r#"{"ms":50000}"#)]),
+            Turn::text("late"),
+        ])
+        .latency(Duration::from_secs(1)),
+    );
+    let agent = agent(&model, &counts)
+        .deadline(Duration::from_secs(20))
+        .build()
+        .unwrap();
+    let started = tokio::time::Instant::now();
+    let run = agent
+        .run(&Session::new("t10"), vec![Message::user("hi")])
+        .await;
+    assert!(
+        matches!(run.end(), End::Aborted(AbortReason::Deadline)),
+        "{:?}",
+        run.end()
+    );
+    let elapsed = started.elapsed();
+    assert!(
+        elapsed >= Duration::from_secs(20) && elapsed < Duration::from_secs(25),
+        "{elapsed:?}"
+    );
+}
