@@ -225,10 +225,10 @@
 pub use toolwright_core::{
     ArgumentLog, AttemptRecord, BuildError, Effect, ErrorKind, IdempotencyKey, IdempotencyStore,
     Invocation, KeyMode, MemoryStore, Outcome, Registry, RegistryBuilder, RetryStop, Seam, Session,
-    State, Status, Tool, ToolCall, ToolContext, ToolError, ToolMeta, ToolSpec, Violation,
+    State, Status, Tool, ToolCall, ToolContext, ToolError, ToolMeta, ToolSpec, Toolset, Violation,
     ERROR_CONTRACT,
 };
-pub use toolwright_macros::{data, tool};
+pub use toolwright_macros::{data, tool, toolset};
 
 // One module per stage of a call, as the runtime lays them out.
 pub use toolwright_core::{
@@ -264,7 +264,7 @@ pub mod prelude {
         ErrorKind, IdempotencyKey, Outcome, Registry, Seam, Session, State, Status, Tool, ToolCall,
         ToolContext, ToolError,
     };
-    pub use toolwright_macros::{data, tool};
+    pub use toolwright_macros::{data, tool, toolset};
 }
 
 /// Not public API: what `#[tool]`-generated code refers to, so users depend on `toolwright`
@@ -277,8 +277,9 @@ pub mod __private_v0_1 {
     pub use schemars;
     pub use serde;
     pub use serde_json;
+    pub use toolwright_core::execute::blocking::blocking;
     pub use toolwright_core::guard::provenance::{check as grounded, Grounds};
-    pub use toolwright_core::registry::CollectedTool;
+    pub use toolwright_core::registry::{CollectedTool, Toolset};
     pub use toolwright_core::tool::{FieldMeta, Number, Rule, StateRequirement};
     pub use toolwright_core::validate::rules;
     pub use toolwright_core::validate::Violations;
