@@ -301,6 +301,17 @@ pub fn replace_self(tokens: TokenStream, self_ty: &Type) -> TokenStream {
     out
 }
 
+fn mentions(tokens: TokenStream, names: &[String]) -> Option<String> {
+    tokens.into_iter().find_map(|tree| match tree {
+        proc_macro2::TokenTree::Ident(ident) => {
+            let ident = ident.to_string();
+            names.contains(&ident).then_some(ident)
+        }
+        proc_macro2::TokenTree::Group(group) => mentions(group.stream(), names),
+        _ => None,
+    })
+}
+
 fn replace_self_in<T: syn::parse::Parse + ToTokens>(value: &mut T, self_ty: &Type) {
     if let Ok(replaced) = syn::parse2(replace_self(value.to_token_stream(), self_ty)) {
         *value = replaced;
@@ -326,6 +337,17 @@ impl ToolFn {
             Output::Unit(_) | Output::Unsupported(_) => {}
         }
         self.owner = Some(owner);
+    }
+
+    /// The first type parameter of the `impl` that `ty` names, if any.
+    pub fn impl_parameter_in(&self, ty: &Type) -> Option<String> {
+        let owner = self.owner.as_ref()?;
+        let names: Vec<String> = owner
+            .generics
+            .type_params()
+            .map(|p| p.ident.to_string())
+            .collect();
+        mentions(ty.to_token_stream(), &names)
     }
 
     /// The receiver, if the function has one.

@@ -973,10 +973,11 @@ pub fn stub_items(tool: &ToolFn) -> (TokenStream, TokenStream) {
     let (tool_ident, args_ident, vis) = (&names.tool, &names.args, names.vis);
     let args_doc = names.args_doc(&tool.name);
     let args_name = args_ident.to_string();
-    // Fields of a type the compiler would reject again (`&str`, `impl Trait`) are left out.
+    // Fields of a type the compiler would reject again (`&str`, `impl Trait`, the impl's `D`)
+    // are left out.
     let fields = tool
         .args()
-        .filter(|param| !matches!(param.ty, syn::Type::Reference(_) | syn::Type::ImplTrait(_)))
+        .filter(|param| !unusable(tool, &param.ty))
         .map(|param| {
             let (ident, ty) = (&param.ident, &param.ty);
             quote!(#vis #ident: #ty,)
@@ -1082,6 +1083,15 @@ pub fn stub_items(tool: &ToolFn) -> (TokenStream, TokenStream) {
     (items, register)
 }
 
+/// A type validation already reported, which the stand-in leaves out rather than have the
+/// compiler report it again.
+fn unusable(tool: &ToolFn, ty: &syn::Type) -> bool {
+    matches!(
+        ty,
+        syn::Type::Reference(_) | syn::Type::ImplTrait(_) | syn::Type::Infer(_)
+    ) || tool.impl_parameter_in(ty).is_some()
+}
+
 /// The stand-in's result type, the bounds of its `Tool` impl and its registration chain.
 struct StubChecks {
     output: TokenStream,
@@ -1096,12 +1106,7 @@ struct StubChecks {
 /// as the result) when validation already reported a type.
 fn stub_type_checks(tool: &ToolFn, names: &Names) -> StubChecks {
     let p = quote!(::toolwright::__private_v0_1);
-    let unusable = |ty: &syn::Type| {
-        matches!(
-            ty,
-            syn::Type::Reference(_) | syn::Type::ImplTrait(_) | syn::Type::Infer(_)
-        )
-    };
+    let unusable = |ty: &syn::Type| unusable(tool, ty);
     let none = || StubChecks {
         output: quote!(()),
         bounds: Vec::new(),

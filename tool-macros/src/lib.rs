@@ -170,7 +170,7 @@ mod tests {
     #[test]
     fn every_mistake_is_reported_in_one_pass() {
         let item = quote! {
-            fn bad<T>(
+            async fn bad<T>(
                 &self,
                 #[arg(range(min = 9, max = 1), lenght(max = 3))]
                 n: u32,
@@ -178,30 +178,55 @@ mod tests {
                 s: &str,
                 #[arg(sensitive)]
                 key: IdempotencyKey,
-            ) -> String { todo!() }
+            ) -> ApiResult<String> { todo!() }
         };
         let found = errors(
-            quote!(name = "a b", timeout_ms = 0, idempotnet = true),
+            quote!(
+                name = "a b",
+                timeout_ms = 0,
+                idempotnet = true,
+                blocking = false
+            ),
             item,
         );
         let expected = [
             "unknown `#[tool]` key `idempotnet`",
             "unknown `#[arg]` key `lenght`",
-            "must be `async`",
+            "`blocking` is for a sync `fn`",
             "cannot be generic",
             "tool name `a b` contains ' '",
             "has no description",
             "`timeout_ms = 0`",
-            "cannot take `self`",
+            "needs `#[toolset]` on its `impl` block",
             "`range` has min 9 above max 1",
             "write `s: String`",
             "`pattern` is not a valid regular expression",
             "`key` is injected by the registry",
-            "a tool returns a `Result`",
+            "cannot see what `ApiResult` stands for",
         ];
         assert_eq!(found.len(), expected.len(), "{found:#?}");
         for (message, fragment) in found.iter().zip(expected) {
             assert!(message.contains(fragment), "{message:?} lacks {fragment:?}");
+        }
+    }
+
+    #[test]
+    fn plain_and_sync_tools_have_no_errors() {
+        for item in [
+            quote! {
+                /// Add.
+                fn add(a: i64, b: i64) -> i64 { a + b }
+            },
+            quote! {
+                /// Maybe.
+                async fn maybe(id: String) -> Option<String> { None }
+            },
+            quote! {
+                /// Nothing.
+                fn nothing() {}
+            },
+        ] {
+            assert_eq!(errors(quote!(read_only), item), Vec::<String>::new());
         }
     }
 

@@ -289,38 +289,20 @@ fn signature(cx: &Ctxt, tool: &ToolFn) {
         };
         cx.error_spanned_by(&sig.generics, message);
     }
-    if let Some(owner) = &tool.owner {
-        impl_parameters_in_args(cx, tool, &owner.generics);
-    }
+    impl_parameters_in_args(cx, tool);
 }
 
 /// An argument whose type names a type parameter of the `impl`: the argument struct, and so
 /// the schema, is one for every `D`.
-fn impl_parameters_in_args(cx: &Ctxt, tool: &ToolFn, generics: &syn::Generics) {
-    let names: Vec<String> = generics
-        .type_params()
-        .map(|p| p.ident.to_string())
-        .collect();
+fn impl_parameters_in_args(cx: &Ctxt, tool: &ToolFn) {
     for param in tool.args() {
-        let used = mentions(quote::ToTokens::to_token_stream(&param.ty), &names);
-        if let Some(name) = used {
+        if let Some(name) = tool.impl_parameter_in(&param.ty) {
             cx.error_spanned_by(
                 &param.ty,
                 format!("the argument `{}` cannot have a type that names the `impl`'s type parameter `{name}`: the model's arguments need one schema whatever `{name}` is; use a concrete type", param.ident.unraw()),
             );
         }
     }
-}
-
-fn mentions(tokens: proc_macro2::TokenStream, names: &[String]) -> Option<String> {
-    tokens.into_iter().find_map(|tree| match tree {
-        proc_macro2::TokenTree::Ident(ident) => {
-            let ident = ident.to_string();
-            names.contains(&ident).then_some(ident)
-        }
-        proc_macro2::TokenTree::Group(group) => mentions(group.stream(), names),
-        _ => None,
-    })
 }
 
 /// What the model reads: a name providers accept and a description.
