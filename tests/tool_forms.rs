@@ -30,7 +30,8 @@ async fn add(a: i64, b: i64) -> i64 {
 /// Look an order up; nothing when there is no such order.
 #[tool(read_only)]
 async fn find_order(order_id: String) -> Option<Order> {
-    (order_id == "A1").then(|| Order {
+    let found = order_id == "A1";
+    found.then_some(Order {
         id: order_id,
         total: 12.5,
     })
@@ -42,6 +43,7 @@ async fn clear_cache() {}
 
 /// Say the order was received.
 #[tool(idempotent = true)]
+#[allow(clippy::unused_unit)] // `-> ()` written out is the form under test.
 async fn acknowledge(order_id: String) -> () {
     let _ = order_id;
 }
