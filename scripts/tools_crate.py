@@ -1,31 +1,42 @@
 #!/usr/bin/env python3
-"""Writes a crate of N `#[tool]` functions (four parameters each) that depends on toolwright at
-PATH, to measure what the macro and the registry compile per tool:
+"""Writes a crate of N tools (four parameters each) to measure what a tool costs to compile:
+with toolwright's `#[tool]` (depending on toolwright at PATH), or the same tools written for
+rmcp 3.11 (`#[tool_router]` on an impl, parameters in a `Parameters<..>` struct).
 
     python3 scripts/tools_crate.py /tmp/tools100 100 /work/main
-    cd /tmp/tools100 && cargo llvm-lines --lib | head -30      # or: cargo build --release
+    python3 scripts/tools_crate.py /tmp/rmcp100 100 /work/main --rmcp
+    python3 scripts/tools_crate.py /tmp/tools100 100 /work/main --measure
+
+`--measure` writes the crate, builds its dependencies, then times (debug) a clean build of the
+crate alone, a rebuild after one tool's doc comment changed, and reports the debug binary's size
+and `cargo llvm-lines` total (set `CARGO_TARGET_DIR` to share built dependencies between
+crates). The lock file at PATH pins the dependencies, so both crates build
+against the versions toolwright is tested with. Put the crates under /tmp, not in the repository.
 """
 import os
+import re
+import shutil
+import subprocess
 import sys
+import time
 
-out, count, toolwright = sys.argv[1], int(sys.argv[2]), os.path.abspath(sys.argv[3])
-os.makedirs(os.path.join(out, "src"), exist_ok=True)
-with open(os.path.join(out, "Cargo.toml"), "w") as f:
-    f.write(f"""[package]
-name = "tools{count}"
-version = "0.0.0"
-edition = "2021"
-publish = false
+args = [a for a in sys.argv[1:] if not a.startswith("--")]
+flags = {a for a in sys.argv[1:] if a.startswith("--")}
+out, count, toolwright = args[0], int(args[1]), os.path.abspath(args[2])
+rmcp = "--rmcp" in flags
+name = f"{'rmcp' if rmcp else 'tools'}{count}"
 
-[dependencies]
-toolwright = {{ path = "{toolwright}" }}
-tokio = {{ version = "1", features = ["rt", "macros"] }}
 
-[workspace]
-""")
-lines = ["use toolwright::prelude::*;", ""]
-for i in range(count):
-    lines.append(f"""/// Tool number {i}: look something up.
+def pascal(snake):
+    return "".join(p.capitalize() for p in snake.split("_"))
+
+
+def toolwright_crate():
+    deps = f"""toolwright = {{ path = "{toolwright}" }}
+tokio = {{ version = "1", features = ["rt", "macros"] }}"""
+    lines = ["use toolwright::prelude::*;", ""]
+    for i in range(count):
+        lines.append(f"""/// Tool number {i}: look something up.
 #[tool(timeout_ms = 2000, read_only)]
 pub async fn tool_{i}(
     /// What to look for.
@@ -42,11 +53,116 @@ pub async fn tool_{i}(
     Ok(vec![format!("{{query}}{{limit}}{{open:?}}{{tag:?}}")])
 }}
 """)
-lines.append("pub fn registry() -> Registry {")
-lines.append("    Registry::builder()")
-for i in range(count):
-    name = "".join(p.capitalize() for p in f"tool_{i}".split("_"))
-    lines.append(f"        .tool({name})")
-lines.append("        .build()\n        .unwrap_or_else(|e| panic!(\"{e}\"))\n}")
+    lines.append("pub fn registry() -> Registry {")
+    lines.append("    Registry::builder()")
+    for i in range(count):
+        lines.append(f"        .tool({pascal(f'tool_{i}')})")
+    lines.append("        .build()\n        .unwrap_or_else(|e| panic!(\"{e}\"))\n}")
+    main = f"fn main() {{\n    println!(\"{{}}\", {name}::registry().names().len());\n}}\n"
+    return deps, "\n".join(lines) + "\n", main
+
+
+def rmcp_crate():
+    deps = """rmcp = { version = "3.11", default-features = false, features = ["server", "macros"] }
+serde = { version = "1", features = ["derive"] }
+schemars = "1"
+tokio = { version = "1", features = ["rt", "macros"] }"""
+    lines = [
+        "use rmcp::handler::server::{router::tool::ToolRouter, wrapper::Parameters};",
+        "use rmcp::{tool, tool_router, Json};",
+        "use schemars::JsonSchema;",
+        "use serde::Deserialize;",
+        "",
+        "#[derive(Clone)]",
+        "pub struct Server {",
+        "    pub tool_router: ToolRouter<Self>,",
+        "}",
+        "",
+    ]
+    for i in range(count):
+        lines.append(f"""/// Arguments of tool number {i}.
+#[derive(Deserialize, JsonSchema)]
+pub struct Tool{i}Params {{
+    /// What to look for.
+    #[schemars(length(min = 1, max = 200))]
+    query: String,
+    /// How many results.
+    #[schemars(range(min = 1, max = 50))]
+    limit: u32,
+    /// Only open items.
+    open: Option<bool>,
+    /// A tag.
+    tag: Option<String>,
+}}
+""")
+    lines.append("#[tool_router]\nimpl Server {")
+    for i in range(count):
+        lines.append(f"""    /// Tool number {i}: look something up.
+    #[tool(annotations(read_only_hint = true))]
+    pub async fn tool_{i}(
+        &self,
+        Parameters(Tool{i}Params {{ query, limit, open, tag }}): Parameters<Tool{i}Params>,
+    ) -> Result<Json<Vec<String>>, String> {{
+        Ok(Json(vec![format!("{{query}}{{limit}}{{open:?}}{{tag:?}}")]))
+    }}
+""")
+    lines.append("}\n")
+    lines.append("pub fn server() -> Server {\n    Server { tool_router: Server::tool_router() }\n}")
+    main = f"fn main() {{\n    println!(\"{{}}\", {name}::server().tool_router.list_all().len());\n}}\n"
+    return deps, "\n".join(lines) + "\n", main
+
+
+deps, lib, main = rmcp_crate() if rmcp else toolwright_crate()
+os.makedirs(os.path.join(out, "src"), exist_ok=True)
+with open(os.path.join(out, "Cargo.toml"), "w") as f:
+    f.write(f"""[package]
+name = "{name}"
+version = "0.0.0"
+edition = "2021"
+publish = false
+
+[dependencies]
+{deps}
+
+[profile.dev]
+# As toolwright's CI builds: line tables, not full debuginfo.
+debug = "line-tables-only"
+
+[workspace]
+""")
 with open(os.path.join(out, "src", "lib.rs"), "w") as f:
-    f.write("\n".join(lines) + "\n")
+    f.write(lib)
+with open(os.path.join(out, "src", "main.rs"), "w") as f:
+    f.write(main)
+lock = os.path.join(toolwright, "Cargo.lock")
+if os.path.exists(lock) and not os.path.exists(os.path.join(out, "Cargo.lock")):
+    shutil.copy(lock, os.path.join(out, "Cargo.lock"))
+
+if "--measure" not in flags:
+    sys.exit(0)
+
+
+def run(*cmd):
+    started = time.monotonic()
+    done = subprocess.run(cmd, cwd=out, capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(done.stderr[-4000:])
+    return time.monotonic() - started, done.stdout
+
+
+run("cargo", "build")  # dependencies
+run("cargo", "clean", "-p", name)
+clean, _ = run("cargo", "build")
+lib_path = os.path.join(out, "src", "lib.rs")
+with open(lib_path) as f:
+    text = f.read()
+with open(lib_path, "w") as f:
+    f.write(text.replace("Tool number 0: look", "Tool number 0 (edited): look", 1))
+touched, _ = run("cargo", "build")
+target = os.environ.get("CARGO_TARGET_DIR", os.path.join(out, "target"))
+binary = os.path.getsize(os.path.join(target, "debug", name))
+_, lines = run("cargo", "llvm-lines", "--lib")
+total = re.search(r"^\s*(\d+)\s.*\(TOTAL\)", lines, re.M)
+print(f"{name}: clean build {clean:.1f} s, rebuild after a doc edit {touched:.1f} s, "
+      f"debug binary {binary / 1e6:.1f} MB, llvm-lines {total.group(1) if total else '?'}")
+print("\n".join(lines.splitlines()[:25]))

@@ -1,6 +1,6 @@
 //! # toolwright
 //!
-//! LLM tool calls that hold up in production. Write an ordinary `async fn`, put `#[tool]` on it,
+//! LLM tool calls that hold up in production. Write an ordinary function, put `#[tool]` on it,
 //! and get the JSON schema, argument parsing with every problem reported by path, field and
 //! semantic validation, a per-tool timeout, panic containment, idempotency-key threading and a
 //! registry entry. Every call runs through one pipeline, Validate -> Bound -> Classify ->
@@ -45,6 +45,71 @@
 //! Parameters of type [`IdempotencyKey`], [`ToolContext`] and [`State<T>`](State) are injected by
 //! the registry and never appear in the schema.
 //!
+//! The function may return `Result<T, E>` (any `E: Into<ToolError>`), `T` (a tool that cannot
+//! fail), `Option<T>` (`None` is `status: empty`) or `()` (a success without data); the output
+//! schema is the schema of what the model receives. It may be `async` or not: a sync `fn` runs
+//! on tokio's blocking pool ([`execute::blocking`] says what a timeout means for a thread), or
+//! inline with `#[tool(blocking = false)]` when it is cheap.
+//!
+//! ```
+//! use toolwright::prelude::*;
+//!
+//! /// Convert a price to cents.
+//! #[tool(read_only, blocking = false)]
+//! fn to_cents(amount: f64) -> i64 {
+//!     (amount * 100.0).round() as i64
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! let registry = Registry::builder().tool(ToCents).build().unwrap();
+//! let outcome = registry.call(ToolCall::new("c1", "to_cents", r#"{"amount":1.25}"#)).await;
+//! assert_eq!(outcome.data_as::<i64>(), Some(125));
+//! # }
+//! ```
+//!
+//! ## Tools as methods
+//!
+//! `#[toolset]` on an `impl` block turns each `#[tool]` method into a tool holding one shared
+//! `Arc<Self>` (never a copy), registered together with [`RegistryBuilder::toolset`]. Generic
+//! impl blocks work, the parameters fixed at registration; `Self::name` in `validate`,
+//! `authorize`, `fallback` and `#[arg(validate)]` names an item of the impl. A tool method takes
+//! `&self`: calls run concurrently on the one instance.
+//!
+//! ```
+//! use std::sync::atomic::{AtomicU64, Ordering};
+//! use toolwright::prelude::*;
+//!
+//! struct Counter {
+//!     step: u64,
+//!     total: AtomicU64,
+//! }
+//!
+//! #[toolset]
+//! impl Counter {
+//!     /// Add one step to the total and return it.
+//!     #[tool(idempotent = false)]
+//!     async fn bump(&self) -> u64 {
+//!         self.total.fetch_add(self.step, Ordering::SeqCst) + self.step
+//!     }
+//!
+//!     /// The total so far.
+//!     #[tool(read_only)]
+//!     fn total(&self) -> u64 {
+//!         self.total.load(Ordering::SeqCst)
+//!     }
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! let counter = Counter { step: 5, total: AtomicU64::new(0) };
+//! let registry = Registry::builder().toolset(counter).build().unwrap();
+//! registry.call(ToolCall::new("c1", "bump", "{}")).await;
+//! let total = registry.call(ToolCall::new("c2", "total", "{}")).await;
+//! assert_eq!(total.data_as::<u64>(), Some(5));
+//! # }
+//! ```
+//!
 //! ### `#[tool(...)]` keys
 //!
 //! | key | meaning |
@@ -59,7 +124,8 @@
 //! | `authorize = path` | `fn(&Args, &Session) -> Result<(), E>` -> `unauthorized` |
 //! | `grounds(order = "id")` | ids of that kind in the result become known to the session ([`provenance`]) |
 //! | `requires_approval` | each call runs only when the session's approver approves that exact call; else `pending` or `approval_denied` ([`approval`]) |
-//! | `fallback = path` | an `async fn` with the tool's parameters and result type that answers when the tool is unavailable (below) |
+//! | `fallback = path` | a function with the tool's parameters and result type (`async` when the tool is) that answers when the tool is unavailable (below) |
+//! | `blocking = false` | a sync `fn` runs inline on the calling task, not on the blocking pool (and takes no `timeout_ms`) |
 //!
 //! ### `#[arg(...)]` keys
 //!
@@ -225,10 +291,10 @@
 pub use toolwright_core::{
     ArgumentLog, AttemptRecord, BuildError, Effect, ErrorKind, IdempotencyKey, IdempotencyStore,
     Invocation, KeyMode, MemoryStore, Outcome, Registry, RegistryBuilder, RetryStop, Seam, Session,
-    State, Status, Tool, ToolCall, ToolContext, ToolError, ToolMeta, ToolSpec, Violation,
+    State, Status, Tool, ToolCall, ToolContext, ToolError, ToolMeta, ToolSpec, Toolset, Violation,
     ERROR_CONTRACT,
 };
-pub use toolwright_macros::{data, tool};
+pub use toolwright_macros::{data, tool, toolset};
 
 // One module per stage of a call, as the runtime lays them out.
 pub use toolwright_core::{
@@ -271,7 +337,7 @@ pub mod prelude {
         ErrorKind, IdempotencyKey, Outcome, Registry, Seam, Session, State, Status, Tool, ToolCall,
         ToolContext, ToolError,
     };
-    pub use toolwright_macros::{data, tool};
+    pub use toolwright_macros::{data, tool, toolset};
 }
 
 /// Not public API: what `#[tool]`-generated code refers to, so users depend on `toolwright`
@@ -284,8 +350,9 @@ pub mod __private_v0_1 {
     pub use schemars;
     pub use serde;
     pub use serde_json;
+    pub use toolwright_core::execute::blocking::blocking;
     pub use toolwright_core::guard::provenance::{check as grounded, Grounds};
-    pub use toolwright_core::registry::CollectedTool;
+    pub use toolwright_core::registry::{CollectedTool, Toolset};
     pub use toolwright_core::tool::{FieldMeta, Number, Rule, StateRequirement};
     pub use toolwright_core::validate::rules;
     pub use toolwright_core::validate::Violations;

@@ -46,7 +46,7 @@ pub use error::ToolError;
 pub use idempotency::{IdempotencyKey, IdempotencyStore, KeyMode, MemoryStore};
 pub use observe::ArgumentLog;
 pub use outcome::{AttemptRecord, ErrorKind, Outcome, RetryStop, Seam, Status, Violation};
-pub use registry::{BuildError, Registry, RegistryBuilder};
+pub use registry::{BuildError, Registry, RegistryBuilder, Toolset};
 pub use tool::{Effect, Tool, ToolMeta, ToolSpec};
 
 /// A system-prompt paragraph that teaches a model to read toolwright's result envelope: a model

@@ -197,12 +197,27 @@ impl<T: Tool> Entry<T> {
             .execute(&call, args, key.as_ref(), begin, session, shared)
             .await;
         let mut executed = executed.and_then(|value| interpret::result(spec.name(), &value));
-        let degraded = match fallback::wanted(spec.has_fallback(), spec.idempotent(), &executed) {
-            Some(kind) => {
-                Box::pin(self.fall_back(&mut executed, kind, &call, key.as_ref(), session, shared))
-                    .await
+        // Behind a constant: a tool that declares no fallback compiles none of its machinery
+        // (rustc does not instantiate code under a branch on a constant), and the call's future
+        // holds only a `dyn` box for it.
+        let wanted = if const { T::META.fallback } {
+            fallback::wanted(true, spec.idempotent(), &executed)
+        } else {
+            None
+        };
+        let degraded = match wanted {
+            Some(kind) if const { T::META.fallback } => {
+                let fall_back: BoxFuture<'_, Option<ErrorKind>> = Box::pin(self.fall_back(
+                    &mut executed,
+                    kind,
+                    &call,
+                    key.as_ref(),
+                    session,
+                    shared,
+                ));
+                fall_back.await
             }
-            None => None,
+            _ => None,
         };
         let uncertain = executed.uncertain;
         let mut outcome = conclude(spec, &call, executed, degraded);
@@ -354,7 +369,8 @@ impl<T: Tool> Entry<T> {
     ) -> Executed<T::Output> {
         let (guard, env) = (&self.guard, &shared.env);
         let mut run = guard.start(env, begin);
-        if guard.is_unguarded() {
+        // A constant `false` without the benchmark feature: no tool compiles this branch.
+        if cfg!(feature = "unguarded-for-benchmarks") && guard.is_unguarded() {
             let info = AttemptInfo {
                 number: 1,
                 deadline: run.deadline,

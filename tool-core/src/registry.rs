@@ -266,6 +266,17 @@ impl RegistryBuilder {
         self
     }
 
+    /// Adds every tool of a [`Toolset`] (an `impl` block with `#[toolset]`), each bound to the
+    /// one instance `set`, shared behind an `Arc` (never copied per tool or per call).
+    pub fn toolset<S: Toolset>(self, set: S) -> Self {
+        S::register(Arc::new(set), self)
+    }
+
+    /// As [`RegistryBuilder::toolset`], for an instance the application also keeps a handle to.
+    pub fn toolset_shared<S: Toolset>(self, set: Arc<S>) -> Self {
+        S::register(set, self)
+    }
+
     /// Adds shared state, handed to tools that take a [`State<T>`](crate::State) parameter.
     pub fn state<T: Send + Sync + 'static>(mut self, value: T) -> Self {
         let value: Arc<dyn Any + Send + Sync> = Arc::new(value);
@@ -541,6 +552,32 @@ impl fmt::Display for BuildError {
 }
 
 impl std::error::Error for BuildError {}
+
+/// Tools that are methods of one value: `#[toolset]` on an `impl` block implements it, with one
+/// tool per `#[tool]` method, each holding the same `Arc<Self>`. Register them all with
+/// [`RegistryBuilder::toolset`].
+///
+/// Implemented by hand, `register` adds each tool to the builder:
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use toolwright_core::registry::{RegistryBuilder, Toolset};
+/// struct Nothing;
+///
+/// impl Toolset for Nothing {
+///     fn register(set: Arc<Self>, builder: RegistryBuilder) -> RegistryBuilder {
+///         let _ = set;
+///         builder
+///     }
+/// }
+///
+/// let registry = toolwright_core::Registry::builder().toolset(Nothing).build().unwrap();
+/// assert!(registry.specs().is_empty());
+/// ```
+pub trait Toolset: Send + Sync + 'static {
+    /// Adds every tool of the set, each holding a clone of `set`.
+    fn register(set: Arc<Self>, builder: RegistryBuilder) -> RegistryBuilder;
+}
 
 /// An auto-collection entry: `#[tool]` submits one per tool so [`Registry::from_collected`]
 /// finds every tool in the binary without a hand-kept list.

@@ -20,6 +20,16 @@ pub struct ToolFn {
     pub description: Option<String>,
     pub params: Vec<Param>,
     pub output: Output,
+    /// The `impl` block of a `#[toolset]` method; `None` for a free function.
+    pub owner: Option<Owner>,
+}
+
+/// The `impl` block a `#[toolset]` method is in.
+pub struct Owner {
+    /// `Orders<D>`, as written after `impl<..>`.
+    pub self_ty: Type,
+    /// `<D: Db>` and its where-clause: the tool struct's own.
+    pub generics: syn::Generics,
 }
 
 pub enum Output {
@@ -32,8 +42,31 @@ pub enum Output {
         last: Span,
         error: (Span, Span),
     },
-    /// Anything else (`None`: no return type): reported by validation.
-    Unsupported(Option<Box<Type>>),
+    /// `-> T`, `-> Option<T>`, `-> ()`: the value is the result (`None` is `status: empty`).
+    Plain {
+        ty: Box<Type>,
+        first: Span,
+        last: Span,
+    },
+    /// No return type: `()`, a success without data. The span is the parameters' `)`.
+    Unit(Span),
+    /// A `Result` alias (`ApiResult<T>`), which the macro cannot see through: reported by
+    /// validation.
+    Unsupported(Box<Type>),
+}
+
+impl Output {
+    /// The type the model receives, and the first and last spans to blame it at.
+    pub fn value(&self) -> Option<(TokenStream, Span, Span)> {
+        match self {
+            Output::Result {
+                ok, first, last, ..
+            } => Some((ok.to_token_stream(), *first, *last)),
+            Output::Plain { ty, first, last } => Some((ty.to_token_stream(), *first, *last)),
+            Output::Unit(span) => Some((quote::quote_spanned!(*span=> ()), *span, *span)),
+            Output::Unsupported(_) => None,
+        }
+    }
 }
 
 pub struct Param {
@@ -55,10 +88,24 @@ pub enum ParamKind {
     Context,
     /// Injected: `State<T>`, with `T`.
     State(Box<Type>),
-    /// `self`, `&self`, ...: reported by validation.
-    Receiver,
+    /// `&self` (allowed in a `#[toolset]`), or `self`, `&mut self`, ...: reported by
+    /// validation.
+    Receiver(Receiver),
     /// A pattern other than a plain name, such as `(a, b): (u32, u32)`: reported by validation.
     Pattern,
+}
+
+/// How a method takes `self`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Receiver {
+    /// `&self`: the one a tool can have, the instance being shared by every call.
+    Shared,
+    /// `&mut self`.
+    Mut,
+    /// `self` or `mut self`.
+    Value,
+    /// `self: Box<Self>`, `self: Arc<Self>`, ...
+    Typed,
 }
 
 fn docs(attrs: &[Attribute]) -> Vec<Attribute> {
@@ -140,14 +187,20 @@ fn classify(ty: &Type) -> ParamKind {
 fn param(cx: &Ctxt, input: &mut FnArg) -> Param {
     let pat_type = match input {
         FnArg::Receiver(receiver) => {
+            let kind = match (&receiver.reference, &receiver.mutability) {
+                _ if receiver.colon_token.is_some() => Receiver::Typed,
+                (Some(_), None) => Receiver::Shared,
+                (Some(_), Some(_)) => Receiver::Mut,
+                (None, _) => Receiver::Value,
+            };
             return Param {
                 written: receiver.to_token_stream(),
                 ident: Ident::new("self_", receiver.span()),
                 ty: Type::Verbatim(quote::quote!(Self)),
-                kind: ParamKind::Receiver,
+                kind: ParamKind::Receiver(kind),
                 docs: Vec::new(),
                 arg: ArgAttrs::default(),
-            }
+            };
         }
         FnArg::Typed(pat_type) => pat_type,
     };
@@ -172,15 +225,24 @@ fn param(cx: &Ctxt, input: &mut FnArg) -> Param {
     }
 }
 
-fn output(output: &ReturnType) -> Output {
-    let ReturnType::Type(_, ty) = output else {
-        return Output::Unsupported(None);
+fn output(sig: &syn::Signature) -> Output {
+    let ReturnType::Type(_, ty) = &sig.output else {
+        return Output::Unit(sig.paren_token.span.close());
     };
+    let name = last_segment(ty).map(|seg| seg.ident.to_string());
+    if !name.as_deref().is_some_and(|name| name.contains("Result")) {
+        let (first, last) = token_spans(ty);
+        return Output::Plain {
+            ty: ty.clone(),
+            first,
+            last,
+        };
+    }
     let Some(seg) = last_segment(ty).filter(|seg| seg.ident == "Result") else {
-        return Output::Unsupported(Some(ty.clone()));
+        return Output::Unsupported(ty.clone());
     };
     let Some(ok) = first_type_arg(seg) else {
-        return Output::Unsupported(Some(ty.clone()));
+        return Output::Unsupported(ty.clone());
     };
     let (first, last) = token_spans(ok);
     let error = token_spans(type_args(seg).nth(1).unwrap_or(ty));
@@ -192,7 +254,115 @@ fn output(output: &ReturnType) -> Output {
     }
 }
 
+/// `tokens` with every `Self` replaced by `self_ty`: generated items outside the `impl` name
+/// the type a method's `Self` stands for. `Self::Row` becomes `<Orders<D>>::Row`; the
+/// replacement keeps the span of `Self`.
+pub fn replace_self(tokens: TokenStream, self_ty: &Type) -> TokenStream {
+    use proc_macro2::{Punct, Spacing, TokenTree};
+    let mut out = TokenStream::new();
+    let mut iter = tokens.into_iter().peekable();
+    while let Some(tree) = iter.next() {
+        match tree {
+            TokenTree::Ident(ident) if ident == "Self" => {
+                let span = ident.span();
+                let ty: TokenStream = self_ty
+                    .to_token_stream()
+                    .into_iter()
+                    .map(|mut t| {
+                        t.set_span(t.span().located_at(span));
+                        t
+                    })
+                    .collect();
+                let qualified =
+                    matches!(iter.peek(), Some(TokenTree::Punct(p)) if p.as_char() == ':');
+                if qualified {
+                    let mut open = Punct::new('<', Spacing::Alone);
+                    open.set_span(span);
+                    let mut close = Punct::new('>', Spacing::Alone);
+                    close.set_span(span);
+                    out.extend([TokenTree::Punct(open)]);
+                    out.extend(ty);
+                    out.extend([TokenTree::Punct(close)]);
+                } else {
+                    out.extend(ty);
+                }
+            }
+            TokenTree::Group(group) => {
+                let mut inner = proc_macro2::Group::new(
+                    group.delimiter(),
+                    replace_self(group.stream(), self_ty),
+                );
+                inner.set_span(group.span());
+                out.extend([TokenTree::Group(inner)]);
+            }
+            other => out.extend([other]),
+        }
+    }
+    out
+}
+
+fn mentions(tokens: TokenStream, names: &[String]) -> Option<String> {
+    tokens.into_iter().find_map(|tree| match tree {
+        proc_macro2::TokenTree::Ident(ident) => {
+            let ident = ident.to_string();
+            names.contains(&ident).then_some(ident)
+        }
+        proc_macro2::TokenTree::Group(group) => mentions(group.stream(), names),
+        _ => None,
+    })
+}
+
+fn replace_self_in<T: syn::parse::Parse + ToTokens>(value: &mut T, self_ty: &Type) {
+    if let Ok(replaced) = syn::parse2(replace_self(value.to_token_stream(), self_ty)) {
+        *value = replaced;
+    }
+}
+
 impl ToolFn {
+    /// A `#[tool]` method of a `#[toolset]` impl: `Self` in its types is the impl's type, since
+    /// the generated items live outside the `impl` (paths are rewritten where they are called).
+    pub fn in_impl(&mut self, owner: Owner) {
+        let self_ty = &owner.self_ty;
+        for param in &mut self.params {
+            if !matches!(param.kind, ParamKind::Receiver(_)) {
+                replace_self_in(&mut param.ty, self_ty);
+                if let ParamKind::State(inner) = &mut param.kind {
+                    replace_self_in(&mut **inner, self_ty);
+                }
+            }
+        }
+        match &mut self.output {
+            Output::Result { ok, .. } => replace_self_in(&mut **ok, self_ty),
+            Output::Plain { ty, .. } => replace_self_in(&mut **ty, self_ty),
+            Output::Unit(_) | Output::Unsupported(_) => {}
+        }
+        self.owner = Some(owner);
+    }
+
+    /// The first type parameter of the `impl` that `ty` names, if any.
+    pub fn impl_parameter_in(&self, ty: &Type) -> Option<String> {
+        let owner = self.owner.as_ref()?;
+        let names: Vec<String> = owner
+            .generics
+            .type_params()
+            .map(|p| p.ident.to_string())
+            .collect();
+        mentions(ty.to_token_stream(), &names)
+    }
+
+    /// The receiver, if the function has one.
+    pub fn receiver(&self) -> Option<Receiver> {
+        self.params.iter().find_map(|p| match p.kind {
+            ParamKind::Receiver(r) => Some(r),
+            _ => None,
+        })
+    }
+
+    /// Whether the function is a plain `fn`, run on the blocking pool or inline.
+    pub fn is_sync(&self) -> bool {
+        self.item.sig.asyncness.is_none()
+    }
+
     pub fn from_item(cx: &Ctxt, attrs: ToolAttrs, mut item: ItemFn) -> ToolFn {
         let description = doc_text(&item.attrs);
         let (name, name_span) = match &attrs.name {
@@ -205,7 +375,7 @@ impl ToolFn {
             .iter_mut()
             .map(|input| param(cx, input))
             .collect();
-        let output = output(&item.sig.output);
+        let output = output(&item.sig);
         ToolFn {
             item,
             attrs,
@@ -214,6 +384,7 @@ impl ToolFn {
             description,
             params,
             output,
+            owner: None,
         }
     }
 

@@ -21,6 +21,7 @@ pub const TOOL_KEYS: &[&str] = &[
     "fallback",
     "requires_approval",
     "grounds",
+    "blocking",
 ];
 
 pub const ARG_KEYS: &[&str] = &[
@@ -49,6 +50,8 @@ pub struct ToolAttrs {
     pub requires_approval: Option<Span>,
     /// `grounds(kind = "path", ...)`: the kind (as written) and where in the result.
     pub grounds: Vec<(syn::Ident, LitStr)>,
+    /// `blocking = false`: a sync fn that runs inline rather than on the blocking pool.
+    pub blocking: Option<LitBool>,
 }
 
 /// The value of a number literal, integers kept exact: a bound of `u64::MAX` must not become
@@ -230,6 +233,14 @@ const TOOL_KEY_HINTS: &[(&str, &str)] = &[
     ("readonly", "write `read_only`"),
     ("idempotency_key", "take a `key: IdempotencyKey` parameter"),
     ("scope", "write `scopes = [\"orders:read\"]`"),
+    (
+        "inline",
+        "a cheap sync `fn` that may run on the calling task is marked `blocking = false`",
+    ),
+    (
+        "spawn_blocking",
+        "a sync `fn` runs on the blocking pool by itself; `blocking = false` runs it inline",
+    ),
 ];
 
 const ARG_KEY_HINTS: &[(&str, &str)] = &[
@@ -313,6 +324,7 @@ struct ToolAttrsBuilder<'c> {
     fallback: Attr<'c, Path>,
     requires_approval: Attr<'c, Span>,
     grounds: Attr<'c, Vec<(syn::Ident, LitStr)>>,
+    blocking: Attr<'c, LitBool>,
 }
 
 impl<'c> ToolAttrsBuilder<'c> {
@@ -329,6 +341,7 @@ impl<'c> ToolAttrsBuilder<'c> {
             fallback: Attr::none(cx, "#[tool]", "fallback"),
             requires_approval: Attr::none(cx, "#[tool]", "requires_approval"),
             grounds: Attr::none(cx, "#[tool]", "grounds"),
+            blocking: Attr::none(cx, "#[tool]", "blocking"),
         }
     }
 
@@ -361,6 +374,7 @@ impl<'c> ToolAttrsBuilder<'c> {
             "authorize" => self.authorize.set(at, meta.value()?.parse()?),
             "fallback" => self.fallback.set(at, meta.value()?.parse()?),
             "grounds" => self.grounds.set(at, grounds(cx, meta)?),
+            "blocking" => self.blocking.set(at, meta.value()?.parse()?),
             other => {
                 cx.error_spanned_by(
                     at,
@@ -385,6 +399,7 @@ impl<'c> ToolAttrsBuilder<'c> {
             fallback: self.fallback.get(),
             requires_approval: self.requires_approval.get(),
             grounds: self.grounds.get().unwrap_or_default(),
+            blocking: self.blocking.get(),
         }
     }
 }

@@ -6,7 +6,7 @@ use proc_macro2::{Ident, Literal, Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::ext::IdentExt;
 
-use crate::ast::{token_spans, Output, Param, ParamKind, ToolFn};
+use crate::ast::{replace_self, token_spans, Output, Owner, Param, ParamKind, ToolFn};
 use crate::attr::{NumLit, NumValue, OneOf};
 
 fn pascal_case(snake: &str) -> String {
@@ -63,6 +63,15 @@ fn path_span(path: &syn::Path) -> Span {
         .map_or_else(Span::call_site, |s| s.ident.span())
 }
 
+/// A user's `path::to_fn` as the generated code calls it: in a `#[toolset]`, `Self::check`
+/// names the impl's type, not the generated tool struct the call is written in.
+fn callee(path: &syn::Path, owner: Option<&Owner>) -> TokenStream {
+    match owner {
+        Some(owner) => replace_self(quote!(#path), &owner.self_ty),
+        None => quote!(#path),
+    }
+}
+
 /// `tokens` shown at `span` in diagnostics, each keeping its own hygiene.
 fn located_at(tokens: &TokenStream, span: Span) -> TokenStream {
     tokens
@@ -94,7 +103,11 @@ fn opt<T>(value: &Option<T>, f: impl Fn(&T) -> TokenStream) -> TokenStream {
 
 /// The rules of one argument as `Rule` constants (schema half) and checks (runtime half), both
 /// from the same parsed declaration.
-fn rules(param: &Param, field_name: &str) -> (Vec<TokenStream>, Vec<TokenStream>) {
+fn rules(
+    param: &Param,
+    field_name: &str,
+    owner: Option<&Owner>,
+) -> (Vec<TokenStream>, Vec<TokenStream>) {
     let ident = &param.ident;
     let arg = &param.arg;
     let mut consts = Vec::new();
@@ -158,6 +171,7 @@ fn rules(param: &Param, field_name: &str) -> (Vec<TokenStream>, Vec<TokenStream>
         consts.push(quote!(#p::Rule::Custom(#name)));
         let span = path_span(path);
         let (rules, field) = at(span);
+        let path = callee(path, owner);
         checks.push(quote_spanned!(span=>
             #rules::custom(#field, #field_name, |__value| ::toolwright::__private_v0_1::field_check(#path(__value)), __report);
         ));
@@ -174,34 +188,50 @@ fn argument_bound(param: &Param) -> TokenStream {
     quote_spanned!(first=> for<'__toolwright> #ty: ::toolwright::__private_v0_1::ToolArgument)
 }
 
-/// The collection entry, naming link 0 of the registration chain ([`links`]) spanned at the `T`
-/// of `Result<T, E>`, where the output bound is proven.
+/// The collection entry of a free function, naming link 0 of the registration chain
+/// ([`links`]) spanned at the result type, where the output bound is proven. A `#[toolset]`
+/// method has no entry (its tool needs the instance): the chain is called by the set's
+/// `Toolset::register`, from the block returned second.
 fn registration(
     tool: &ToolFn,
     tool_ident: &Ident,
     output_bound: &TokenStream,
     arg_bounds: &[TokenStream],
-) -> TokenStream {
+) -> (TokenStream, TokenStream) {
     let p = quote!(::toolwright::__private_v0_1);
     let register = register(tool);
     let links = links(tool, tool_ident, output_bound, arg_bounds);
-    quote! {
-        const _: () = {
-            #(#links)*
-            #p::inventory::submit! { #p::CollectedTool::new(#register) }
-        };
+    match tool.owner {
+        None => (
+            quote! {
+                const _: () = {
+                    #(#links)*
+                    #p::inventory::submit! { #p::CollectedTool::new(#register) }
+                };
+            },
+            TokenStream::new(),
+        ),
+        Some(_) => (
+            TokenStream::new(),
+            quote! {
+                {
+                    #(#links)*
+                    #register(builder, &set)
+                }
+            },
+        ),
     }
 }
 
-/// `__register::<>`, link 0, spanned from the first to the last token of the `T` of
-/// `Result<T, E>`, which it underlines when the output bound fails.
+/// `__register::<>`, link 0, spanned from the first to the last token of the result type,
+/// which it underlines when the output bound fails.
 fn register(tool: &ToolFn) -> TokenStream {
-    let Output::Result { first, last, .. } = &tool.output else {
+    let Some((_, first, last)) = tool.output.value() else {
         return TokenStream::new();
     };
-    let ident = Ident::new("__register", *first);
-    let open = quote_spanned!(*first=> ::<);
-    let close = quote_spanned!(*last=> >);
+    let ident = Ident::new("__register", first);
+    let open = quote_spanned!(first=> ::<);
+    let close = quote_spanned!(last=> >);
     quote!(#ident #open #close)
 }
 
@@ -237,6 +267,27 @@ fn links(
         .map(|bound| located_at(bound, Span::call_site()))
         .collect();
     let types: Vec<&syn::Type> = args.iter().map(|param| &param.ty).collect();
+    // A method's chain carries the impl's generics and takes the instance along.
+    let (generics, set, set_arg, owner_bounds, tool_value) = match &tool.owner {
+        Some(owner) => {
+            let self_ty = &owner.self_ty;
+            let (impl_generics, _, _) = owner.generics.split_for_impl();
+            (
+                quote!(#impl_generics),
+                quote!(, set: &::std::sync::Arc<#self_ty>),
+                quote!(, set),
+                owner_bounds(owner),
+                quote!(#tool_ident(::std::sync::Arc::clone(set))),
+            )
+        }
+        None => (
+            TokenStream::new(),
+            TokenStream::new(),
+            TokenStream::new(),
+            TokenStream::new(),
+            quote!(#tool_ident),
+        ),
+    };
     (0..=arg_bounds.len())
         .map(|k| {
             let name = link(k);
@@ -251,23 +302,39 @@ fn links(
                     let close = quote_spanned!(last=> >);
                     quote! {
                         let next = #next #open #close;
-                        next(builder)
+                        next(builder #set_arg)
                     }
                 }
-                None => quote!(builder.tool(#tool_ident)),
+                None => quote!(builder.tool(#tool_value)),
             };
             quote! {
                 #[allow(unused_lifetimes)]
-                fn #name(builder: #p::RegistryBuilder) -> #p::RegistryBuilder
+                fn #name #generics (builder: #p::RegistryBuilder #set) -> #p::RegistryBuilder
                 where
                     #output_bound,
                     #(#bounds,)*
+                    #owner_bounds
                 {
                     #body
                 }
             }
         })
         .collect()
+}
+
+/// What a method's tool needs of the impl: its where-clause, and a type that can be shared
+/// between the calls of every thread.
+fn owner_bounds(owner: &Owner) -> TokenStream {
+    let self_ty = &owner.self_ty;
+    let (first, _) = token_spans(self_ty);
+    let predicates = owner
+        .generics
+        .where_clause
+        .as_ref()
+        .map(|w| w.predicates.iter().collect::<Vec<_>>())
+        .unwrap_or_default();
+    let send = quote_spanned!(first=> ::core::marker::Send + ::core::marker::Sync + 'static);
+    quote!(#(#predicates,)* #self_ty: #send,)
 }
 
 /// The names the macro gives the items it generates, from the function's name.
@@ -296,45 +363,81 @@ impl<'a> Names<'a> {
         format!("Arguments of the `{name}` tool, as the model sends them (generated by `#[tool]`).")
     }
 
-    fn tool_doc(&self, name: &str) -> String {
+    fn tool_doc(&self, name: &str, owner: Option<&Owner>) -> String {
         let (fn_ident, tool) = (self.fn_ident, &self.tool);
-        format!("The `{name}` tool (generated by `#[tool]` from [`{fn_ident}`]): register it with `Registry::builder().tool({tool})`.")
+        match owner {
+            None => format!("The `{name}` tool (generated by `#[tool]` from [`{fn_ident}`]): register it with `Registry::builder().tool({tool})`."),
+            Some(owner) => {
+                let self_ty = &owner.self_ty;
+                let self_ty = quote!(#self_ty).to_string().replace(' ', "");
+                format!("The `{name}` tool (generated by `#[toolset]` from the method `{fn_ident}` of `{self_ty}`), holding the shared instance: registered with the rest of the set by `Registry::builder().toolset(..)`.")
+            }
+        }
     }
 }
 
-/// The function with its argument struct, tool struct, `Tool` impl and collection entry.
-pub fn expand(tool: &ToolFn) -> TokenStream {
+/// The tool struct: a unit struct for a free function; for a method, the shared instance.
+fn tool_struct(tool: &ToolFn, names: &Names) -> TokenStream {
+    let (tool_ident, vis) = (&names.tool, names.vis);
+    let tool_doc = names.tool_doc(&tool.name, tool.owner.as_ref());
+    let Some(owner) = &tool.owner else {
+        return quote! {
+            #[doc = #tool_doc]
+            #[derive(Debug, Clone, Copy, Default)]
+            #vis struct #tool_ident;
+        };
+    };
+    let self_ty = &owner.self_ty;
+    let generics = &owner.generics;
+    let (impl_generics, ty_generics, where_clause) = generics.split_for_impl();
+    quote! {
+        #[doc = #tool_doc]
+        #vis struct #tool_ident #generics (#vis ::std::sync::Arc<#self_ty>) #where_clause;
+
+        impl #impl_generics ::core::clone::Clone for #tool_ident #ty_generics #where_clause {
+            fn clone(&self) -> Self {
+                #tool_ident(::std::sync::Arc::clone(&self.0))
+            }
+        }
+    }
+}
+
+/// The function with its argument struct, tool struct, `Tool` impl and collection entry; and,
+/// for a `#[toolset]` method, the block that registers it (else empty).
+pub fn expand(tool: &ToolFn) -> (TokenStream, TokenStream) {
     let item = &tool.item;
     let names = Names::of(tool);
-    let Output::Result { ok, .. } = &tool.output else {
+    let Some((ok, first, _)) = tool.output.value() else {
         // Validation reports every other return type, so `stub` runs instead.
-        return quote!(#item);
+        return (quote!(#item), TokenStream::new());
     };
     let p = quote!(::toolwright::__private_v0_1);
-    let (tool_ident, vis) = (&names.tool, names.vis);
-    let tool_doc = names.tool_doc(&tool.name);
     let arg_bounds: Vec<TokenStream> = tool.args().map(argument_bound).collect();
     // An unusable result type fails one obligation, `T: ToolOutput`, where the registration
-    // function is named; spanned at the `T` of `Result<T, E>` so the error points there.
+    // function is named; spanned at the result type so the error points there.
     // The impl and that function carry the bound as a `for<..>` where-clause, which rustc
     // checks only where they are used, not as a trivially false bound at the definition.
-    let output_bound = quote_spanned!(token_spans(ok).0=> for<'__toolwright> #ok: #p::ToolOutput);
+    let output_bound = quote_spanned!(first=> for<'__toolwright> #ok: #p::ToolOutput);
     let args_struct = args_struct(tool, &names, &arg_bounds);
+    let tool_struct = tool_struct(tool, &names);
     let tool_impl = tool_impl(tool, &names, &output_bound, &arg_bounds);
-    let registration = registration(tool, &names.tool, &output_bound, &arg_bounds);
-    quote! {
-        #item
+    let (registration, register) = registration(tool, &names.tool, &output_bound, &arg_bounds);
+    // A method stays in its `impl`; the toolset emits it.
+    let item = tool.owner.is_none().then_some(item);
+    (
+        quote! {
+            #item
 
-        #args_struct
+            #args_struct
 
-        #[doc = #tool_doc]
-        #[derive(Debug, Clone, Copy, Default)]
-        #vis struct #tool_ident;
+            #tool_struct
 
-        #tool_impl
+            #tool_impl
 
-        #registration
-    }
+            #registration
+        },
+        register,
+    )
 }
 
 /// `<Fn>Args`: the public struct, the functions behind `default = ..`, and the serde and
@@ -505,7 +608,7 @@ fn meta(tool: &ToolFn) -> TokenStream {
 fn field_meta(param: &Param) -> TokenStream {
     let p = quote!(::toolwright::__private_v0_1);
     let field_name = param.ident.unraw().to_string();
-    let (consts, _) = rules(param, &field_name);
+    let (consts, _) = rules(param, &field_name, None);
     let sensitive = param.arg.sensitive.map(|_| quote!(.sensitive()));
     let grounded = param
         .arg
@@ -524,14 +627,15 @@ fn tool_impl(
     arg_bounds: &[TokenStream],
 ) -> TokenStream {
     let p = quote!(::toolwright::__private_v0_1);
-    let Output::Result { ok, .. } = &tool.output else {
+    let Some((ok, _, _)) = tool.output.value() else {
         return TokenStream::new();
     };
     let (tool_ident, args_ident) = (&names.tool, &names.args);
     let meta = meta(tool);
+    let owner = tool.owner.as_ref();
     let checks = tool.args().flat_map(|param| {
         let field_name = param.ident.unraw().to_string();
-        rules(param, &field_name).1
+        rules(param, &field_name, owner).1
     });
     let hooks = hooks(tool);
     let grounded = grounded(tool);
@@ -539,10 +643,26 @@ fn tool_impl(
     let required_state = calls.required_state();
     let invoke = calls.invoke(tool, names);
     let fallback = calls.fallback(tool, names);
+    let (impl_generics, ty_generics, owner_bounds) = match owner {
+        Some(owner) => {
+            let (impl_generics, ty_generics, _) = owner.generics.split_for_impl();
+            (
+                quote!(#impl_generics),
+                quote!(#ty_generics),
+                owner_bounds(owner),
+            )
+        }
+        None => (TokenStream::new(), TokenStream::new(), TokenStream::new()),
+    };
     quote! {
         // The `for<..>` binder of the output bound names a lifetime it does not use, on purpose.
         #[allow(unused_lifetimes)]
-        impl #p::Tool for #tool_ident where #output_bound, #(#arg_bounds,)* {
+        impl #impl_generics #p::Tool for #tool_ident #ty_generics
+        where
+            #output_bound,
+            #(#arg_bounds,)*
+            #owner_bounds
+        {
             type Args = #args_ident;
             type Output = #ok;
 
@@ -569,8 +689,10 @@ fn tool_impl(
 /// there rather than at `#[tool]`.
 fn hooks(tool: &ToolFn) -> TokenStream {
     let p = quote!(::toolwright::__private_v0_1);
+    let owner = tool.owner.as_ref();
     let semantics = tool.attrs.validate.as_ref().map(|path| {
         let span = path_span(path);
+        let path = callee(path, owner);
         let call = quote_spanned!(span=> ::toolwright::__private_v0_1::semantic(#path(__args)));
         quote! {
             fn check_semantics(__args: &Self::Args) -> ::core::result::Result<(), #p::ToolError> {
@@ -580,6 +702,7 @@ fn hooks(tool: &ToolFn) -> TokenStream {
     });
     let authorize = tool.attrs.authorize.as_ref().map(|path| {
         let span = path_span(path);
+        let path = callee(path, owner);
         let call =
             quote_spanned!(span=> ::toolwright::__private_v0_1::authorized(#path(__args, __session)));
         quote! {
@@ -671,7 +794,7 @@ impl Calls {
                         .push(quote!(#p::StateRequirement::of::<#inner>()));
                     calls.args.push(quote!(#local));
                 }
-                ParamKind::Receiver | ParamKind::Pattern => {}
+                ParamKind::Receiver(_) | ParamKind::Pattern => {}
             }
         }
         calls
@@ -690,18 +813,52 @@ impl Calls {
     }
 
     /// `invoke` or `fallback`: the arguments taken apart, the injected parameters resolved, the
-    /// function called and its result converted.
+    /// function called (awaited, on the blocking pool or inline) and its result converted.
+    /// `this`: whether the function takes `&self`, lent from the tool's shared instance.
     fn method(
         &self,
         names: &Names,
         tool: &ToolFn,
-        method: (TokenStream, TokenStream, TokenStream),
+        (name, callee, this, convert): (TokenStream, TokenStream, bool, TokenStream),
     ) -> TokenStream {
         let p = quote!(::toolwright::__private_v0_1);
-        let (name, call, convert) = method;
         let args_ident = &names.args;
         let arg_idents = tool.args().map(|param| &param.ident);
         let (prepare, resolve) = (&self.prepare, &self.resolve);
+        let mode = Mode::of(tool);
+        let (this_local, receiver) = match (this, mode) {
+            (false, _) => (None, None),
+            (true, Mode::Blocking) => (
+                Some(quote!(let __this = ::std::sync::Arc::clone(&self.0);)),
+                Some(quote!(&*__this,)),
+            ),
+            (true, _) => (Some(quote!(let __this = &*self.0;)), Some(quote!(__this,))),
+        };
+        let args = &self.args;
+        let call = quote!(#callee(#receiver #(#args),*));
+        let body = match mode {
+            Mode::Async => quote! {
+                async move {
+                    #(#resolve)*
+                    let __result = #call.await;
+                    #convert
+                }
+            },
+            Mode::Blocking => quote! {
+                #p::blocking(move || {
+                    #(#resolve)*
+                    let __result = #call;
+                    #convert
+                })
+            },
+            Mode::Inline => quote! {
+                async move {
+                    #(#resolve)*
+                    let __result = #call;
+                    #convert
+                }
+            },
+        };
         quote! {
             fn #name(
                 &self,
@@ -710,44 +867,84 @@ impl Calls {
             ) -> impl ::core::future::Future<Output = ::core::result::Result<Self::Output, #p::ToolError>> + ::core::marker::Send {
                 let #args_ident { #(#arg_idents),* } = __args;
                 #(#prepare)*
-                async move {
-                    #(#resolve)*
-                    let __result = #call;
-                    #convert
-                }
+                #this_local
+                #body
             }
         }
     }
 
     fn invoke(&self, tool: &ToolFn, names: &Names) -> TokenStream {
-        let Output::Result {
-            error: (first, last),
-            ..
-        } = &tool.output
-        else {
-            return TokenStream::new();
+        let convert = match &tool.output {
+            Output::Result {
+                error: (first, last),
+                ..
+            } => {
+                // Spanned at `E` of `Result<T, E>`, where an error type that is not a
+                // `ToolError` is blamed.
+                let result = spanning(*first, *last, quote!(__result));
+                quote_spanned!(*first=> ::toolwright::__private_v0_1::into_result(#result))
+            }
+            _ => quote!(::core::result::Result::Ok(__result)),
         };
-        // Spanned at `E` of `Result<T, E>`, where an error type that is not a `ToolError` is
-        // blamed.
-        let result = spanning(*first, *last, quote!(__result));
-        let convert = quote_spanned!(*first=> ::toolwright::__private_v0_1::into_result(#result));
-        let (fn_ident, args) = (names.fn_ident, &self.args);
-        let call = quote!(#fn_ident(#(#args),*).await);
-        self.method(names, tool, (quote!(invoke), call, convert))
+        let fn_ident = names.fn_ident;
+        let callee = match &tool.owner {
+            Some(owner) => {
+                let self_ty = &owner.self_ty;
+                quote!(<#self_ty>::#fn_ident)
+            }
+            None => quote!(#fn_ident),
+        };
+        let this = tool.receiver().is_some();
+        self.method(names, tool, (quote!(invoke), callee, this, convert))
     }
 
     /// The fallback takes the tool's own parameters, injected ones included, and answers with
-    /// the tool's result type. Spanned at the user's path, so a function of the wrong shape is
-    /// reported there, not at the tool's signature.
+    /// the tool's result type; it is `async` when the tool is, sync when the tool is. In a
+    /// `#[toolset]`, `fallback = Self::name` is a method of the impl, lent `&self` as the tool
+    /// is. Spanned at the user's path, so a function of the wrong shape is reported there, not
+    /// at the tool's signature.
     fn fallback(&self, tool: &ToolFn, names: &Names) -> Option<TokenStream> {
         let path = tool.attrs.fallback.as_ref()?;
         let span = path_span(path);
-        let args: Vec<TokenStream> = self.args.iter().map(|a| located_at(a, span)).collect();
-        let call = quote_spanned!(span=> #path(#(#args),*).await);
-        let convert = quote_spanned!(span=>
-            ::toolwright::__private_v0_1::fallback_result::<Self::Output, _>(__result)
-        );
-        Some(self.method(names, tool, (quote!(fallback), call, convert)))
+        let of_impl = tool.owner.is_some()
+            && path.leading_colon.is_none()
+            && path.segments.first().is_some_and(|s| s.ident == "Self");
+        let this = of_impl && tool.receiver().is_some();
+        let callee = located_at(&callee(path, tool.owner.as_ref()), span);
+        let args = Calls {
+            prepare: self.prepare.clone(),
+            resolve: self.resolve.clone(),
+            states: Vec::new(),
+            args: self.args.iter().map(|a| located_at(a, span)).collect(),
+        };
+        let convert = match &tool.output {
+            Output::Result { .. } => quote_spanned!(span=>
+                ::toolwright::__private_v0_1::fallback_result::<Self::Output, _>(__result)
+            ),
+            _ => quote_spanned!(span=>
+                ::core::result::Result::<Self::Output, ::toolwright::__private_v0_1::ToolError>::Ok(__result)
+            ),
+        };
+        Some(args.method(names, tool, (quote!(fallback), callee, this, convert)))
+    }
+}
+
+/// How the function runs: awaited, on tokio's blocking pool (a sync `fn`), or inline (a sync
+/// `fn` with `blocking = false`).
+#[derive(Clone, Copy)]
+enum Mode {
+    Async,
+    Blocking,
+    Inline,
+}
+
+impl Mode {
+    fn of(tool: &ToolFn) -> Mode {
+        match (tool.is_sync(), &tool.attrs.blocking) {
+            (false, _) => Mode::Async,
+            (true, Some(blocking)) if !blocking.value => Mode::Inline,
+            (true, _) => Mode::Blocking,
+        }
     }
 }
 
@@ -756,39 +953,83 @@ impl Calls {
 /// tool or builds its arguments still type-checks and the mistake is the only error (thiserror
 /// emits a fallback impl for the same reason). The stand-in's calls fail; it never runs, since
 /// the crate does not compile.
-pub fn stub(tool: &ToolFn) -> TokenStream {
-    let item = &tool.item;
-    let items = stub_items(tool);
-    quote!(#item #items)
+pub fn stub(tool: &ToolFn) -> (TokenStream, TokenStream) {
+    // A method stays in its `impl`; the toolset emits it.
+    let item = tool.owner.is_none().then_some(&tool.item);
+    let (items, register) = stub_items(tool);
+    (quote!(#item #items), register)
 }
 
-/// The stand-in's items, without the function.
-pub fn stub_items(tool: &ToolFn) -> TokenStream {
-    // A method stands in an `impl`, where the stand-in's items cannot go; it is not named as a
-    // tool anyway.
-    if tool
-        .params
-        .iter()
-        .any(|p| matches!(p.kind, ParamKind::Receiver))
-    {
-        return TokenStream::new();
+/// The stand-in's items, without the function; and, for a `#[toolset]` method, the block that
+/// registers the stand-in.
+pub fn stub_items(tool: &ToolFn) -> (TokenStream, TokenStream) {
+    // A method outside a `#[toolset]` stands in an `impl`, where the stand-in's items cannot
+    // go; it is not named as a tool anyway.
+    if tool.owner.is_none() && tool.receiver().is_some() {
+        return (TokenStream::new(), TokenStream::new());
     }
     let p = quote!(::toolwright::__private_v0_1);
     let names = Names::of(tool);
     let (tool_ident, args_ident, vis) = (&names.tool, &names.args, names.vis);
-    let (tool_doc, args_doc) = (names.tool_doc(&tool.name), names.args_doc(&tool.name));
+    let args_doc = names.args_doc(&tool.name);
     let args_name = args_ident.to_string();
-    // Fields of a type the compiler would reject again (`&str`, `impl Trait`) are left out.
+    // Fields of a type the compiler would reject again (`&str`, `impl Trait`, the impl's `D`)
+    // are left out.
     let fields = tool
         .args()
-        .filter(|param| !matches!(param.ty, syn::Type::Reference(_) | syn::Type::ImplTrait(_)))
+        .filter(|param| !unusable(tool, &param.ty))
         .map(|param| {
             let (ident, ty) = (&param.ident, &param.ty);
             quote!(#vis #ident: #ty,)
         });
-    let (output, bounds, type_checks) = stub_type_checks(tool, &names);
+    let checked = stub_type_checks(tool, &names);
+    let (output, bounds) = (&checked.output, &checked.bounds);
+    let tool_struct = tool_struct(tool, &names);
+    let (impl_generics, ty_generics, owner_bounds) = match &tool.owner {
+        Some(owner) => {
+            let (impl_generics, ty_generics, _) = owner.generics.split_for_impl();
+            (
+                quote!(#impl_generics),
+                quote!(#ty_generics),
+                owner_bounds(owner),
+            )
+        }
+        None => (TokenStream::new(), TokenStream::new(), TokenStream::new()),
+    };
+    let links = &checked.links;
+    let (type_checks, register) = match (&tool.owner, links.is_empty()) {
+        (None, true) => (TokenStream::new(), TokenStream::new()),
+        (None, false) => {
+            let register = register(tool);
+            (
+                quote! {
+                    const _: () = {
+                        #(#links)*
+                        let _ = #register;
+                    };
+                },
+                TokenStream::new(),
+            )
+        }
+        (Some(_), true) => (
+            TokenStream::new(),
+            quote!(builder.tool(#tool_ident(::std::sync::Arc::clone(&set)))),
+        ),
+        (Some(_), false) => {
+            let register = register(tool);
+            (
+                TokenStream::new(),
+                quote! {
+                    {
+                        #(#links)*
+                        #register(builder, &set)
+                    }
+                },
+            )
+        }
+    };
     let name = &tool.name;
-    quote! {
+    let items = quote! {
         #[doc = #args_doc]
         #[allow(dead_code)]
         #vis struct #args_ident {
@@ -815,12 +1056,10 @@ pub fn stub_items(tool: &ToolFn) -> TokenStream {
             }
         }
 
-        #[doc = #tool_doc]
-        #[derive(Debug, Clone, Copy, Default)]
-        #vis struct #tool_ident;
+        #tool_struct
 
         #[allow(unused_lifetimes)]
-        impl #p::Tool for #tool_ident #bounds {
+        impl #impl_generics #p::Tool for #tool_ident #ty_generics where #(#bounds,)* #owner_bounds {
             type Args = #args_ident;
             type Output = #output;
 
@@ -840,7 +1079,24 @@ pub fn stub_items(tool: &ToolFn) -> TokenStream {
         }
 
         #type_checks
-    }
+    };
+    (items, register)
+}
+
+/// A type validation already reported, which the stand-in leaves out rather than have the
+/// compiler report it again.
+fn unusable(tool: &ToolFn, ty: &syn::Type) -> bool {
+    matches!(
+        ty,
+        syn::Type::Reference(_) | syn::Type::ImplTrait(_) | syn::Type::Infer(_)
+    ) || tool.impl_parameter_in(ty).is_some()
+}
+
+/// The stand-in's result type, the bounds of its `Tool` impl and its registration chain.
+struct StubChecks {
+    output: TokenStream,
+    bounds: Vec<TokenStream>,
+    links: Vec<TokenStream>,
 }
 
 /// The stand-in's result type, the bounds of its `Tool` impl and the checks of the parameter
@@ -848,33 +1104,29 @@ pub fn stub_items(tool: &ToolFn) -> TokenStream {
 /// entry): a type that cannot be sent or returned is still reported once, at the type, and
 /// code that registers the stand-in sees the same bounds as the real tool. Left out (with `()`
 /// as the result) when validation already reported a type.
-fn stub_type_checks(tool: &ToolFn, names: &Names) -> (TokenStream, TokenStream, TokenStream) {
+fn stub_type_checks(tool: &ToolFn, names: &Names) -> StubChecks {
     let p = quote!(::toolwright::__private_v0_1);
-    let unusable = |ty: &syn::Type| {
-        matches!(
-            ty,
-            syn::Type::Reference(_) | syn::Type::ImplTrait(_) | syn::Type::Infer(_)
-        )
+    let unusable = |ty: &syn::Type| unusable(tool, ty);
+    let none = || StubChecks {
+        output: quote!(()),
+        bounds: Vec::new(),
+        links: Vec::new(),
     };
     let ok = match &tool.output {
-        Output::Result { ok, .. } if !unusable(ok) => ok,
-        _ => return (quote!(()), TokenStream::new(), TokenStream::new()),
+        Output::Result { ok, .. } | Output::Plain { ty: ok, .. } if !unusable(ok) => ok,
+        _ => return none(),
     };
     if tool.args().any(|param| unusable(&param.ty)) {
-        return (quote!(()), TokenStream::new(), TokenStream::new());
+        return none();
     }
     let arg_bounds: Vec<TokenStream> = tool.args().map(argument_bound).collect();
     let output_bound = quote_spanned!(token_spans(ok).0=> for<'__toolwright> #ok: #p::ToolOutput);
     let links = links(tool, &names.tool, &output_bound, &arg_bounds);
-    let register = register(tool);
-    (
-        quote!(#ok),
-        quote!(where #output_bound, #(#arg_bounds,)*),
-        quote! {
-            const _: () = {
-                #(#links)*
-                let _ = #register;
-            };
-        },
-    )
+    let mut bounds = vec![output_bound];
+    bounds.extend(arg_bounds);
+    StubChecks {
+        output: quote!(#ok),
+        bounds,
+        links,
+    }
 }

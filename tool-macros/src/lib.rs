@@ -11,12 +11,14 @@ mod attr;
 mod ctxt;
 mod data;
 mod expand;
+mod toolset;
 mod valid;
 
 use proc_macro::TokenStream;
 use quote::quote;
 
-/// Turns an `async fn` into an LLM tool: argument struct, schema, validation, registry entry.
+/// Turns a function (`async` or not) into an LLM tool: argument struct, schema, validation,
+/// registry entry. On a method, with `#[toolset]` on its `impl` block.
 ///
 /// See the `toolwright` crate documentation for the keys of `#[tool(...)]` and `#[arg(...)]`.
 #[proc_macro_attribute]
@@ -26,15 +28,24 @@ pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
         Ok(tool_fn) => tool_fn,
         Err(e) => return unparsed(attr.into(), item, e).into(),
     };
-    let (tool, checked) = model(attr.into(), tool_fn);
+    let (tool, checked) = model(attr.into(), tool_fn, None);
     match checked {
-        Ok(()) => expand::expand(&tool).into(),
+        Ok(()) => expand::expand(&tool).0.into(),
         Err(errors) => {
             let errors = errors.to_compile_error();
-            let stub = expand::stub(&tool);
+            let (stub, _) = expand::stub(&tool);
             quote!(#errors #stub).into()
         }
     }
+}
+
+/// Turns the `#[tool]` methods of an `impl` block into tools that share one instance of the
+/// type, registered together with `Registry::builder().toolset(value)`.
+///
+/// See the `toolwright` crate documentation ("Tools as methods").
+#[proc_macro_attribute]
+pub fn toolset(attr: TokenStream, item: TokenStream) -> TokenStream {
+    toolset::toolset(attr.into(), item.into()).into()
 }
 
 /// An item that is not a function syn can read. A function whose body has a syntax error is
@@ -51,16 +62,17 @@ fn unparsed(
         body,
     }) = syn::parse2(item.clone())
     {
-        let (tool, _) = model(attr, tool_fn);
+        let (tool, _) = model(attr, tool_fn, None);
         let (attrs, vis, sig) = (&tool.item.attrs, &tool.item.vis, &tool.item.sig);
-        let stub = expand::stub_items(&tool);
+        let (stub, _) = expand::stub_items(&tool);
         return quote!(#(#attrs)* #vis #sig #body #stub);
     }
     if syn::parse2::<syn::Item>(item.clone()).is_err() {
         // Not an item the compiler accepts either: it reports the syntax error.
         return item;
     }
-    let message = format!("`#[tool]` goes on an `async fn` with a `///` doc comment ({error})");
+    let message =
+        format!("`#[tool]` goes on a function (`async` or not) with a `///` doc comment ({error})");
     syn::Error::new(error.span(), message).to_compile_error()
 }
 
@@ -82,11 +94,19 @@ pub fn data(attr: TokenStream, item: TokenStream) -> TokenStream {
     data::data(attr.into(), item.into()).into()
 }
 
-/// Parse, model and validate: the tool, and every mistake found.
-fn model(attr: proc_macro2::TokenStream, item: syn::ItemFn) -> (ast::ToolFn, syn::Result<()>) {
+/// Parse, model and validate: the tool, and every mistake found. `owner`: the `impl` block
+/// of a `#[toolset]` method.
+fn model(
+    attr: proc_macro2::TokenStream,
+    item: syn::ItemFn,
+    owner: Option<ast::Owner>,
+) -> (ast::ToolFn, syn::Result<()>) {
     let cx = ctxt::Ctxt::default();
     let attrs = attr::parse_tool_attrs(&cx, attr);
-    let tool = ast::ToolFn::from_item(&cx, attrs, item);
+    let mut tool = ast::ToolFn::from_item(&cx, attrs, item);
+    if let Some(owner) = owner {
+        tool.in_impl(owner);
+    }
     valid::check(&cx, &tool);
     (tool, cx.check())
 }
@@ -98,7 +118,7 @@ mod tests {
     /// The messages `#[tool(attr)]` on `item` reports.
     fn errors(attr: proc_macro2::TokenStream, item: proc_macro2::TokenStream) -> Vec<String> {
         let item = syn::parse2(item).unwrap();
-        match super::model(attr, item).1 {
+        match super::model(attr, item, None).1 {
             Ok(()) => Vec::new(),
             Err(e) => e.into_iter().map(|e| e.to_string()).collect(),
         }
@@ -150,7 +170,7 @@ mod tests {
     #[test]
     fn every_mistake_is_reported_in_one_pass() {
         let item = quote! {
-            fn bad<T>(
+            async fn bad<T>(
                 &self,
                 #[arg(range(min = 9, max = 1), lenght(max = 3))]
                 n: u32,
@@ -158,30 +178,55 @@ mod tests {
                 s: &str,
                 #[arg(sensitive)]
                 key: IdempotencyKey,
-            ) -> String { todo!() }
+            ) -> ApiResult<String> { todo!() }
         };
         let found = errors(
-            quote!(name = "a b", timeout_ms = 0, idempotnet = true),
+            quote!(
+                name = "a b",
+                timeout_ms = 0,
+                idempotnet = true,
+                blocking = false
+            ),
             item,
         );
         let expected = [
             "unknown `#[tool]` key `idempotnet`",
             "unknown `#[arg]` key `lenght`",
-            "must be `async`",
+            "`blocking` is for a sync `fn`",
             "cannot be generic",
             "tool name `a b` contains ' '",
             "has no description",
             "`timeout_ms = 0`",
-            "cannot take `self`",
+            "needs `#[toolset]` on its `impl` block",
             "`range` has min 9 above max 1",
             "write `s: String`",
             "`pattern` is not a valid regular expression",
             "`key` is injected by the registry",
-            "a tool returns a `Result`",
+            "cannot see what `ApiResult` stands for",
         ];
         assert_eq!(found.len(), expected.len(), "{found:#?}");
         for (message, fragment) in found.iter().zip(expected) {
             assert!(message.contains(fragment), "{message:?} lacks {fragment:?}");
+        }
+    }
+
+    #[test]
+    fn plain_and_sync_tools_have_no_errors() {
+        for item in [
+            quote! {
+                /// Add.
+                fn add(a: i64, b: i64) -> i64 { a + b }
+            },
+            quote! {
+                /// Maybe.
+                async fn maybe(id: String) -> Option<String> { None }
+            },
+            quote! {
+                /// Nothing.
+                fn nothing() {}
+            },
+        ] {
+            assert_eq!(errors(quote!(read_only), item), Vec::<String>::new());
         }
     }
 

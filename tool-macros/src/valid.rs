@@ -1,6 +1,6 @@
 //! Checks of the model, each reported at the span that caused it with the fix in the message.
 
-use crate::ast::{Output, Param, ParamKind, ToolFn};
+use crate::ast::{Output, Param, ParamKind, Receiver, ToolFn};
 use crate::attr::{ArgAttrs, OneOf};
 use crate::ctxt::Ctxt;
 use syn::ext::IdentExt;
@@ -220,23 +220,18 @@ impl regex_syntax::ast::Visitor for RustOnly<'_> {
     }
 }
 
-/// For a return type that is not `Result<T, E>`: the `Result` to write instead.
+/// For a `Result` alias such as `ApiResult<T>`: the `Result` to write instead. The macro reads
+/// the signature as written and cannot see what an alias stands for, and treating it as a plain
+/// value would send the model `{"Ok": ..}`.
 fn not_result_message(ty: &syn::Type) -> String {
-    let last = match ty {
+    let name = match ty {
         syn::Type::Path(p) => p.path.segments.last().map(|s| s.ident.to_string()),
         _ => None,
     };
-    match last {
-        // `Result` without type arguments, or an alias such as `ApiResult<T>`: the macro reads
-        // the signature as written and cannot see through aliases.
-        Some(name) if name.contains("Result") => format!(
-            "`#[tool]` reads the return type as written and cannot see what `{name}` stands for: write `-> Result<T, E>` in full, with `E` a `ToolError` or convertible into one"
-        ),
-        _ => {
-            let written = quote::quote!(#ty).to_string().replace(' ', "");
-            format!("a tool returns a `Result`: write `-> Result<{written}, ToolError>` and wrap the value in `Ok(..)`; failures become `Err(ToolError::..)` (any `E: Into<ToolError>` works)")
-        }
-    }
+    let name = name.unwrap_or_else(|| "Result".to_owned());
+    format!(
+        "`#[tool]` reads the return type as written and cannot see what `{name}` stands for: write `-> Result<T, E>` in full, with `E` a `ToolError` or convertible into one (or return `T` itself if the tool cannot fail)"
+    )
 }
 
 pub fn check(cx: &Ctxt, tool: &ToolFn) {
@@ -245,8 +240,8 @@ pub fn check(cx: &Ctxt, tool: &ToolFn) {
     policy(cx, tool);
     let mut injected = Injected::default();
     for param in &tool.params {
-        injected.check(cx, param);
-        if matches!(param.kind, ParamKind::Receiver | ParamKind::Pattern) {
+        injected.check(cx, tool, param);
+        if matches!(param.kind, ParamKind::Receiver(_) | ParamKind::Pattern) {
             continue;
         }
         param_type(cx, param);
@@ -255,15 +250,24 @@ pub fn check(cx: &Ctxt, tool: &ToolFn) {
     output(cx, tool);
 }
 
-/// What the function must be: a plain, non-generic `async fn`.
+/// What the function must be: a plain, non-generic `fn` or `async fn`; `blocking` only on a
+/// sync one.
 fn signature(cx: &Ctxt, tool: &ToolFn) {
     let sig = &tool.item.sig;
-    let fn_name = &sig.ident;
-    if sig.asyncness.is_none() {
-        cx.error_spanned_by(
-            sig.fn_token,
-            format!("`#[tool]` functions must be `async`: write `async fn {fn_name}(...)`"),
-        );
+    match (&tool.attrs.blocking, sig.asyncness.is_some()) {
+        (Some(blocking), true) => cx.error_spanned_by(
+            blocking,
+            "`blocking` is for a sync `fn`: an `async fn` already runs on the calling task without blocking it; remove `blocking`",
+        ),
+        (Some(blocking), false) if !blocking.value => {
+            if let Some((_, lit)) = &tool.attrs.timeout_ms {
+                cx.error_spanned_by(
+                    lit,
+                    "nothing can interrupt a sync `fn` that runs inline (`blocking = false`), so this timeout would never fire: remove `timeout_ms`, or remove `blocking = false` to run the function on the blocking pool, where the caller stops waiting at the timeout",
+                );
+            }
+        }
+        _ => {}
     }
     if let Some(constness) = &sig.constness {
         cx.error_spanned_by(constness, "a tool cannot be a `const fn`; remove `const`");
@@ -278,10 +282,26 @@ fn signature(cx: &Ctxt, tool: &ToolFn) {
         cx.error_spanned_by(variadic, "a tool cannot be variadic");
     }
     if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
-        cx.error_spanned_by(
-            &sig.generics,
-            "`#[tool]` functions cannot be generic: the model's arguments need one concrete schema; use concrete types (or an enum for alternatives)",
-        );
+        let message = if tool.owner.is_some() {
+            "a tool method cannot be generic: the model's arguments need one concrete schema; put the type parameters on the `impl` block (`impl<D: Db> Orders<D>`), where they are fixed when the set is registered"
+        } else {
+            "`#[tool]` functions cannot be generic: the model's arguments need one concrete schema; use concrete types (or an enum for alternatives)"
+        };
+        cx.error_spanned_by(&sig.generics, message);
+    }
+    impl_parameters_in_args(cx, tool);
+}
+
+/// An argument whose type names a type parameter of the `impl`: the argument struct, and so
+/// the schema, is one for every `D`.
+fn impl_parameters_in_args(cx: &Ctxt, tool: &ToolFn) {
+    for param in tool.args() {
+        if let Some(name) = tool.impl_parameter_in(&param.ty) {
+            cx.error_spanned_by(
+                &param.ty,
+                format!("the argument `{}` cannot have a type that names the `impl`'s type parameter `{name}`: the model's arguments need one schema whatever `{name}` is; use a concrete type", param.ident.unraw()),
+            );
+        }
     }
 }
 
@@ -341,10 +361,13 @@ struct Injected {
 }
 
 impl Injected {
-    fn check(&mut self, cx: &Ctxt, param: &Param) {
+    fn check(&mut self, cx: &Ctxt, tool: &ToolFn, param: &Param) {
         let seen = match param.kind {
-            ParamKind::Receiver => {
-                return cx.error_spanned_by(&param.written, "`#[tool]` cannot take `self`: write a free `async fn` outside the `impl`, and pass shared state as a `State<T>` parameter (registered with `Registry::builder().state(value)`)");
+            ParamKind::Receiver(receiver) => {
+                if let Some(message) = receiver_problem(tool, receiver) {
+                    cx.error_spanned_by(&param.written, message);
+                }
+                return;
             }
             ParamKind::Pattern => {
                 return cx.error_spanned_by(&param.written, "tool parameters must be plain names, such as `order_id: String`: each name becomes a property of the JSON arguments; destructure inside the function");
@@ -363,6 +386,20 @@ impl Injected {
                 "this is injected once per call; declare it in one parameter only",
             );
         }
+    }
+}
+
+/// What is wrong with how a method takes `self`: a tool method of a `#[toolset]` impl takes
+/// `&self`, lent from the one instance every call shares.
+fn receiver_problem(tool: &ToolFn, receiver: Receiver) -> Option<&'static str> {
+    if tool.owner.is_none() {
+        return Some("a `#[tool]` method needs `#[toolset]` on its `impl` block: write `#[toolset] impl Orders { .. }` and register every tool of it at once with `Registry::builder().toolset(orders)`; each call borrows the one shared instance as `&self`");
+    }
+    match receiver {
+        Receiver::Shared => None,
+        Receiver::Mut => Some("a tool method takes `&self`, not `&mut self`: calls run concurrently on the one shared instance, so none of them can borrow it mutably; write `&self` and keep what changes behind a `Mutex` or an atomic"),
+        Receiver::Value => Some("a tool method takes `&self`, not `self`: the instance is shared by every call (behind an `Arc`) and cannot be moved into one; write `&self` and clone what the call needs to own"),
+        Receiver::Typed => Some("a tool method takes `&self`: the registry holds the instance in an `Arc` and lends `&self` to each call; write `&self`"),
     }
 }
 
@@ -428,22 +465,19 @@ fn arg_rules(cx: &Ctxt, arg: &ArgAttrs) {
     }
 }
 
-/// The result: `Result<T, E>` with a named `T`.
+/// The result: `Result<T, E>`, `T`, `Option<T>` or `()`, with a named `T`.
 fn output(cx: &Ctxt, tool: &ToolFn) {
-    match &tool.output {
-        Output::Result { ok, .. } => {
-            if matches!(**ok, syn::Type::ImplTrait(_) | syn::Type::Infer(_)) {
-                cx.error_spanned_by(
-                    ok,
-                    "a tool's result type must be named, such as `Result<Order, ToolError>`: its JSON Schema is generated from it",
-                );
-            }
-        }
-        Output::Unsupported(Some(ty)) => cx.error_spanned_by(ty, not_result_message(ty)),
-        Output::Unsupported(None) => cx.error_at(
-            tool.item.sig.paren_token.span.close(),
-            "a tool returns a `Result`: add `-> Result<T, ToolError>`, where `T: Serialize + JsonSchema` is what the model receives",
-        ),
+    let value = match &tool.output {
+        Output::Result { ok, .. } => ok,
+        Output::Plain { ty, .. } => ty,
+        Output::Unit(_) => return,
+        Output::Unsupported(ty) => return cx.error_spanned_by(ty, not_result_message(ty)),
+    };
+    if matches!(**value, syn::Type::ImplTrait(_) | syn::Type::Infer(_)) {
+        cx.error_spanned_by(
+            value,
+            "a tool's result type must be named, such as `Order` or `Result<Order, ToolError>`: its JSON Schema is generated from it",
+        );
     }
 }
 
@@ -510,11 +544,7 @@ mod tests {
     fn result_aliases_are_named() {
         let message = not_result_message(&syn::parse_quote!(ApiResult<Order>));
         assert!(message.contains("`ApiResult`"), "{message}");
-        let message = not_result_message(&syn::parse_quote!(Vec<Order>));
-        assert!(
-            message.contains("write `-> Result<Vec<Order>, ToolError>`"),
-            "{message}"
-        );
+        assert!(message.contains("`-> Result<T, E>` in full"), "{message}");
     }
 
     #[test]

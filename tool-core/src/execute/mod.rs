@@ -53,6 +53,9 @@
 //!    ([`ToolError::never_started`](crate::ToolError::never_started)).
 //! 3. Spawned work is not cancelled with the body: a `tokio::spawn`ed task keeps running. Keep
 //!    the work inside the body, or abort it from a drop guard.
+//!    A sync tool (`#[tool]` on a plain `fn`) runs on tokio's blocking pool, and a thread
+//!    cannot be dropped: past the timeout the caller stops waiting and gets `timeout`, while the
+//!    thread runs the function to its end ([`blocking`]).
 //! 4. Budget time with [`Invocation::remaining`](crate::Invocation::remaining) (the call's
 //!    deadline) and [`Invocation::attempt_deadline`](crate::Invocation::attempt_deadline) (when
 //!    this attempt is dropped), for example as the timeout of a downstream request; read
@@ -61,6 +64,7 @@
 //! A cancelled call counts neither as a success nor as a failure for the breaker, and a cancelled
 //! half-open probe gives its permit back.
 
+pub mod blocking;
 pub mod breaker;
 pub mod budget;
 pub mod classify;

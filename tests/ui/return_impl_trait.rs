@@ -2,7 +2,7 @@ use toolwright::prelude::*;
 
 /// Look up an order.
 #[tool]
-async fn get_order(order_id: String) -> String {
+fn get_order(order_id: String) -> impl serde::Serialize {
     order_id
 }
 

@@ -1,10 +1,10 @@
 use toolwright::prelude::*;
 
-// One mistake in the signature (not `async`) is one error: the tool is still registered, its arguments
-// built and the registry called without a second error at each use.
+// One mistake in the attribute (`blocking` on an `async fn`) is one error: the tool is still
+// registered, its arguments built and the registry called without a second error at each use.
 /// Refund an order.
-#[tool(timeout_ms = 2000)]
-fn refund_order(order_id: String, amount: f64) -> Result<String, ToolError> {
+#[tool(timeout_ms = 2000, blocking = false)]
+async fn refund_order(order_id: String, amount: f64) -> Result<String, ToolError> {
     Ok(format!("{order_id}: {amount}"))
 }
 

@@ -1,0 +1,6 @@
+use toolwright::prelude::*;
+
+#[toolset]
+struct Orders;
+
+fn main() {}
