@@ -147,3 +147,55 @@ async fn lines_that_are_not_recorded_calls_are_counted_not_fatal() {
     let report = replay(&v1_registry(), lines.lines()).await;
     assert_eq!((report.calls, report.unreadable), (4, 2));
 }
+
+/// Pay with a card.
+#[tool(idempotent = true)]
+async fn pay(
+    /// The card number.
+    #[arg(sensitive, pattern = "^[0-9]{16}$")]
+    card_number: String,
+    /// Amount in cents.
+    amount_cents: u32,
+) -> Result<String, ToolError> {
+    Ok(format!("paid {amount_cents}"))
+}
+
+async fn record_payment(recorder: &Recorder<Vec<u8>>, registry: &Registry) {
+    let session = Session::new("conv-pay");
+    let calls = [
+        ToolCall::new(
+            "p1",
+            "pay",
+            r#"{"card_number":"4111111111111111","amount_cents":500}"#,
+        ),
+        ToolCall::new(
+            "p2",
+            "pay",
+            r#"{"card_number":"4111-1111","amount_cents":500,"note":"x"}"#,
+        ),
+    ];
+    for call in calls {
+        let outcome = registry.call_in(&session, call.clone()).await;
+        recorder.record(&session, &call, &outcome);
+    }
+}
+
+#[tokio::test]
+async fn a_redacting_recorder_never_writes_a_sensitive_value() {
+    let registry = Registry::builder().tool(Pay).build().unwrap();
+
+    let redacting = Recorder::redacting(&registry, Vec::new());
+    record_payment(&redacting, &registry).await;
+    let lines = String::from_utf8(redacting.into_inner()).unwrap();
+    assert!(!lines.contains("4111"), "{lines}");
+    assert_eq!(lines.matches("[redacted]").count(), 2, "{lines}");
+    // Everything else is kept as sent: the amount, the undeclared key and its value.
+    assert!(lines.contains(r#"\"amount_cents\":500"#), "{lines}");
+    assert!(lines.contains(r#"\"note\":\"x\""#), "{lines}");
+
+    // A plain recorder keeps the arguments as sent (and says so in its docs).
+    let raw = Recorder::new(Vec::new());
+    record_payment(&raw, &registry).await;
+    let raw_lines = String::from_utf8(raw.into_inner()).unwrap();
+    assert!(raw_lines.contains("4111111111111111"), "{raw_lines}");
+}

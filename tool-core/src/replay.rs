@@ -39,6 +39,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::call::{Session, ToolCall};
+use crate::observe::redact::without_sensitive;
 use crate::outcome::Outcome;
 use crate::registry::Registry;
 
@@ -54,24 +55,60 @@ pub struct Recorded {
 }
 
 /// Writes one [`Recorded`] JSON line per call to `W` (a file, a buffer). Thread-safe.
+///
+/// [`Recorder::new`] records the arguments as the model sent them; [`Recorder::redacting`]
+/// replaces the values of `#[arg(sensitive)]` fields first, for recordings that are shared or
+/// kept longer than the conversation's data. The envelope is always the model's, which never
+/// quotes a sensitive value.
 pub struct Recorder<W: Write> {
     out: Mutex<W>,
+    redact_with: Option<Registry>,
 }
 
 impl<W: Write> Recorder<W> {
-    /// A recorder writing to `out`.
+    /// A recorder writing to `out`, keeping the arguments as sent: keep its recordings where
+    /// you keep other data of your users.
     pub fn new(out: W) -> Self {
         Recorder {
             out: Mutex::new(out),
+            redact_with: None,
         }
     }
 
-    /// Records one call and its outcome. The arguments are recorded as sent: keep recordings
-    /// where you keep other data of your users.
+    /// A recorder writing to `out` that never writes the value of a `#[arg(sensitive)]` field
+    /// of `registry`'s tools: the value becomes `"[redacted]"`, everything else is kept, so a
+    /// replay still sends the same keys (a call whose outcome depended on the sensitive value
+    /// may replay differently, and the report says so).
+    ///
+    /// ```
+    /// use toolwright_core::replay::Recorder;
+    /// use toolwright_core::Registry;
+    ///
+    /// let registry = Registry::builder().build().unwrap();
+    /// let recorder = Recorder::redacting(&registry, Vec::new());
+    /// # let _ = recorder;
+    /// ```
+    pub fn redacting(registry: &Registry, out: W) -> Self {
+        Recorder {
+            out: Mutex::new(out),
+            redact_with: Some(registry.clone()),
+        }
+    }
+
+    /// Records one call and its outcome.
     pub fn record(&self, session: &Session, call: &ToolCall, outcome: &Outcome) {
+        let redacted = self
+            .redact_with
+            .as_ref()
+            .and_then(|registry| registry.spec(call.name()))
+            .and_then(|spec| without_sensitive(call.arguments(), spec.fields()));
+        let call = match redacted {
+            Some(arguments) => ToolCall::new(call.id(), call.name(), arguments),
+            None => call.clone(),
+        };
         let line = Recorded {
             session: session.id().to_owned(),
-            call: call.clone(),
+            call,
             envelope: outcome.to_model_json(),
         };
         let mut out = self.out.lock().unwrap_or_else(PoisonError::into_inner);

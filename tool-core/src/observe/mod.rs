@@ -25,7 +25,7 @@
 //! # let _ = registry;
 //! ```
 
-mod redact;
+pub(crate) mod redact;
 
 pub use redact::REDACTED;
 pub(crate) use redact::{redacted, scrubbed};

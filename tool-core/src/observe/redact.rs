@@ -31,6 +31,25 @@ pub(crate) fn redacted(text: &str, schema: &Value, fields: &[FieldMeta]) -> Stri
     Value::Object(map).to_string()
 }
 
+/// The argument text with the values of the call's `#[arg(sensitive)]` fields replaced, and
+/// nothing else changed: what a recording keeps of a call, so that replaying it still sends the
+/// same undeclared keys and the same values everywhere else. `None` when nothing is sensitive or
+/// the text is not a JSON object (then there is nothing to find a field in).
+pub(crate) fn without_sensitive(text: &str, fields: &[FieldMeta]) -> Option<String> {
+    if !fields.iter().any(FieldMeta::is_sensitive) {
+        return None;
+    }
+    let Ok(Value::Object(mut map)) = serde_json::from_str::<Value>(text) else {
+        return None;
+    };
+    for field in fields.iter().filter(|f| f.is_sensitive()) {
+        if let Some(value) = map.get_mut(field.name()) {
+            *value = Value::from(REDACTED);
+        }
+    }
+    Some(Value::Object(map).to_string())
+}
+
 /// `message` (a contained panic's) with every value of the call's `#[arg(sensitive)]` fields
 /// replaced by [`REDACTED`]: a tool body that panics quoting its own argument
 /// (`panic!("declined {card_number}")`) must not put the card number into the log. Runs only on
