@@ -1,33 +1,7 @@
 //! Per-tool stats: what every call of each tool came to, counted where every call ends, and
 //! read with [`Registry::stats`](crate::Registry::stats).
 //!
-//! What is counted, per tool:
-//!
-//! - calls by [`Status`] and by `error_type`;
-//! - *first-attempt successes*: the body answered on its first attempt, with the model's own
-//!   arguments (not repaired, not a fallback, not a replay);
-//! - *recovered after retry*: a success after more than one attempt of the body;
-//! - *repaired* calls, and by what ([`Outcome::repaired_by`]): one count per fix of each call;
-//! - *model retries*: a success of the tool in a conversation whose memory still holds failures
-//!   of that tool counted by its recovery budget (`invalid_json`, `unknown_argument`,
-//!   `schema_mismatch`, `semantic_invalid`, `circuit_open`) — the model called again after such a
-//!   failure and got through. Only sessions with a
-//!   [`ConversationMemory`](crate::conversation::ConversationMemory) that reports its failures
-//!   ([`had_failures`](crate::conversation::ConversationMemory::had_failures)) can tell; calls
-//!   outside a conversation never count as model retries;
-//! - the *recovery-required rate*: successful calls that needed a repair or a model retry,
-//!   over all successful calls (a replay counts once, as what it replays). A tool whose rate is
-//!   high has a description or schema the model keeps misreading;
-//! - fallbacks (degraded answers), idempotent replays;
-//! - retries the framework spent (attempts after the first) and retries the retry budget
-//!   refused;
-//! - the breaker's state and how often it opened;
-//! - latency percentiles of the whole call, from an HDR histogram (microseconds, 2 significant
-//!   digits).
-//!
-//! The success path costs a few relaxed atomic increments and one uncontended lock around the
-//! histogram's record; nothing is allocated. With the `metrics` feature, every call is also
-//! reported to the [`metrics`](https://docs.rs/metrics) facade (see [`Stats`]).
+//! See [`Stats`] for what is counted and what it costs.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -314,7 +288,7 @@ pub struct BreakerSummary {
     pub openings: u64,
 }
 
-/// What one tool's calls came to (see the [module docs](self) for what each count means).
+/// What one tool's calls came to (see [`Stats`] for what each count means).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct ToolStatsSnapshot {
@@ -357,6 +331,33 @@ pub struct ToolStatsSnapshot {
 
 /// A snapshot of every tool's stats, from [`Registry::stats`](crate::Registry::stats):
 /// serializable (serde), and shown as a compact table by `Display`.
+///
+/// What is counted, per tool:
+///
+/// - calls by [`Status`] and by `error_type`;
+/// - *first-attempt successes*: the body answered on its first attempt, with the model's own
+///   arguments (not repaired, not a fallback, not a replay);
+/// - *recovered after retry*: a success after more than one attempt of the body;
+/// - *repaired* calls, and by what ([`Outcome::repaired_by`]): one count per fix of each call;
+/// - *model retries*: a success of the tool in a conversation whose memory still holds failures
+///   of that tool counted by its recovery budget (`invalid_json`, `unknown_argument`,
+///   `schema_mismatch`, `semantic_invalid`, `circuit_open`) — the model called again after such a
+///   failure and got through. Only sessions with a
+///   [`ConversationMemory`](crate::conversation::ConversationMemory) that reports its failures
+///   ([`had_failures`](crate::conversation::ConversationMemory::had_failures)) can tell; calls
+///   outside a conversation never count as model retries;
+/// - the *recovery-required rate*: successful calls that needed a repair or a model retry,
+///   over all successful calls (replays and fallbacks included). A tool whose rate is
+///   high has a description or schema the model keeps misreading;
+/// - fallbacks (degraded answers), idempotent replays;
+/// - retries the framework spent (attempts after the first) and retries the retry budget
+///   refused;
+/// - the breaker's state and how often it opened;
+/// - latency percentiles of the whole call, from an HDR histogram (microseconds, 2 significant
+///   digits).
+///
+/// The success path costs a few relaxed atomic increments and one uncontended lock around the
+/// histogram's record; nothing is allocated.
 ///
 /// ```
 /// # use toolwright_core::Registry;
