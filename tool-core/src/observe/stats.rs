@@ -419,7 +419,7 @@ impl fmt::Display for Stats {
             .unwrap_or(4);
         writeln!(
             f,
-            "{:<width$} {:>6} {:>6} {:>5} {:>5} {:>6} {:>6} {:>5} {:>5} {:>5} {:>5} {:>9} {:>14} {:>8} {:>8} {:>8}",
+            "{:<width$} {:>6} {:>6} {:>5} {:>5} {:>6} {:>6} {:>5} {:>5} {:>5} {:>6} {:>11} {:>14} {:>8} {:>8} {:>8}",
             "tool", "calls", "ok", "1st", "retry", "error", "recov%", "repd", "model", "fallb", "replay",
             "retries/ref", "breaker/opens", "p50 ms", "p95 ms", "p99 ms",
         )?;
@@ -430,7 +430,7 @@ impl fmt::Display for Stats {
                 .map_or_else(|| "-".to_owned(), |b| format!("{}/{}", b.state, b.openings));
             writeln!(
                 f,
-                "{:<width$} {:>6} {:>6} {:>5} {:>5} {:>6} {:>6.1} {:>5} {:>5} {:>5} {:>5} {:>9} {:>14} {:>8} {:>8} {:>8}",
+                "{:<width$} {:>6} {:>6} {:>5} {:>5} {:>6} {:>6.1} {:>5} {:>5} {:>5} {:>6} {:>11} {:>14} {:>8} {:>8} {:>8}",
                 t.tool,
                 t.calls,
                 t.by_status.success + t.by_status.empty,
