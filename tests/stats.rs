@@ -259,3 +259,127 @@ async fn without_a_conversation_a_success_is_not_a_model_retry() {
     assert_eq!(search.recovery_required_rate, 0.0);
     assert_eq!(search.first_attempt_successes, 1);
 }
+
+/// With the `metrics` feature, every call reaches the `metrics` facade, labelled by tool.
+#[cfg(feature = "metrics")]
+mod metrics_export {
+    use std::collections::HashMap;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::{Arc, Mutex};
+
+    use metrics::{
+        Counter, CounterFn, Gauge, Histogram, HistogramFn, Key, KeyName, Metadata, Recorder,
+        SharedString, Unit,
+    };
+
+    use super::*;
+
+    /// Counters by name and labels; histograms by name and tool, the number of records.
+    #[derive(Default)]
+    struct Seen {
+        counters: Mutex<HashMap<String, Arc<Count>>>,
+    }
+
+    #[derive(Default)]
+    struct Count(AtomicU64);
+
+    impl CounterFn for Count {
+        fn increment(&self, value: u64) {
+            self.0.fetch_add(value, Ordering::SeqCst);
+        }
+        fn absolute(&self, value: u64) {
+            self.0.store(value, Ordering::SeqCst);
+        }
+    }
+
+    impl HistogramFn for Count {
+        fn record(&self, _: f64) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    fn describe(key: &Key) -> String {
+        let mut labels: Vec<String> = key
+            .labels()
+            .map(|l| format!("{}={}", l.key(), l.value()))
+            .collect();
+        labels.sort();
+        format!("{}{{{}}}", key.name(), labels.join(","))
+    }
+
+    impl Seen {
+        fn handle(&self, key: &Key) -> Arc<Count> {
+            let mut counters = self.counters.lock().unwrap();
+            Arc::clone(counters.entry(describe(key)).or_default())
+        }
+
+        fn get(&self, name: &str) -> u64 {
+            let counters = self.counters.lock().unwrap();
+            counters.get(name).map_or(0, |c| c.0.load(Ordering::SeqCst))
+        }
+    }
+
+    impl Recorder for Seen {
+        fn describe_counter(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+        fn describe_gauge(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+        fn describe_histogram(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+        fn register_counter(&self, key: &Key, _: &Metadata<'_>) -> Counter {
+            Counter::from_arc(self.handle(key))
+        }
+        fn register_gauge(&self, _: &Key, _: &Metadata<'_>) -> Gauge {
+            Gauge::noop()
+        }
+        fn register_histogram(&self, key: &Key, _: &Metadata<'_>) -> Histogram {
+            Histogram::from_arc(self.handle(key))
+        }
+    }
+
+    #[test]
+    fn every_call_reaches_the_facade() {
+        let seen = Seen::default();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build()
+            .unwrap();
+        metrics::with_local_recorder(&seen, || {
+            runtime.block_on(async {
+                let registry = registry(&Arc::new(Faults::default()));
+                for i in 0..2 {
+                    registry
+                        .call(call(&format!("l{i}"), "lookup", r#"{"order":"A1"}"#))
+                        .await;
+                }
+                registry
+                    .call(call("s1", "search", r#"{"max_results":50}"#))
+                    .await;
+                registry
+                    .call(call("s2", "search", r#"{"max_results":"3"}"#))
+                    .await;
+            })
+        });
+        assert_eq!(
+            seen.get("toolwright_calls_total{status=success,tool=lookup}"),
+            2
+        );
+        assert_eq!(
+            seen.get("toolwright_calls_total{status=error,tool=search}"),
+            1
+        );
+        assert_eq!(
+            seen.get("toolwright_calls_total{status=success,tool=search}"),
+            1
+        );
+        assert_eq!(
+            seen.get("toolwright_errors_total{error_type=schema_mismatch,tool=search}"),
+            1
+        );
+        assert_eq!(seen.get("toolwright_repaired_total{tool=search}"), 1);
+        assert_eq!(
+            seen.get("toolwright_recovery_required_total{tool=search}"),
+            1
+        );
+        assert_eq!(seen.get("toolwright_call_duration_seconds{tool=lookup}"), 2);
+        assert_eq!(seen.get("toolwright_call_duration_seconds{tool=search}"), 2);
+    }
+}
