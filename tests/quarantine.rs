@@ -145,3 +145,28 @@ async fn an_off_quarantine_keeps_nothing() {
     registry.call(bad("c1")).await;
     assert!(registry.quarantine().entries().is_empty());
 }
+
+#[tokio::test]
+async fn text_past_the_byte_cap_is_not_kept() {
+    let registry = Registry::builder()
+        .tool(Pay)
+        .quarantine(QuarantinePolicy::new().max_bytes(64))
+        .build()
+        .unwrap();
+    let long = format!(
+        r#"{{"invoice":"{}","card":"{CARD}","amount":0}}"#,
+        "I".repeat(200)
+    );
+    let outcome = registry.call(ToolCall::new("c1", "pay", long)).await;
+    assert_eq!(outcome.error_kind(), Some(ErrorKind::SchemaMismatch));
+    assert!(registry.quarantine().entries().is_empty());
+    // A short one still fits.
+    registry
+        .call(ToolCall::new(
+            "c2",
+            "pay",
+            r#"{"invoice":"I","card":"1","amount":0}"#,
+        ))
+        .await;
+    assert_eq!(registry.quarantine().entries().len(), 1);
+}

@@ -182,6 +182,11 @@ impl Quarantine {
         let Some(kind) = outcome.error_kind() else {
             return;
         };
+        // Text past the byte cap is never kept, so it is not read (redaction parses it):
+        // an oversized payload must not cost its parse here either.
+        if arguments.len() > self.policy.max_bytes as usize {
+            return;
+        }
         let text = if self.policy.raw {
             arguments.to_owned()
         } else {
