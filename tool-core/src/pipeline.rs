@@ -29,7 +29,7 @@ use crate::guard::approval::{self, ApprovalRequest, Refusal};
 use crate::guard::provenance::{self, Finders};
 use crate::idempotency::{self, Fingerprint, IdempotencyKey, IdempotencyStore, KeyMode, Lease};
 use crate::interpret;
-use crate::observe::{self, ArgumentLog};
+use crate::observe::{self, ArgumentLog, Quarantine, ToolStats};
 use crate::outcome::{ErrorKind, Failure, Fix, Fixes, Outcome, Status};
 use crate::tool::{Effect, StateRequirement, Tool, ToolSpec};
 use crate::validate::repair::{self, DeterministicRepair, RepairRequest, Repairer};
@@ -55,12 +55,17 @@ pub(crate) struct Shared {
     pub(crate) repair_timeout: Duration,
     pub(crate) approval_timeout: Duration,
     pub(crate) max_argument_bytes: usize,
+    /// The arguments of calls that failed validation.
+    pub(crate) quarantine: Quarantine,
+    /// Calls of names no tool has.
+    pub(crate) unknown_calls: std::sync::atomic::AtomicU64,
 }
 
 /// A registered tool with its type erased, so one table can hold every tool.
 pub(crate) trait DynTool: Send + Sync {
     fn spec(&self) -> &ToolSpec;
     fn guard(&self) -> &Guard;
+    fn stats(&self) -> &ToolStats;
     fn required_state(&self) -> Vec<StateRequirement>;
     fn dispatch<'a>(
         &'a self,
@@ -94,6 +99,7 @@ pub(crate) struct Entry<T: Tool> {
     spec: ToolSpec,
     shape: ShapeValidator,
     guard: Guard,
+    stats: ToolStats,
 }
 
 /// A tool ready for the table.
@@ -103,6 +109,7 @@ pub(crate) fn entry<T: Tool>(tool: T, spec: ToolSpec, guard: Guard) -> Box<dyn D
         spec,
         shape: ShapeValidator::default(),
         guard,
+        stats: ToolStats::default(),
     })
 }
 
@@ -113,6 +120,10 @@ impl<T: Tool> DynTool for Entry<T> {
 
     fn guard(&self) -> &Guard {
         &self.guard
+    }
+
+    fn stats(&self) -> &ToolStats {
+        &self.stats
     }
 
     fn required_state(&self) -> Vec<StateRequirement> {
@@ -135,6 +146,7 @@ impl<T: Tool> Entry<T> {
     /// and so is the retry loop, entered only after a failed attempt.
     async fn run(&self, mut call: Call, session: &Session, shared: &Shared) -> Outcome {
         let spec = &self.spec;
+        let stats = &self.stats;
         // Validation seam. Scopes first: a session that may not call the tool learns nothing
         // about its arguments.
         let checked = guard_scopes(spec, session)
@@ -157,7 +169,9 @@ impl<T: Tool> Entry<T> {
                     };
                     match self.repaired(&mut call, failure, text, session, shared) {
                         Ok(args) => (args, Fixes::EMPTY.with(Fix::Model)),
-                        Err(failure) => return rejected(spec, call, *failure, session, shared),
+                        Err(failure) => {
+                            return rejected((spec, stats), call, *failure, session, shared)
+                        }
                     }
                 }
             },
@@ -170,14 +184,24 @@ impl<T: Tool> Entry<T> {
                 match Box::pin(begin(spec, &self.guard, &call, session, shared)).await {
                     // Boxed: the lease waits out every attempt, in the call's future.
                     Ok(lease) => Some(Box::new(lease)),
-                    Err(outcome) => return answered_by_store(spec, call, outcome, session, shared),
+                    Err(outcome) => {
+                        return answered_by_store((spec, stats), call, outcome, session, shared)
+                    }
                 }
             }
             _ => None,
         };
         if spec.requires_approval() {
             if let Err(refusal) = Box::pin(approve(spec, &call, session, shared)).await {
-                return Box::pin(not_approved(spec, call, lease, refusal, session, shared)).await;
+                return Box::pin(not_approved(
+                    (spec, stats),
+                    call,
+                    lease,
+                    refusal,
+                    session,
+                    shared,
+                ))
+                .await;
             }
         }
         let key = match &lease {
@@ -232,7 +256,7 @@ impl<T: Tool> Entry<T> {
         }
         outcome.repaired_by = repaired_by;
         finalize(
-            Some(spec),
+            Some((spec, stats)),
             outcome,
             call.arguments,
             key.as_ref(),
@@ -578,7 +602,7 @@ async fn approve(
 /// ticket as its data. Its idempotency key, begun for nothing, is released.
 #[cold]
 async fn not_approved(
-    spec: &ToolSpec,
+    (spec, stats): (&ToolSpec, &ToolStats),
     call: Call,
     lease: Option<Box<Lease>>,
     refusal: Refusal,
@@ -591,7 +615,7 @@ async fn not_approved(
         }
     }
     let ticket = match refusal {
-        Refusal::Denied(failure) => return rejected(spec, call, failure, session, shared),
+        Refusal::Denied(failure) => return rejected((spec, stats), call, failure, session, shared),
         Refusal::Pending(ticket) => ticket,
     };
     let data = serde_json::value::to_raw_value(&serde_json::json!({ "ticket": ticket }))
@@ -600,13 +624,14 @@ async fn not_approved(
     outcome.attempts = 0;
     outcome.elapsed = call.arrived.elapsed();
     observe::call(&outcome, None, None, Some(spec), shared.argument_log);
+    stats.record(&outcome, false);
     outcome
 }
 
 /// A call refused before anything ran: a validation or guard failure.
 #[cold]
 fn rejected(
-    spec: &ToolSpec,
+    (spec, stats): (&ToolSpec, &ToolStats),
     call: Call,
     mut failure: Failure,
     session: &Session,
@@ -617,21 +642,28 @@ fn rejected(
     let mut outcome = Outcome::failed(call.id, Arc::clone(&spec.name), failure);
     outcome.attempts = 1;
     outcome.elapsed = call.arrived.elapsed();
-    finalize(Some(spec), outcome, call.arguments, None, session, shared)
+    finalize(
+        Some((spec, stats)),
+        outcome,
+        call.arguments,
+        None,
+        session,
+        shared,
+    )
 }
 
 /// A call the idempotency store answered: a replay, or a refusal (`duplicate_in_flight`,
 /// `idempotency_mismatch`, the store unreachable).
 #[cold]
 fn answered_by_store(
-    spec: &ToolSpec,
+    tool: (&ToolSpec, &ToolStats),
     call: Call,
     mut outcome: Outcome,
     session: &Session,
     shared: &Shared,
 ) -> Outcome {
     outcome.elapsed = call.arrived.elapsed();
-    finalize(Some(spec), outcome, call.arguments, None, session, shared)
+    finalize(Some(tool), outcome, call.arguments, None, session, shared)
 }
 
 /// The interpretation seam's result as the call's outcome: its data or failure, its attempts,
@@ -669,23 +701,41 @@ fn conclude(
 }
 
 /// The one end of every call: the ids a successful result carries are remembered, the model's
-/// recovery budget counts the outcome, the call is logged, and a failed call keeps its raw
-/// arguments (never in the envelope, never logged).
+/// recovery budget counts the outcome, the tool's stats count it, the call is logged, a call
+/// that failed validation is quarantined, and a failed call keeps its raw arguments (never in
+/// the envelope, never logged).
 pub(crate) fn finalize(
-    spec: Option<&ToolSpec>,
+    tool: Option<(&ToolSpec, &ToolStats)>,
     mut outcome: Outcome,
     arguments: String,
     key: Option<&IdempotencyKey>,
     session: &Session,
     shared: &Shared,
 ) -> Outcome {
+    let spec = tool.map(|(spec, _)| spec);
+    // A model retry: this success clears failures of the tool the conversation remembered.
+    let mut model_retry = false;
     if let Some(memory) = session.memory() {
         if let (Some(spec), Some(data)) = (spec, outcome.data.as_deref()) {
             if !spec.grounds().is_empty() && outcome.is_ok() {
                 provenance::remember(spec.grounds(), data, memory);
             }
         }
+        model_retry = outcome.is_ok() && memory.had_failures(outcome.tool());
         recovery::apply(&shared.recovery, memory, &mut outcome);
+    }
+    match tool {
+        Some((spec, stats)) => {
+            stats.record(&outcome, model_retry);
+            if outcome.failure.is_some() {
+                shared.quarantine.keep(spec, &outcome, &arguments);
+            }
+        }
+        None => {
+            shared
+                .unknown_calls
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
     }
     observe::call(&outcome, key, Some(&arguments), spec, shared.argument_log);
     if outcome.failure.is_some() && !outcome.is_replayed() {
@@ -763,6 +813,7 @@ mod size {
             spec,
             shape: ShapeValidator::default(),
             guard,
+            stats: ToolStats::default(),
         };
         let session = Session::anonymous();
         let future = entry.run(Call::new("c".into(), "{}".into()), &session, shared);

@@ -34,7 +34,7 @@ use crate::execute::{
 };
 use crate::guard;
 use crate::idempotency::{IdempotencyStore, KeyMode, MemoryStore};
-use crate::observe::ArgumentLog;
+use crate::observe::{ArgumentLog, Quarantine, QuarantinePolicy, Stats};
 use crate::outcome::{ErrorKind, Failure, Outcome};
 use crate::pipeline::{self, Call, DynTool, Shared};
 use crate::tool::{Tool, ToolSpec};
@@ -120,6 +120,53 @@ impl Registry {
             breaker: Arc::clone(t.guard().breaker()),
             clock: self.inner.shared.env.clock.clone(),
         })
+    }
+
+    /// Every tool's stats so far (sorted by name): calls by status and `error_type`, retries,
+    /// repairs, the recovery-required rate, fallbacks, replays, the breaker, latency
+    /// percentiles. Serializable; its `Display` is a compact table. See
+    /// [`observe::Stats`](crate::observe::Stats).
+    ///
+    /// ```
+    /// # use toolwright_core::{Registry, ToolCall};
+    /// # async fn demo() {
+    /// let registry = Registry::builder().build().unwrap();
+    /// registry.call(ToolCall::new("c1", "no_such_tool", "{}")).await;
+    /// assert_eq!(registry.stats().unknown_tool_calls, 1);
+    /// # }
+    /// ```
+    pub fn stats(&self) -> Stats {
+        let tools = self
+            .inner
+            .specs
+            .iter()
+            .filter_map(|spec| {
+                let tool = self.inner.tools.get(spec.name())?;
+                let breaker = self.breaker(spec.name());
+                Some(tool.stats().snapshot(spec.name(), breaker.as_ref()))
+            })
+            .collect();
+        let unknown = self
+            .inner
+            .shared
+            .unknown_calls
+            .load(std::sync::atomic::Ordering::Relaxed);
+        Stats::new(tools, unknown)
+    }
+
+    /// The argument text of calls that failed validation, kept (redacted unless the
+    /// application opted in to raw text) within the bounds of
+    /// [`RegistryBuilder::quarantine`]. Never logged; this is the only way to it.
+    ///
+    /// ```
+    /// # use toolwright_core::Registry;
+    /// let registry = Registry::builder().build().unwrap();
+    /// for entry in registry.quarantine().entries() {
+    ///     println!("{} {} {}: {}", entry.tool, entry.call_id, entry.error_type, entry.text);
+    /// }
+    /// ```
+    pub fn quarantine(&self) -> &Quarantine {
+        &self.inner.shared.quarantine
     }
 
     /// Runs a call outside any conversation ([`Session::anonymous`]): nothing is remembered
@@ -216,6 +263,7 @@ pub struct RegistryBuilder {
     repair_timeout: Duration,
     approval_timeout: Duration,
     max_argument_bytes: usize,
+    quarantine: QuarantinePolicy,
 }
 
 impl Default for RegistryBuilder {
@@ -242,6 +290,7 @@ impl Default for RegistryBuilder {
             repair_timeout: DEFAULT_REPAIR_TIMEOUT,
             approval_timeout: DEFAULT_APPROVAL_TIMEOUT,
             max_argument_bytes: crate::validate::DEFAULT_MAX_ARGUMENT_BYTES,
+            quarantine: QuarantinePolicy::new(),
         }
     }
 }
@@ -445,6 +494,23 @@ impl RegistryBuilder {
         self
     }
 
+    /// The bounds of the quarantine, where the argument text of calls that failed validation
+    /// is kept, redacted unless the policy says [`raw_text`](QuarantinePolicy::raw_text)
+    /// (default: 1,000 entries, 1 MiB, one hour; see [`Registry::quarantine`]).
+    ///
+    /// ```
+    /// # use toolwright_core::{observe::QuarantinePolicy, Registry};
+    /// let registry = Registry::builder()
+    ///     .quarantine(QuarantinePolicy::new().max_entries(100).raw_text(true))
+    ///     .build()
+    ///     .unwrap();
+    /// # let _ = registry;
+    /// ```
+    pub fn quarantine(mut self, policy: QuarantinePolicy) -> Self {
+        self.quarantine = policy;
+        self
+    }
+
     /// How long a session's approver may take to decide a call (default 5 minutes,
     /// [`DEFAULT_APPROVAL_TIMEOUT`]); past it the call is `approval_denied` and nothing runs.
     /// The wait never counts against the tool's timeout or the call's deadline, which start
@@ -503,6 +569,8 @@ impl RegistryBuilder {
             repair_timeout: self.repair_timeout,
             approval_timeout: self.approval_timeout,
             max_argument_bytes: self.max_argument_bytes,
+            quarantine: Quarantine::new(self.quarantine),
+            unknown_calls: std::sync::atomic::AtomicU64::new(0),
         };
         Ok(Registry {
             inner: Arc::new(Inner {

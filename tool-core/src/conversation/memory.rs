@@ -53,6 +53,14 @@ pub trait ConversationMemory: Send + Sync + 'static {
     /// A call of `tool` succeeded: its failures in a row are forgotten, and so are those of
     /// unknown tool names (the model is back on track).
     fn clear_failures(&self, tool: &str);
+
+    /// Whether failures of `tool` are counted (not yet cleared by a success). Read just before
+    /// a success clears them, so [`Registry::stats`](crate::Registry::stats) can count the
+    /// success as a model retry. The default says `false`: such successes are not counted.
+    fn had_failures(&self, tool: &str) -> bool {
+        let _ = tool;
+        false
+    }
 }
 
 /// The default [`ConversationMemory`]: this process's memory, at most [`MAX_IDS_PER_KIND`]
@@ -105,6 +113,14 @@ impl ConversationMemory for InMemoryConversation {
         *count = count.saturating_add(1);
         self.any_failures.store(true, Ordering::Release);
         *count
+    }
+
+    fn had_failures(&self, tool: &str) -> bool {
+        if !self.any_failures.load(Ordering::Acquire) {
+            return false;
+        }
+        let failures = self.failures.lock().unwrap_or_else(PoisonError::into_inner);
+        failures.keys().any(|(name, _)| name == tool)
     }
 
     fn clear_failures(&self, tool: &str) {

@@ -282,6 +282,9 @@ pub(crate) struct Breaker {
     open_until: AtomicU64,
     /// Consecutive re-opens since the breaker last closed, for the cooldown's growth.
     reopens: AtomicU32,
+    /// Times the breaker opened on its own (from closed, or again from half-open), since the
+    /// registry was built; for [`Registry::stats`](crate::Registry::stats).
+    openings: AtomicU64,
     /// (calls, failures) per bucket.
     window: Window,
     origin: Instant,
@@ -302,6 +305,7 @@ impl Breaker {
             word: AtomicU64::new(Word::new(BreakerState::Closed, 0, 0, 0).0),
             open_until: AtomicU64::new(0),
             reopens: AtomicU32::new(0),
+            openings: AtomicU64::new(0),
             window: Window::new(policy.window, policy.buckets),
             origin,
             transition: Mutex::new(()),
@@ -512,6 +516,7 @@ impl Breaker {
             }
         }
         self.reopens.store(reopens, Ordering::Relaxed);
+        self.openings.fetch_add(1, Ordering::Relaxed);
         let cooldown_ms = cooldown.as_millis() as u64;
         if from == BreakerState::Closed {
             let (calls, failures) = self.window.totals(at);
@@ -694,6 +699,13 @@ impl BreakerHandle {
     /// Closes the breaker and forgets its window and its cooldown growth.
     pub fn reset(&self) {
         self.breaker.reset();
+    }
+
+    /// How many times the breaker opened on its own (its failure rate crossed the threshold,
+    /// or a half-open probe failed) since the registry was built; a forced opening is not
+    /// counted.
+    pub fn openings(&self) -> u64 {
+        self.breaker.openings.load(Ordering::Relaxed)
     }
 
     /// The policy the breaker runs with.

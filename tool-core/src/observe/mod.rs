@@ -25,10 +25,15 @@
 //! # let _ = registry;
 //! ```
 
+mod quarantine;
 pub(crate) mod redact;
+mod stats;
 
+pub use quarantine::{Quarantine, QuarantineEntry, QuarantinePolicy};
 pub use redact::REDACTED;
 pub(crate) use redact::{redacted, scrubbed};
+pub(crate) use stats::ToolStats;
+pub use stats::{BreakerSummary, Latency, Stats, StatusCounts, ToolStatsSnapshot};
 
 use crate::idempotency::IdempotencyKey;
 use crate::outcome::{Outcome, Status};
