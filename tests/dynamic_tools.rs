@@ -407,3 +407,89 @@ fn a_schema_a_provider_cannot_express_is_a_build_error_unless_that_provider_is_l
         .build();
     assert!(mcp_only.is_ok(), "{mcp_only:?}");
 }
+
+#[tokio::test]
+async fn a_session_sees_only_the_tools_its_scopes_allow_in_every_export() {
+    let admin_only = DynamicTool::builder("delete_user")
+        .description("Delete a user.")
+        .input_schema(json!({"type": "object", "properties": {}, "additionalProperties": false}))
+        .handler(|_, _| async { Ok(json!("deleted")) })
+        .scopes(["admin"])
+        .build()
+        .unwrap();
+    let registry = Registry::builder()
+        .tool(FindOrders)
+        .dynamic_tool(admin_only)
+        .build()
+        .unwrap();
+    let user = Session::new("s-user");
+    let admin = Session::new("s-admin").with_scopes(["admin"]);
+    let names = |session: &Session| -> Vec<String> {
+        registry
+            .specs_for(session)
+            .map(|s| s.name().to_owned())
+            .collect()
+    };
+    assert_eq!(names(&user), ["find_orders"]);
+    assert_eq!(names(&admin), ["delete_user", "find_orders"]);
+    for &provider in Provider::ALL {
+        let shown = registry.export_for(&user, provider).unwrap().to_string();
+        assert!(!shown.contains("delete_user"), "{provider}: {shown}");
+        assert!(shown.contains("find_orders"), "{provider}: {shown}");
+        let all = registry.export_for(&admin, provider).unwrap();
+        assert_eq!(all, registry.export(provider).unwrap(), "{provider}");
+    }
+    // A name the model made up: `available_tools` lists only what this session may call.
+    let unknown = registry
+        .call_in(&user, ToolCall::new("c1", "drop_tables", "{}"))
+        .await
+        .to_model_json();
+    assert_eq!(unknown["error_type"], "unknown_tool");
+    assert_eq!(unknown["available_tools"], json!(["find_orders"]));
+}
+
+/// The README's "Tools defined at run time" example, verbatim.
+mod readme {
+    use std::time::Duration;
+    use toolwright::providers::Provider;
+    use toolwright::serde_json::json;
+    use toolwright::{DynamicTool, Effect, Registry, Session, ToolCall};
+
+    async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+        let refund = DynamicTool::builder("refund_order")
+        .description("Refund an order in full.")
+        .input_schema(json!({
+            "type": "object",
+            "properties": { "order_id": { "type": "string", "pattern": "^ORD-[0-9]+$" } },
+            "required": ["order_id"],
+            "additionalProperties": false
+        }))
+        .handler(|args, ctx| async move {
+            // `ctx.idempotency_key()` is the same on every attempt: hand it to the payment API.
+            Ok(json!({ "refunded": args["order_id"], "key": ctx.idempotency_key().to_string() }))
+        })
+        .effect(Effect::SideEffecting) // the default: run once per key, replayed after
+        .timeout(Duration::from_secs(10))
+        .scopes(["payments"])
+        .build()?;
+        let registry = Registry::builder().dynamic_tool(refund).build()?;
+
+        let agent = Session::new("conv-7").with_scopes(["payments"]);
+        let tools = registry.export_for(&agent, Provider::Anthropic)?; // only what this session may call
+        let outcome = registry
+            .call_in(
+                &agent,
+                ToolCall::new("c1", "refund_order", r#"{"order_id":"42"}"#),
+            )
+            .await;
+        // Refused before the handler runs, with the path, the pattern and the value that came.
+        assert_eq!(outcome.to_model_json()["error_type"], "schema_mismatch");
+        println!("{tools}");
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn the_readme_example_runs() {
+        demo().await.unwrap();
+    }
+}

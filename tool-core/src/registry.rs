@@ -98,6 +98,15 @@ impl Registry {
         &self.inner.specs
     }
 
+    /// The specs of the tools `session` may call (it holds their scopes), in name order: what
+    /// [`Registry::export_for`] exports.
+    pub fn specs_for<'a>(&'a self, session: &'a Session) -> impl Iterator<Item = &'a ToolSpec> {
+        self.inner
+            .specs
+            .iter()
+            .filter(move |spec| guard::visible(spec, session))
+    }
+
     /// One tool's spec.
     pub fn spec(&self, name: &str) -> Option<&ToolSpec> {
         self.inner.tools.get(name).map(|t| t.spec())
