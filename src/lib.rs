@@ -298,9 +298,13 @@ pub use toolwright_macros::{data, tool, toolset};
 
 // One module per stage of a call, as the runtime lays them out.
 pub use toolwright_core::{
-    call, conversation, error, execute, guard, idempotency, interpret, observe, outcome, providers,
-    registry, replay, tool, validate,
+    call, conversation, dynamic, error, execute, guard, idempotency, interpret, observe, outcome,
+    providers, registry, replay, tool, validate,
 };
+
+/// A tool defined at run time: name, description, JSON Schema, async handler
+/// ([`dynamic`] has the details).
+pub use toolwright_core::dynamic::DynamicTool;
 
 // The guard rails by the names a user looks for.
 pub use toolwright_core::conversation::recovery;

@@ -27,6 +27,7 @@
 
 pub mod call;
 pub mod conversation;
+pub mod dynamic;
 pub mod error;
 pub mod execute;
 pub mod guard;

@@ -93,8 +93,86 @@ impl Call {
     }
 }
 
+/// What the pipeline needs of a tool's body: its arguments read and checked, its attempts,
+/// its fallback. Every `#[tool]` is one (the impl below, for every [`Tool`]); a tool defined at
+/// run time is another ([`crate::dynamic`]), so both run through the same stages.
+pub(crate) trait Body: Send + Sync + 'static {
+    type Args: Send + 'static;
+    type Output: serde::Serialize + Send + 'static;
+    /// Whether the fallback machinery is compiled in for this body at all.
+    const FALLBACK: bool;
+
+    fn required_state(&self) -> Vec<StateRequirement>;
+
+    /// Shape, field rules, semantic rule, provenance, authorization.
+    fn validate(
+        &self,
+        arguments: &str,
+        spec: &ToolSpec,
+        shape: &ShapeValidator,
+        session: &Session,
+        shared: &Shared,
+    ) -> Result<Self::Args, Box<Failure>>;
+
+    /// The validated text read again, for a retry or a fallback.
+    fn reparse(&self, arguments: &str) -> Result<Self::Args, ToolError>;
+
+    fn invoke(
+        &self,
+        args: Self::Args,
+        invocation: &Invocation<'_>,
+    ) -> impl Future<Output = Result<Self::Output, ToolError>> + Send;
+
+    fn fallback(
+        &self,
+        args: Self::Args,
+        invocation: &Invocation<'_>,
+    ) -> impl Future<Output = Result<Self::Output, ToolError>> + Send;
+}
+
+impl<T: Tool> Body for T {
+    type Args = T::Args;
+    type Output = T::Output;
+    const FALLBACK: bool = T::META.fallback;
+
+    fn required_state(&self) -> Vec<StateRequirement> {
+        T::required_state()
+    }
+
+    fn validate(
+        &self,
+        arguments: &str,
+        spec: &ToolSpec,
+        shape: &ShapeValidator,
+        session: &Session,
+        shared: &Shared,
+    ) -> Result<T::Args, Box<Failure>> {
+        validate_typed::<T>(arguments, spec, shape, session, shared)
+    }
+
+    fn reparse(&self, arguments: &str) -> Result<T::Args, ToolError> {
+        reparse::<T::Args>(arguments)
+    }
+
+    fn invoke(
+        &self,
+        args: T::Args,
+        invocation: &Invocation<'_>,
+    ) -> impl Future<Output = Result<T::Output, ToolError>> + Send {
+        Tool::invoke(self, args, invocation)
+    }
+
+    fn fallback(
+        &self,
+        args: T::Args,
+        invocation: &Invocation<'_>,
+    ) -> impl Future<Output = Result<T::Output, ToolError>> + Send {
+        Tool::fallback(self, args, invocation)
+    }
+}
+
 /// The typed half of a tool: the tool itself and what the registry resolved for it.
-pub(crate) struct Entry<T: Tool> {
+pub(crate) struct Entry<T: Body> {
     tool: T,
     spec: ToolSpec,
     shape: ShapeValidator,
@@ -103,17 +181,27 @@ pub(crate) struct Entry<T: Tool> {
 }
 
 /// A tool ready for the table.
-pub(crate) fn entry<T: Tool>(tool: T, spec: ToolSpec, guard: Guard) -> Box<dyn DynTool> {
+pub(crate) fn entry<T: Body>(tool: T, spec: ToolSpec, guard: Guard) -> Box<dyn DynTool> {
+    entry_with(tool, spec, ShapeValidator::default(), guard)
+}
+
+/// A tool ready for the table, with its input-schema validator already built.
+pub(crate) fn entry_with<T: Body>(
+    tool: T,
+    spec: ToolSpec,
+    shape: ShapeValidator,
+    guard: Guard,
+) -> Box<dyn DynTool> {
     Box::new(Entry {
         tool,
         spec,
-        shape: ShapeValidator::default(),
+        shape,
         guard,
         stats: ToolStats::default(),
     })
 }
 
-impl<T: Tool> DynTool for Entry<T> {
+impl<T: Body> DynTool for Entry<T> {
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
@@ -127,7 +215,7 @@ impl<T: Tool> DynTool for Entry<T> {
     }
 
     fn required_state(&self) -> Vec<StateRequirement> {
-        T::required_state()
+        self.tool.required_state()
     }
 
     fn dispatch<'a>(
@@ -140,7 +228,7 @@ impl<T: Tool> DynTool for Entry<T> {
     }
 }
 
-impl<T: Tool> Entry<T> {
+impl<T: Body> Entry<T> {
     /// The call through every stage. The future stays small (it is boxed once per call): the
     /// stages most calls skip (repair, idempotency, approval, fallback) are boxed on their own,
     /// and so is the retry loop, entered only after a failed attempt.
@@ -224,13 +312,13 @@ impl<T: Tool> Entry<T> {
         // Behind a constant: a tool that declares no fallback compiles none of its machinery
         // (rustc does not instantiate code under a branch on a constant), and the call's future
         // holds only a `dyn` box for it.
-        let wanted = if const { T::META.fallback } {
-            fallback::wanted(true, spec.idempotent(), &executed)
+        let wanted = if const { T::FALLBACK } {
+            fallback::wanted(spec.has_fallback(), spec.idempotent(), &executed)
         } else {
             None
         };
         let degraded = match wanted {
-            Some(kind) if const { T::META.fallback } => {
+            Some(kind) if const { T::FALLBACK } => {
                 let fall_back: BoxFuture<'_, Option<ErrorKind>> = Box::pin(self.fall_back(
                     &mut executed,
                     kind,
@@ -273,44 +361,8 @@ impl<T: Tool> Entry<T> {
         session: &Session,
         shared: &Shared,
     ) -> Result<T::Args, Box<Failure>> {
-        let spec = &self.spec;
-        let args = match shape::parse::<T::Args>(arguments) {
-            Ok(args) => args,
-            Err(e) => {
-                let failure = shape::failure::<T::Args>(
-                    arguments,
-                    e.as_ref(),
-                    &spec.input_schema,
-                    &self.shape,
-                );
-                return Err(Box::new(failure));
-            }
-        };
-        let mut report = Violations::new();
-        T::check_fields(&args, &mut report);
-        if !report.is_empty() {
-            return Err(Box::new(field_failure(
-                report.into_vec(),
-                &spec.input_schema,
-            )));
-        }
-        if let Err(e) = T::check_semantics(&args) {
-            return Err(crate::guard::validation_failure(
-                e,
-                ErrorKind::SemanticInvalid,
-            ));
-        }
-        T::check_grounded(&args, session, &mut report);
-        if !report.is_empty() {
-            return Err(Box::new(provenance::ungrounded(
-                report.into_vec(),
-                spec.fields(),
-                &shared.finders,
-            )));
-        }
-        T::authorize(&args, session)
-            .map_err(|e| crate::guard::validation_failure(e, ErrorKind::Unauthorized))?;
-        Ok(args)
+        self.tool
+            .validate(arguments, &self.spec, &self.shape, session, shared)
     }
 
     /// The repair pass: one more try at arguments that failed on their form. The question to
@@ -431,7 +483,7 @@ impl<T: Tool> Entry<T> {
             |info| {
                 // `Args` is not `Clone`: a retry parses the validated text again
                 // (deterministic).
-                let args = reparse::<T>(&call.arguments);
+                let args = self.tool.reparse(&call.arguments);
                 let invocation = invocation(&self.spec, call, key, session, shared, info);
                 async move { self.tool.invoke(args?, &invocation).await }
             },
@@ -463,7 +515,7 @@ impl<T: Tool> Entry<T> {
             Box::pin(async {
                 let value = self
                     .tool
-                    .fallback(reparse::<T>(&call.arguments)?, &invocation)
+                    .fallback(self.tool.reparse(&call.arguments)?, &invocation)
                     .await?;
                 interpret::result(spec.name(), &value)
                     .map_err(|f| ToolError::new(f.kind, f.message))
@@ -471,6 +523,50 @@ impl<T: Tool> Entry<T> {
         });
         fallback::answer((spec.name(), spec.timeout), clock, executed, kind, make).await
     }
+}
+
+/// The checks of a compiled tool: its text parsed straight into `T::Args`, then its field
+/// rules, semantic rule, provenance and authorization.
+fn validate_typed<T: Tool>(
+    arguments: &str,
+    spec: &ToolSpec,
+    shape: &ShapeValidator,
+    session: &Session,
+    shared: &Shared,
+) -> Result<T::Args, Box<Failure>> {
+    let args = match shape::parse::<T::Args>(arguments) {
+        Ok(args) => args,
+        Err(e) => {
+            let failure =
+                shape::failure::<T::Args>(arguments, e.as_ref(), &spec.input_schema, shape);
+            return Err(Box::new(failure));
+        }
+    };
+    let mut report = Violations::new();
+    T::check_fields(&args, &mut report);
+    if !report.is_empty() {
+        return Err(Box::new(field_failure(
+            report.into_vec(),
+            &spec.input_schema,
+        )));
+    }
+    if let Err(e) = T::check_semantics(&args) {
+        return Err(crate::guard::validation_failure(
+            e,
+            ErrorKind::SemanticInvalid,
+        ));
+    }
+    T::check_grounded(&args, session, &mut report);
+    if !report.is_empty() {
+        return Err(Box::new(provenance::ungrounded(
+            report.into_vec(),
+            spec.fields(),
+            &shared.finders,
+        )));
+    }
+    T::authorize(&args, session)
+        .map_err(|e| crate::guard::validation_failure(e, ErrorKind::Unauthorized))?;
+    Ok(args)
 }
 
 /// The repair stage's question: the repairer's corrected text, or `None` (logged) when it gave
@@ -499,8 +595,8 @@ async fn ask_repairer(
 }
 
 /// The validated text parsed again, for a retry or a fallback (`Args` is not `Clone`).
-fn reparse<T: Tool>(arguments: &str) -> Result<T::Args, ToolError> {
-    serde_json::from_str::<T::Args>(arguments).map_err(|e| {
+pub(crate) fn reparse<A: serde::de::DeserializeOwned>(arguments: &str) -> Result<A, ToolError> {
+    serde_json::from_str::<A>(arguments).map_err(|e| {
         ToolError::new(
             ErrorKind::InvalidJson,
             format!("the arguments could not be read again: {e}"),
@@ -792,7 +888,56 @@ mod size {
             .unwrap_or_else(|e| panic!("{e}"));
         let shared = registry.shared_for_tests();
         let spec = ToolSpec::of::<Echo>(Duration::from_secs(1));
-        let guard = Guard::new(
+        let guard = guard_for(&spec);
+        let entry = Entry {
+            tool: Echo,
+            spec,
+            shape: ShapeValidator::default(),
+            guard,
+            stats: ToolStats::default(),
+        };
+        let session = Session::anonymous();
+        let future = entry.run(Call::new("c".into(), "{}".into()), &session, shared);
+        let size = std::mem::size_of_val(&future);
+        assert!(size < 1024, "the call future is {size} bytes");
+        println!("call future: {size} bytes");
+    }
+
+    /// A tool defined at run time runs the same stages: its future stays under the same bound.
+    #[test]
+    fn the_call_future_of_a_runtime_tool_stays_under_one_kib() {
+        let registry = Registry::builder()
+            .build()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let shared = registry.shared_for_tests();
+        let tool = crate::dynamic::DynamicTool::builder("echo")
+            .description("Repeat.")
+            .input_schema(serde_json::json!({"type": "object"}))
+            .handler(|args, _| async move { Ok(args) })
+            .build()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let spec = tool.spec(Duration::from_secs(1));
+        let guard = guard_for(&spec);
+        let (body, shape) = tool.into_parts();
+        let entry = Entry {
+            tool: body,
+            spec,
+            shape,
+            guard,
+            stats: ToolStats::default(),
+        };
+        let session = Session::anonymous();
+        let future = entry.run(Call::new("c".into(), "{}".into()), &session, shared);
+        let size = std::mem::size_of_val(&future);
+        assert!(
+            size < 1024,
+            "the runtime tool's call future is {size} bytes"
+        );
+        println!("runtime tool call future: {size} bytes");
+    }
+
+    fn guard_for(spec: &ToolSpec) -> Guard {
+        Guard::new(
             Arc::clone(&spec.name),
             spec.timeout,
             None,
@@ -807,18 +952,6 @@ mod size {
             },
             crate::execute::BreakerPolicy::new(),
             Instant::now(),
-        );
-        let entry = Entry {
-            tool: Echo,
-            spec,
-            shape: ShapeValidator::default(),
-            guard,
-            stats: ToolStats::default(),
-        };
-        let session = Session::anonymous();
-        let future = entry.run(Call::new("c".into(), "{}".into()), &session, shared);
-        let size = std::mem::size_of_val(&future);
-        assert!(size < 1024, "the call future is {size} bytes");
-        println!("call future: {size} bytes");
+        )
     }
 }

@@ -98,6 +98,15 @@ impl Registry {
         &self.inner.specs
     }
 
+    /// The specs of the tools `session` may call (it holds their scopes), in name order: what
+    /// [`Registry::export_for`] exports.
+    pub fn specs_for<'a>(&'a self, session: &'a Session) -> impl Iterator<Item = &'a ToolSpec> {
+        self.inner
+            .specs
+            .iter()
+            .filter(move |spec| guard::visible(spec, session))
+    }
+
     /// One tool's spec.
     pub fn spec(&self, name: &str) -> Option<&ToolSpec> {
         self.inner.tools.get(name).map(|t| t.spec())
@@ -312,6 +321,29 @@ impl RegistryBuilder {
             pipeline::entry(tool, spec, guard)
         });
         self.pending.push((T::META.name, pending));
+        self
+    }
+
+    /// Adds a tool defined at run time ([`DynamicTool`](crate::dynamic::DynamicTool)). It runs
+    /// through the same pipeline as a `#[tool]`; two tools with one name make
+    /// [`RegistryBuilder::build`] fail.
+    pub fn dynamic_tool(mut self, tool: crate::dynamic::DynamicTool) -> Self {
+        let name: &'static str = tool.meta_name();
+        let pending: Pending = Box::new(move |settings, breaker, origin| {
+            let spec = tool.spec(settings.default_timeout);
+            let guard = Guard::new(
+                Arc::clone(&spec.name),
+                spec.timeout,
+                spec.retries(),
+                spec.idempotent() || spec.takes_idempotency_key(),
+                settings,
+                breaker,
+                origin,
+            );
+            let (body, shape) = tool.into_parts();
+            pipeline::entry_with(body, spec, shape, guard)
+        });
+        self.pending.push((name, pending));
         self
     }
 
@@ -598,6 +630,29 @@ pub enum BuildError {
     },
     /// [`RegistryBuilder::breaker_for`] names a tool the registry does not have.
     UnknownBreakerTool(String),
+    /// A tool defined at run time has no handler.
+    MissingHandler(String),
+    /// A tool defined at run time has a schema that is not a valid JSON Schema (draft 2020-12)
+    /// object schema.
+    InvalidSchema {
+        /// The tool.
+        tool: String,
+        /// JSON Pointer into the schema (`output/..` for the output schema).
+        path: String,
+        /// What is wrong there.
+        message: String,
+    },
+    /// A tool defined at run time has a schema a provider it targets cannot express.
+    Unexpressible {
+        /// The tool.
+        tool: String,
+        /// The provider.
+        provider: crate::providers::Provider,
+        /// JSON Pointer into the exported schema, of the first problem.
+        path: String,
+        /// Every problem, as the export reports them.
+        message: String,
+    },
 }
 
 impl fmt::Display for BuildError {
@@ -615,6 +670,31 @@ impl fmt::Display for BuildError {
                     "`breaker_for(\"{name}\", ..)` names no registered tool; check the tool's name"
                 )
             }
+            BuildError::MissingHandler(name) => {
+                write!(
+                    f,
+                    "tool `{name}` has no handler: add `.handler(..)` to its builder"
+                )
+            }
+            BuildError::InvalidSchema {
+                tool,
+                path,
+                message,
+            } => {
+                write!(
+                    f,
+                    "tool `{tool}`: the schema at `{path}` is invalid: {message}"
+                )
+            }
+            BuildError::Unexpressible {
+                tool,
+                provider,
+                path,
+                message,
+            } => write!(
+                f,
+                "tool `{tool}`: {provider} cannot express the schema at `{path}`: {message}"
+            ),
         }
     }
 }

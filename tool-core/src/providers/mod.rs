@@ -56,6 +56,7 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
+use crate::call::Session;
 use crate::registry::Registry;
 use crate::tool::ToolSpec;
 
@@ -305,6 +306,25 @@ impl Registry {
     /// ```
     pub fn export(&self, export: impl Into<Export>) -> Result<Value, ExportError> {
         export.into().tools(self.specs())
+    }
+
+    /// The definitions a session's model should see: every tool whose scopes the session
+    /// holds, none it could not call. A model shown a tool it may not call wastes a turn on
+    /// it; the tool list is also the model's whole picture of what exists.
+    ///
+    /// ```
+    /// # use toolwright_core::{Registry, Session, providers::Provider};
+    /// # fn demo(registry: &Registry) -> Result<(), toolwright_core::providers::ExportError> {
+    /// let support = Session::new("conv-1").with_scopes(["orders:read"]);
+    /// let tools = registry.export_for(&support, Provider::Anthropic)?;
+    /// # let _ = tools; Ok(()) }
+    /// ```
+    pub fn export_for(
+        &self,
+        session: &Session,
+        export: impl Into<Export>,
+    ) -> Result<Value, ExportError> {
+        export.into().tools(self.specs_for(session))
     }
 }
 

@@ -27,6 +27,16 @@ use crate::tool::IntegerType;
 pub(crate) struct ShapeValidator(OnceLock<Option<Validator>>);
 
 impl ShapeValidator {
+    /// A validator built ahead of time (a tool defined at run time checks every call with it).
+    pub(crate) fn compiled(validator: Validator) -> Self {
+        ShapeValidator(OnceLock::from(Some(validator)))
+    }
+
+    /// Whether `value` satisfies `schema`.
+    pub(crate) fn is_valid(&self, schema: &Value, value: &Value) -> bool {
+        self.get(schema).is_none_or(|v| v.is_valid(value))
+    }
+
     fn get(&self, schema: &Value) -> Option<&Validator> {
         self.0
             .get_or_init(|| jsonschema::draft202012::new(schema).ok())
