@@ -157,6 +157,7 @@ async fn pay(
     /// Amount in cents.
     amount_cents: u32,
 ) -> Result<String, ToolError> {
+    let _ = card_number;
     Ok(format!("paid {amount_cents}"))
 }
 
