@@ -4,11 +4,11 @@
 //! malformed call, the answer a model gave to the repair prompt.
 //!
 //! Proportions (the corpus README says where they come from): 600 calls; 16.5% fail without
-//! repair (seed 003: 83.5% pass on 200 replayed traces); of the failures about 70% are
+//! repair (a published production report: 83.5% pass on 200 replayed traces); of the failures about 70% are
 //! malformed arguments and 30% are not a matter of form (timeouts, wrong tool choices,
-//! infrastructure), split like seed 003's production failures (22 : 9 : 8), with every
+//! infrastructure), split like that report's production failures (22 : 9 : 8), with every
 //! `error_type` at least once. The model fixes a malformed call in its one repair with
-//! probability 0.87 (seed 003: one repair recovered 20 of the 23 calls that more repairs
+//! probability 0.87 (the same report: one repair recovered 20 of the 23 calls that more repairs
 //! eventually recovered).
 
 #![allow(dead_code)]

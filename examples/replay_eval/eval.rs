@@ -1,4 +1,4 @@
-//! The replay evaluation: the corpus replayed under a repair policy, and seed 003's table.
+//! The replay evaluation: the corpus replayed under a repair policy, and its table.
 //!
 //! Each trace is a `replay::Recorded` line (the conversation, the call, the envelope the model
 //! read) plus its label, the latency of the model turn that proposed it, and for a malformed

@@ -1,4 +1,4 @@
-//! Replays a corpus of recorded tool calls under repair policies and prints seed 003's table:
+//! Replays a corpus of recorded tool calls under repair policies and prints, per policy:
 //! calls, passed, passed after repair, hard failures, p50/p95 latency, model round trips, and
 //! the recovery-required rate per tool.
 //!
