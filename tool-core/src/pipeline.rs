@@ -817,8 +817,7 @@ pub(crate) fn finalize(
                 provenance::remember(spec.grounds(), data, memory);
             }
         }
-        model_retry = outcome.is_ok() && memory.had_failures(outcome.tool());
-        recovery::apply(&shared.recovery, memory, &mut outcome);
+        model_retry = recovery::apply(&shared.recovery, memory, &mut outcome);
     }
     match tool {
         Some((spec, stats)) => {

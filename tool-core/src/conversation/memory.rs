@@ -51,16 +51,10 @@ pub trait ConversationMemory: Send + Sync + 'static {
     fn count_failure(&self, tool: &str, category: FailureCategory) -> u32;
 
     /// A call of `tool` succeeded: its failures in a row are forgotten, and so are those of
-    /// unknown tool names (the model is back on track).
-    fn clear_failures(&self, tool: &str);
-
-    /// Whether failures of `tool` are counted (not yet cleared by a success). Read just before
-    /// a success clears them, so [`Registry::stats`](crate::Registry::stats) can count the
-    /// success as a model retry. The default says `false`: such successes are not counted.
-    fn had_failures(&self, tool: &str) -> bool {
-        let _ = tool;
-        false
-    }
+    /// unknown tool names (the model is back on track). Returns whether failures of `tool`
+    /// itself were counted, so [`Registry::stats`](crate::Registry::stats) can count the
+    /// success as a model retry (a memory that cannot tell returns `false`).
+    fn clear_failures(&self, tool: &str) -> bool;
 }
 
 /// The default [`ConversationMemory`]: this process's memory, at most [`MAX_IDS_PER_KIND`]
@@ -115,22 +109,16 @@ impl ConversationMemory for InMemoryConversation {
         *count
     }
 
-    fn had_failures(&self, tool: &str) -> bool {
+    fn clear_failures(&self, tool: &str) -> bool {
         if !self.any_failures.load(Ordering::Acquire) {
             return false;
         }
-        let failures = self.failures.lock().unwrap_or_else(PoisonError::into_inner);
-        failures.keys().any(|(name, _)| name == tool)
-    }
-
-    fn clear_failures(&self, tool: &str) {
-        if !self.any_failures.load(Ordering::Acquire) {
-            return;
-        }
         let mut failures = self.failures.lock().unwrap_or_else(PoisonError::into_inner);
+        let had = failures.keys().any(|(name, _)| name == tool);
         failures.retain(|(name, _), _| name != tool && !name.is_empty());
         self.any_failures
             .store(!failures.is_empty(), Ordering::Release);
+        had
     }
 }
 

@@ -111,21 +111,22 @@ fn words(category: Category) -> &'static str {
 
 /// Counts the outcome against the budget in the conversation's memory; a failure past its
 /// category's budget is marked final (`retryable: false`, and the message says why to stop).
+/// Returns whether the outcome is a success after counted failures of its tool: the model
+/// called again and got through.
 pub(crate) fn apply(
     budget: &RecoveryBudget,
     memory: &dyn ConversationMemory,
     outcome: &mut Outcome,
-) {
+) -> bool {
     if outcome.is_ok() {
         // Back on track: this tool's counts, and the count of invented names, start again.
-        memory.clear_failures(outcome.tool());
-        return;
+        return memory.clear_failures(outcome.tool());
     }
     let Some(kind) = outcome.error_kind() else {
-        return;
+        return false;
     };
     let Some((category, limit)) = budget.category(kind) else {
-        return;
+        return false;
     };
     // Invented names are counted together: a model that guesses a new one each time is
     // still guessing.
@@ -134,7 +135,7 @@ pub(crate) fn apply(
         _ => outcome.tool(),
     };
     let count = memory.count_failure(key, category);
-    let Some(limit) = limit else { return };
+    let Some(limit) = limit else { return false };
     // After `limit` retries, that is `limit + 1` failures in a row, another call would be
     // one retry too many: say so now.
     if count > limit {
@@ -168,6 +169,7 @@ pub(crate) fn apply(
             failure.message.push_str(&stop);
         }
     }
+    false
 }
 
 fn ordinal(n: u32) -> String {

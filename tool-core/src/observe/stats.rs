@@ -344,7 +344,8 @@ pub struct ToolStatsSnapshot {
 ///   `schema_mismatch`, `semantic_invalid`, `circuit_open`) — the model called again after such a
 ///   failure and got through. Only sessions with a
 ///   [`ConversationMemory`](crate::conversation::ConversationMemory) that reports its failures
-///   ([`had_failures`](crate::conversation::ConversationMemory::had_failures)) can tell; calls
+///   ([`clear_failures`](crate::conversation::ConversationMemory::clear_failures) says whether it
+///   cleared any) can tell; calls
 ///   outside a conversation never count as model retries;
 /// - the *recovery-required rate*: successful calls that needed a repair or a model retry,
 ///   over all successful calls (replays and fallbacks included). A tool whose rate is
