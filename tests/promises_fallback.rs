@@ -11,8 +11,8 @@
 //!   every call has a scope of its own, so it would pass even if the outcome were stored);
 //! - the `toolwright::call` event carries `degraded_by`.
 
-#[path = "support/scoped_capture.rs"]
-mod scoped_capture;
+#[path = "support/capture.rs"]
+mod capture;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -265,7 +265,7 @@ async fn a_degraded_outcome_is_not_replayed_to_a_re_delivery_in_the_same_session
 async fn the_call_event_names_the_failure_a_fallback_stood_in_for() {
     let service = Service::new(Live::Down, false);
     let registry = registry(&service);
-    let (captured, guard) = scoped_capture::install();
+    let (captured, guard) = capture::install();
     let outcome = registry.call(quote_call()).await;
     drop(guard);
     assert_eq!(outcome.degraded_by(), Some(ErrorKind::Unavailable));

@@ -8,8 +8,8 @@
 //!   lock lasts the whole deadline, and a call that runs longer than 90 s is never taken over;
 //! - the `toolwright::idempotency` events say when a key is taken over.
 
-#[path = "support/scoped_capture.rs"]
-mod scoped_capture;
+#[path = "support/capture.rs"]
+mod capture;
 #[path = "support/script.rs"]
 mod support;
 
@@ -53,7 +53,7 @@ async fn a_panicking_tool_with_side_effects_leaves_its_effect_unknown() {
     assert_eq!(first.attempts(), 1, "a panic is not retried");
 
     // The panic may have come after the refund was made: the key keeps its arguments ...
-    let (captured, guard) = scoped_capture::install();
+    let (captured, guard) = capture::install();
     let changed = registry
         .call_in(&session, refund("call_1", OTHER_REFUND))
         .await;
@@ -138,7 +138,7 @@ async fn a_cancelled_call_holds_its_key_for_90_s_then_the_next_call_takes_it_ove
 
     // Past the 90 s lock the next delivery takes the key over, and says so.
     tokio::time::advance(Duration::from_secs(3)).await;
-    let (captured, guard) = scoped_capture::install();
+    let (captured, guard) = capture::install();
     let taken_over = registry.call_in(&session, refund("call_1", REFUND)).await;
     drop(guard);
     assert_eq!(taken_over.status(), Status::Success);

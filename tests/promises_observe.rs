@@ -4,8 +4,8 @@
 //! (redacted) or not, and even when the panic's own message quotes the value. Captured with a
 //! subscriber scoped to the test's thread.
 
-#[path = "support/scoped_capture.rs"]
-mod scoped_capture;
+#[path = "support/capture.rs"]
+mod capture;
 
 use toolwright::prelude::*;
 use toolwright::ArgumentLog;
@@ -42,13 +42,13 @@ fn charge(id: &str, cents: u32) -> ToolCall {
     )
 }
 
-async fn panicking_call(log: ArgumentLog, cents: u32) -> (Outcome, scoped_capture::Captured) {
+async fn panicking_call(log: ArgumentLog, cents: u32) -> (Outcome, capture::Capture) {
     let registry = Registry::builder()
         .tool(ChargeCard)
         .log_arguments(log)
         .build()
         .unwrap();
-    let (captured, guard) = scoped_capture::install();
+    let (captured, guard) = capture::install();
     let outcome = registry
         .call_in(&Session::new("conv-1"), charge("call_1", cents))
         .await;

@@ -9,8 +9,8 @@
 //!
 //! Events are captured with a subscriber scoped to the test's thread.
 
-#[path = "support/scoped_capture.rs"]
-mod scoped_capture;
+#[path = "support/capture.rs"]
+mod capture;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -145,8 +145,8 @@ impl Repairer for Stuck {
 }
 
 /// Sends `refund` arguments with an amount as text, and returns the repair events.
-async fn one_repair_pass(registry: Registry) -> Vec<scoped_capture::Event> {
-    let (captured, guard) = scoped_capture::install();
+async fn one_repair_pass(registry: Registry) -> Vec<capture::Event> {
+    let (captured, guard) = capture::install();
     let outcome = registry
         .call_in(
             &grounded_session(),
@@ -159,7 +159,7 @@ async fn one_repair_pass(registry: Registry) -> Vec<scoped_capture::Event> {
     captured.of("toolwright::repair")
 }
 
-fn assert_logged(events: &[scoped_capture::Event], result: &str) {
+fn assert_logged(events: &[capture::Event], result: &str) {
     let [event] = events else {
         panic!("one repair event: {events:?}")
     };

@@ -88,7 +88,18 @@ impl tracing::Subscriber for Router {
 }
 
 /// Captures the events `f` emits on this thread (run it on a current-thread runtime).
+#[allow(dead_code)]
 pub async fn capture<F: std::future::Future<Output = ()>>(f: F) -> Capture {
+    let (capture, guard) = install();
+    f.await;
+    drop(guard);
+    capture
+}
+
+/// Captures the events this thread emits until the guard is dropped (run the test on a
+/// current-thread runtime, `#[tokio::test]`'s default).
+#[allow(dead_code)]
+pub fn install() -> (Capture, Guard) {
     static INSTALL: std::sync::Once = std::sync::Once::new();
     INSTALL.call_once(|| {
         // A test binary may have installed nothing else: the first capture installs the router.
@@ -96,7 +107,14 @@ pub async fn capture<F: std::future::Future<Output = ()>>(f: F) -> Capture {
     });
     let capture = Capture::default();
     SINK.with(|sink| *sink.borrow_mut() = Some(capture.clone()));
-    f.await;
-    SINK.with(|sink| *sink.borrow_mut() = None);
-    capture
+    (capture, Guard)
+}
+
+/// Ends this thread's capture when dropped.
+pub struct Guard;
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        SINK.with(|sink| *sink.borrow_mut() = None);
+    }
 }
