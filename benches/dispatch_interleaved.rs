@@ -14,7 +14,8 @@
 //! `registry.call / structural` is what the pipeline itself costs beyond that.
 //!
 //! `cargo bench --bench dispatch_interleaved` (optionally `-- ROUNDS N`; `-- profile N` runs
-//! only N successful registry calls and N floor calls, for a profiler such as callgrind).
+//! only N successful registry calls and N floor calls, for a profiler such as callgrind;
+//! `-- profile N rules` or `-- profile N shape` profiles the failing calls instead).
 
 mod common;
 
@@ -117,9 +118,17 @@ fn main() {
     // callgrind (compare the inclusive cost of `through_registry` and `floor`).
     if std::env::args().any(|a| a == "profile") {
         let n = numbers.first().copied().unwrap_or(100_000);
+        // `-- profile N rules` / `-- profile N shape`: the failing calls instead.
+        let text = if std::env::args().any(|a| a == "rules") {
+            common::TWO_RULE_VIOLATIONS
+        } else if std::env::args().any(|a| a == "shape") {
+            common::SHAPE_FAILURE
+        } else {
+            common::VALID
+        };
         rt.block_on(async {
             for _ in 0..n {
-                black_box(common::through_registry(&registry, black_box(common::VALID)).await);
+                black_box(common::through_registry(&registry, black_box(text)).await);
                 black_box(common::floor(black_box(common::VALID)).await);
             }
         });

@@ -170,3 +170,48 @@ async fn text_past_the_byte_cap_is_not_kept() {
         .await;
     assert_eq!(registry.quarantine().entries().len(), 1);
 }
+
+#[tokio::test(start_paused = true)]
+async fn entries_are_forgotten_after_their_time_to_live_oldest_first() {
+    let ttl = std::time::Duration::from_secs(60);
+    let registry = Registry::builder()
+        .tool(Pay)
+        .quarantine(QuarantinePolicy::new().time_to_live(ttl))
+        .build()
+        .unwrap();
+    registry.call(bad("old")).await;
+    tokio::time::advance(std::time::Duration::from_secs(40)).await;
+    registry.call(bad("new")).await;
+    let ids = |r: &Registry| -> Vec<String> {
+        r.quarantine()
+            .entries()
+            .into_iter()
+            .map(|e| e.call_id)
+            .collect()
+    };
+    assert_eq!(ids(&registry), ["old", "new"]);
+    let entries = registry.quarantine().entries();
+    // `at` is wall-clock time: the older entry is 40 s older.
+    let gap = entries[1].at.duration_since(entries[0].at).unwrap();
+    assert_eq!(gap.as_secs(), 40, "{gap:?}");
+    // 61 s after the first: it is gone, the second is not.
+    tokio::time::advance(std::time::Duration::from_secs(21)).await;
+    assert_eq!(ids(&registry), ["new"]);
+    tokio::time::advance(std::time::Duration::from_secs(40)).await;
+    assert!(ids(&registry).is_empty());
+}
+
+#[tokio::test]
+async fn what_is_kept_is_redacted_on_every_read_and_cleared_on_demand() {
+    let registry = Registry::builder().tool(Pay).build().unwrap();
+    registry.call(bad("c1")).await;
+    for _ in 0..2 {
+        let entries = registry.quarantine().entries();
+        assert_eq!(entries.len(), 1);
+        assert!(!entries[0].text.contains(CARD), "{}", entries[0].text);
+    }
+    registry.quarantine().clear();
+    assert!(registry.quarantine().entries().is_empty());
+    registry.call(bad("c2")).await;
+    assert_eq!(registry.quarantine().entries().len(), 1);
+}

@@ -3,24 +3,26 @@
 //! [`Registry::quarantine`](crate::Registry::quarantine) and never logged.
 //!
 //! The store is bounded in entries and bytes and forgets each entry after a time to live
-//! ([`QuarantinePolicy`]). What it keeps is redacted as the call events are: the value of every
-//! `#[arg(sensitive)]` field, and of every key the tool's schema does not declare, replaced by
-//! `"[redacted]"`, and text that is not a JSON object described rather than shown. An
-//! application that needs the raw text (for a repair corpus, say) opts in with
-//! [`QuarantinePolicy::raw_text`].
+//! ([`QuarantinePolicy`]). What it gives out is redacted as the call events are: the value of
+//! every `#[arg(sensitive)]` field, and of every key the tool's schema does not declare,
+//! replaced by `"[redacted]"`, and text that is not a JSON object described rather than shown.
+//! The text is held in the process's memory as it came (as the failed call's outcome holds it)
+//! and redacted each time it is read, so a failing call does not pay for a parse and a rewrite
+//! of its arguments. An application that needs the raw text (for a repair corpus, say) opts in
+//! with [`QuarantinePolicy::raw_text`].
 
+use std::collections::VecDeque;
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
-use moka::policy::EvictionPolicy;
-use moka::sync::Cache;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::time::Instant;
 
 use crate::observe::redacted;
 use crate::outcome::{Outcome, Seam};
-use crate::tool::ToolSpec;
+use crate::tool::{FieldMeta, ToolSpec};
 
 /// Bounds of the quarantine, and whether it keeps raw text.
 ///
@@ -73,7 +75,9 @@ impl QuarantinePolicy {
         self
     }
 
-    /// At most this many bytes of text, tool names and call ids together.
+    /// At most this many bytes of text (as received), tool names and call ids together. A
+    /// redacted text can read a few bytes longer than it was kept: a value shorter than
+    /// `"[redacted]"` is replaced by it.
     pub const fn max_bytes(mut self, bytes: u32) -> Self {
         self.max_bytes = bytes;
         self
@@ -124,16 +128,38 @@ impl fmt::Debug for QuarantineEntry {
     }
 }
 
-impl QuarantineEntry {
+/// One kept call, as received: redacted when it is read, so a failed call pays for a copy of
+/// its text and a push, not for a parse and a rewrite.
+#[derive(Clone)]
+struct Kept {
+    tool: Arc<str>,
+    call_id: String,
+    error_type: &'static str,
+    at: Instant,
+    text: String,
+    // What redaction needs, shared with the tool's spec.
+    schema: Arc<Value>,
+    fields: &'static [FieldMeta],
+}
+
+impl Kept {
     fn weight(&self) -> usize {
         self.tool.len() + self.call_id.len() + self.text.len()
     }
 }
 
+/// Oldest first. Every entry lives as long as every other, so the expired ones are always at
+/// the front, and the least recently kept are the ones a cap removes: a deque is the whole
+/// eviction policy.
+#[derive(Default)]
+struct Ring {
+    entries: VecDeque<Kept>,
+    bytes: usize,
+}
+
 /// The quarantine of a registry, from [`Registry::quarantine`](crate::Registry::quarantine).
 pub struct Quarantine {
-    cache: Cache<u64, Arc<QuarantineEntry>, foldhash::fast::RandomState>,
-    next: AtomicU64,
+    kept: Mutex<Ring>,
     policy: QuarantinePolicy,
 }
 
@@ -141,35 +167,37 @@ impl fmt::Debug for Quarantine {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Quarantine")
             .field("policy", &self.policy)
-            .field("entries", &self.cache.entry_count())
+            .field("entries", &self.lock().entries.len())
             .finish()
     }
 }
 
 impl Quarantine {
     pub(crate) fn new(policy: QuarantinePolicy) -> Quarantine {
-        // One capacity bounds both: each entry weighs its bytes, and at least the byte cap's
-        // share per entry, so the total weight under the byte cap also keeps the count under
-        // the entry cap.
-        let floor = if policy.max_entries == 0 {
-            u32::MAX
-        } else {
-            policy.max_bytes.div_ceil(policy.max_entries).max(1)
-        };
-        let cache = Cache::builder()
-            .max_capacity(u64::from(policy.max_bytes))
-            .weigher(move |_: &u64, entry: &Arc<QuarantineEntry>| {
-                u32::try_from(entry.weight()).unwrap_or(u32::MAX).max(floor)
-            })
-            .time_to_live(policy.ttl)
-            // Oldest out first; TinyLFU admission (the default) would turn new entries away
-            // in favour of old ones, since every call id is seen once.
-            .eviction_policy(EvictionPolicy::lru())
-            .build_with_hasher(foldhash::fast::RandomState::default());
         Quarantine {
-            cache,
-            next: AtomicU64::new(0),
+            kept: Mutex::new(Ring::default()),
             policy,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Ring> {
+        // A panic elsewhere while holding the lock leaves the deque consistent (every change
+        // is one push or pop and a sum), so a poisoned lock is still usable.
+        self.kept.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Forgets what has lived past the time to live, and the oldest entries past a cap.
+    fn trim(&self, kept: &mut Ring, now: Instant) {
+        while let Some(front) = kept.entries.front() {
+            let expired = now.saturating_duration_since(front.at) >= self.policy.ttl;
+            let over = kept.entries.len() > self.policy.max_entries as usize
+                || kept.bytes > self.policy.max_bytes as usize;
+            if !expired && !over {
+                break;
+            }
+            if let Some(gone) = kept.entries.pop_front() {
+                kept.bytes -= gone.weight();
+            }
         }
     }
 
@@ -182,41 +210,52 @@ impl Quarantine {
         let Some(kind) = outcome.error_kind() else {
             return;
         };
-        // Text past the byte cap is never kept, so it is not read (redaction parses it):
-        // an oversized payload must not cost its parse here either.
-        if arguments.len() > self.policy.max_bytes as usize {
-            return;
-        }
-        let text = if self.policy.raw {
-            arguments.to_owned()
-        } else {
-            redacted(arguments, spec.input_schema(), spec.fields())
-        };
-        let entry = QuarantineEntry {
-            tool: spec.name().to_owned(),
+        let entry = Kept {
+            tool: Arc::clone(&spec.name),
             call_id: outcome.call_id().to_owned(),
-            error_type: kind.as_str().to_owned(),
-            at: SystemTime::now(),
-            text,
-            redacted: !self.policy.raw,
+            error_type: kind.as_str(),
+            at: Instant::now(),
+            text: arguments.to_owned(),
+            schema: Arc::clone(&spec.input_schema),
+            fields: spec.fields(),
         };
+        // An entry alone over the byte cap is never kept.
         if entry.weight() > self.policy.max_bytes as usize {
             return;
         }
-        let n = self.next.fetch_add(1, Ordering::Relaxed);
-        self.cache.insert(n, Arc::new(entry));
+        let now = entry.at;
+        let mut kept = self.lock();
+        kept.bytes += entry.weight();
+        kept.entries.push_back(entry);
+        self.trim(&mut kept, now);
     }
 
-    /// Every entry still kept, oldest first. Evictions due are applied first, so the count and
-    /// the bytes are within the policy's bounds.
+    /// Every entry still kept, oldest first, redacted unless the policy keeps raw text. Entries
+    /// past their time to live are forgotten first.
     pub fn entries(&self) -> Vec<QuarantineEntry> {
-        self.cache.run_pending_tasks();
-        let mut entries: Vec<(u64, Arc<QuarantineEntry>)> =
-            self.cache.iter().map(|(k, v)| (*k, v)).collect();
-        entries.sort_by_key(|(n, _)| *n);
-        entries
-            .into_iter()
-            .map(|(_, e)| QuarantineEntry::clone(&e))
+        let now = Instant::now();
+        let wall = SystemTime::now();
+        let kept: Vec<Kept> = {
+            let mut kept = self.lock();
+            self.trim(&mut kept, now);
+            kept.entries.iter().cloned().collect()
+        };
+        // Redaction parses each text: done outside the lock, so failing calls never wait on it.
+        kept.into_iter()
+            .map(|k| QuarantineEntry {
+                text: if self.policy.raw {
+                    k.text
+                } else {
+                    redacted(&k.text, &k.schema, k.fields)
+                },
+                tool: k.tool.to_string(),
+                call_id: k.call_id,
+                error_type: k.error_type.to_owned(),
+                at: wall
+                    .checked_sub(now.saturating_duration_since(k.at))
+                    .unwrap_or(wall),
+                redacted: !self.policy.raw,
+            })
             .collect()
     }
 
@@ -227,7 +266,8 @@ impl Quarantine {
 
     /// Forgets every entry.
     pub fn clear(&self) {
-        self.cache.invalidate_all();
-        self.cache.run_pending_tasks();
+        let mut kept = self.lock();
+        kept.entries.clear();
+        kept.bytes = 0;
     }
 }
