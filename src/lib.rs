@@ -311,6 +311,11 @@ pub use toolwright_core::conversation::recovery;
 pub use toolwright_core::guard::{approval, provenance};
 pub use toolwright_core::validate::repair;
 
+/// A registry as a `tower::Service<ToolCall>` (the `tower` feature), so tower's layers compose
+/// in front of it: `registry.service_in(session)`.
+#[cfg(feature = "tower")]
+pub use toolwright_core::service;
+
 /// Serve a registry as a Model Context Protocol server over stdio and streamable HTTP, on
 /// rmcp (the `mcp` feature): `toolwright::mcp::McpServer::new(registry).serve_stdio()`.
 #[cfg(feature = "mcp")]

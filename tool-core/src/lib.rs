@@ -39,6 +39,8 @@ mod pipeline;
 pub mod providers;
 pub mod registry;
 pub mod replay;
+#[cfg(feature = "tower")]
+pub mod service;
 pub mod tool;
 pub mod validate;
 
