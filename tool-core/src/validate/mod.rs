@@ -162,6 +162,11 @@ pub(crate) fn preview_json(v: &serde_json::Value) -> String {
 /// take seconds of parsing and hundreds of megabytes of memory on the failure path.
 pub const DEFAULT_MAX_ARGUMENT_BYTES: usize = 1 << 20;
 
+/// The most violations one failure lists (the message then says only the first are listed).
+/// A model fixes a handful at a time; an argument of 100,000 wrong items would otherwise make
+/// an envelope far larger than the call, so validation stops once it has this many.
+pub const MAX_REPORTED_VIOLATIONS: usize = 50;
+
 /// Refuses argument text longer than `limit` bytes before anything reads it: `bad_request`,
 /// retryable (smaller arguments may work), the message stating the limit and the size received.
 pub(crate) fn check_size(arguments: &str, limit: usize) -> Result<(), Failure> {

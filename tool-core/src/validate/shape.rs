@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use super::{
     bounded_pointer, counted, display_path, length_expected, pointer_token, preview_json,
-    shown_key, summarize,
+    shown_key, summarize, MAX_REPORTED_VIOLATIONS,
 };
 use crate::outcome::{ErrorKind, Failure, Violation};
 use crate::tool::IntegerType;
@@ -78,6 +78,7 @@ pub(crate) fn failure<T: DeserializeOwned>(
         Err(e) => return invalid_json(text, &e, schema),
     };
     let mut violations = Vec::new();
+    let mut truncated = false;
     if !value.is_object() {
         violations.push(Violation {
             path: String::new(),
@@ -91,6 +92,11 @@ pub(crate) fn failure<T: DeserializeOwned>(
         });
     } else if let Some(validator) = validator.get(schema) {
         for e in validator.iter_errors(&value) {
+            if violations.len() >= MAX_REPORTED_VIOLATIONS {
+                // Enough to act on: the rest is neither built nor sent.
+                truncated = true;
+                break;
+            }
             convert(
                 &bounded_pointer(e.instance_path().as_str()),
                 (e.kind(), e.schema_path().as_str()),
@@ -108,7 +114,13 @@ pub(crate) fn failure<T: DeserializeOwned>(
     } else {
         ErrorKind::SchemaMismatch
     };
-    let mut failure = Failure::new(kind, summarize(&violations));
+    let mut message = summarize(&violations);
+    if truncated {
+        message.push_str(&format!(
+            "; only the first {MAX_REPORTED_VIOLATIONS} problems are listed: fix them and call again"
+        ));
+    }
+    let mut failure = Failure::new(kind, message);
     failure.violations = violations;
     failure.expected_schema = Some(Arc::clone(schema));
     failure
