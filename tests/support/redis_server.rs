@@ -8,7 +8,7 @@
 
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -24,12 +24,24 @@ pub struct RedisServer {
     child: Child,
     port: u16,
     dir: PathBuf,
+    binary: PathBuf,
+    persist: bool,
 }
 
 impl RedisServer {
     /// Starts a server, or returns `None` (after saying why on stderr) when `redis-server` is
     /// not installed and `TOOLWRIGHT_REQUIRE_REDIS` is not `1`.
     pub fn start() -> Option<RedisServer> {
+        RedisServer::start_with(false)
+    }
+
+    /// A server that writes every change to an append-only file before answering
+    /// (`appendfsync always`), so [`restart`](Self::restart) keeps what it acknowledged.
+    pub fn start_persistent() -> Option<RedisServer> {
+        RedisServer::start_with(true)
+    }
+
+    fn start_with(persist: bool) -> Option<RedisServer> {
         let Some(binary) = find_on_path("redis-server") else {
             if required() {
                 panic!(
@@ -58,17 +70,14 @@ impl RedisServer {
             let dir = std::env::temp_dir()
                 .join(format!("toolwright-redis-{}-{port}", std::process::id()));
             std::fs::create_dir_all(&dir).expect("create the redis-server work dir");
-            let child = Command::new(&binary)
-                .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-                .args(["--save", "", "--appendonly", "no"])
-                .arg("--dir")
-                .arg(&dir)
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("spawn redis-server");
-            let mut server = RedisServer { child, port, dir };
+            let child = spawn(&binary, port, &dir, persist);
+            let mut server = RedisServer {
+                child,
+                port,
+                dir,
+                binary: binary.clone(),
+                persist,
+            };
             match server.wait_ready() {
                 Ok(()) => return Some(server),
                 Err(e) => last_error = e,
@@ -84,6 +93,26 @@ impl RedisServer {
 
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    /// Kills the server (SIGKILL: no goodbye to its clients) and starts it again on the same
+    /// port and directory; waits until it answers.
+    pub fn restart(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        for _ in 0..5 {
+            self.child = spawn(&self.binary, self.port, &self.dir, self.persist);
+            if self.wait_ready().is_ok() {
+                return;
+            }
+        }
+        panic!("redis-server did not come back on port {}", self.port);
+    }
+
+    /// Kills the server for good: its clients see a refused connection from now on.
+    pub fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 
     /// Polls until *this* server answers (bounded: five seconds at most). The reply to `INFO
@@ -135,6 +164,31 @@ impl Drop for RedisServer {
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+fn spawn(binary: &Path, port: u16, dir: &Path, persist: bool) -> Child {
+    let persistence: &[&str] = if persist {
+        &[
+            "--save",
+            "",
+            "--appendonly",
+            "yes",
+            "--appendfsync",
+            "always",
+        ]
+    } else {
+        &["--save", "", "--appendonly", "no"]
+    };
+    Command::new(binary)
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        .args(persistence)
+        .arg("--dir")
+        .arg(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn redis-server")
 }
 
 fn free_port() -> u16 {

@@ -12,9 +12,9 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
-use crate::conversation::{ConversationMemory, Grounding, InMemoryConversation};
+use crate::conversation::{ConversationMemory, ConversationStore, Grounding, InMemoryConversation};
 use crate::execute::clock::ClockHandle;
-use crate::guard::approval::Approver;
+use crate::guard::approval::{Approvals, Approver};
 use crate::idempotency::{IdempotencyKey, KeyMode};
 
 /// A call the model proposed: the provider's call id, the tool name, and the argument text
@@ -92,6 +92,9 @@ struct SessionInner {
     approver: Option<Arc<dyn Approver>>,
     /// What the conversation remembers; `None` outside a conversation, which remembers nothing.
     memory: Option<Arc<dyn ConversationMemory>>,
+    /// Where the conversation lives when it is shared or outlives the process; calls then
+    /// take the store-backed path ([`Session::with_store`]).
+    store: Option<Arc<dyn ConversationStore>>,
 }
 
 impl Session {
@@ -107,6 +110,7 @@ impl Session {
             key_mode: None,
             approver: None,
             memory: Some(Arc::new(InMemoryConversation::new())),
+            store: None,
         }))
     }
 
@@ -125,6 +129,7 @@ impl Session {
             key_mode: None,
             approver: None,
             memory: None,
+            store: None,
         }))
     }
 
@@ -171,6 +176,51 @@ impl Session {
     pub fn with_memory(mut self, memory: Arc<dyn ConversationMemory>) -> Self {
         Arc::make_mut(&mut self.0).memory = Some(memory);
         self
+    }
+
+    /// Keeps the conversation in `store`: grounded ids, the model's recovery counts and
+    /// approval tickets are read from it and written to it by every call, so any replica that
+    /// shares the store (or this one after a restart) continues the conversation. Unless an
+    /// approver is set, calls that require approval are filed there as tickets
+    /// ([`Approvals`]) for a person to decide from any replica.
+    ///
+    /// Calls that need the store fail closed (`unavailable`, nothing runs) while it cannot be
+    /// reached; the others do not wait on it. [`Session::ground`] and
+    /// [`Session::is_grounded`] do not reach the store: use
+    /// [`ConversationStore::record`] for ids the application grounds itself.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use toolwright_core::conversation::MemoryConversationStore;
+    /// use toolwright_core::Session;
+    ///
+    /// let store = Arc::new(MemoryConversationStore::new());
+    /// let session = Session::new("conv-7").with_principal("user:alice").with_store(store);
+    /// assert!(session.store().is_some());
+    /// assert!(session.approver().is_some());
+    /// ```
+    pub fn with_store(mut self, store: Arc<dyn ConversationStore>) -> Self {
+        let inner = Arc::make_mut(&mut self.0);
+        if inner.approver.is_none() {
+            inner.approver = Some(Arc::new(Approvals::new(Arc::clone(&store))));
+        }
+        inner.memory = None;
+        inner.store = Some(store);
+        self
+    }
+
+    /// The store the conversation lives in, when it has one ([`Session::with_store`]).
+    pub fn store(&self) -> Option<&Arc<dyn ConversationStore>> {
+        self.0.store.as_ref()
+    }
+
+    /// This session for one call of the store-backed path: its memory is the call's own
+    /// `memory`, filled from the store.
+    pub(crate) fn in_call(&self, memory: Arc<dyn ConversationMemory>) -> Session {
+        let mut inner = (*self.0).clone();
+        inner.memory = Some(memory);
+        inner.store = None;
+        Session(Arc::new(inner))
     }
 
     /// Sets who is asking (a user or service id).
@@ -285,7 +335,84 @@ impl fmt::Debug for Session {
             .field("scopes", &self.0.scopes)
             .field("approver", &self.0.approver.is_some())
             .field("conversation", &self.0.memory.is_some())
+            .field("store", &self.0.store.is_some())
             .finish()
+    }
+}
+
+/// What a [`Session`] is written as: who calls and under which policy. The memory, the store
+/// and the approver are not written; they belong to the process that reads the session back
+/// (set them again with [`Session::with_store`] or [`Session::with_approver`]).
+#[derive(Serialize, Deserialize)]
+#[serde(rename = "Session")]
+struct Persisted {
+    id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    principal: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    scopes: Vec<String>,
+    /// `None` outside a conversation.
+    #[serde(default)]
+    idempotency_scope: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    key_mode: Option<KeyMode>,
+}
+
+/// A session is written as its identity and policy: id, principal, scopes, idempotency scope
+/// and key mode. Read back, it remembers in this process until it is given its store again:
+///
+/// ```
+/// use std::sync::Arc;
+/// use toolwright_core::conversation::MemoryConversationStore;
+/// use toolwright_core::{KeyMode, Session};
+///
+/// let store = Arc::new(MemoryConversationStore::new());
+/// let session = Session::new("conv-7")
+///     .with_principal("user:alice")
+///     .with_scopes(["orders:read"])
+///     .with_key_mode(KeyMode::Fingerprint)
+///     .with_store(store.clone());
+/// let saved = serde_json::to_string(&session)?;
+/// // ... on any replica, after any restart:
+/// let restored: Session = serde_json::from_str(&saved)?;
+/// let restored = restored.with_store(store);
+/// assert_eq!(restored.id(), "conv-7");
+/// assert_eq!(restored.principal(), Some("user:alice"));
+/// assert_eq!(restored.key_mode(), Some(KeyMode::Fingerprint));
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+impl Serialize for Session {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let inner = &*self.0;
+        Persisted {
+            id: inner.id.clone(),
+            principal: inner.principal.clone(),
+            scopes: inner.scopes.clone(),
+            idempotency_scope: inner.idempotency_scope.clone(),
+            key_mode: inner.key_mode,
+        }
+        .serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Session {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let p = Persisted::deserialize(deserializer)?;
+        // Outside a conversation (no idempotency scope) there is nothing to remember.
+        let memory: Option<Arc<dyn ConversationMemory>> = p
+            .idempotency_scope
+            .as_ref()
+            .map(|_| Arc::new(InMemoryConversation::new()) as Arc<dyn ConversationMemory>);
+        Ok(Session(Arc::new(SessionInner {
+            id: p.id,
+            principal: p.principal,
+            scopes: p.scopes,
+            idempotency_scope: p.idempotency_scope,
+            key_mode: p.key_mode,
+            approver: None,
+            memory,
+            store: None,
+        })))
     }
 }
 

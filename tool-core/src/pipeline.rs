@@ -22,6 +22,7 @@ use tokio::time::Instant;
 
 use crate::call::{Invocation, Session, StateMap};
 use crate::conversation::recovery::{self, RecoveryBudget};
+use crate::conversation::{durable, ConversationStore, Prepare};
 use crate::error::ToolError;
 use crate::execute::fallback::{self, FallbackFuture, Interpreted};
 use crate::execute::{contain, AttemptInfo, Env, Executed, Guard, Step};
@@ -73,6 +74,14 @@ pub(crate) trait DynTool: Send + Sync {
         session: &'a Session,
         shared: &'a Shared,
     ) -> BoxFuture<'a, Outcome>;
+    /// Checks `arguments` as a call in `session` would (without its scopes): a reviewer's
+    /// edited arguments. `Err`: the failure's outcome.
+    fn revalidate<'a>(
+        &'a self,
+        arguments: &'a str,
+        session: &'a Session,
+        shared: &'a Shared,
+    ) -> BoxFuture<'a, Result<(), Outcome>>;
 }
 
 /// One call as it moves through the stages.
@@ -237,7 +246,36 @@ impl<T: Body> DynTool for Entry<T> {
         session: &'a Session,
         shared: &'a Shared,
     ) -> BoxFuture<'a, Outcome> {
-        Box::pin(self.run(call, session, shared))
+        // A session whose conversation lives in a store takes a path of its own; every other
+        // call pays for this one branch only.
+        match session.store() {
+            None => Box::pin(self.run(call, session, shared)),
+            Some(store) => Box::pin(self.run_durable(call, session, &**store, shared)),
+        }
+    }
+
+    fn revalidate<'a>(
+        &'a self,
+        arguments: &'a str,
+        session: &'a Session,
+        shared: &'a Shared,
+    ) -> BoxFuture<'a, Result<(), Outcome>> {
+        Box::pin(async move {
+            let failure = match self.grounding(arguments, session, None, shared).await {
+                Ok((in_call, _, _)) => match self.validate(arguments, &in_call, shared) {
+                    Ok(_) => return Ok(()),
+                    Err(failure) => failure,
+                },
+                Err(failure) => failure,
+            };
+            let mut failure = *failure;
+            checks::redact_failure(&mut failure, self.spec.fields(), arguments);
+            Err(Outcome::failed(
+                String::new(),
+                Arc::clone(&self.spec.name),
+                failure,
+            ))
+        })
     }
 }
 
@@ -400,6 +438,100 @@ impl<T: Body> Entry<T> {
             }
         }
         Ok(lease)
+    }
+
+    /// The store-backed path: the ids the call's grounded arguments hold, and the arguments a
+    /// reviewer approved in place of its own, are read from the store first (one round trip,
+    /// only when there are any); the stages run unchanged on a memory of this call
+    /// ([`Overlay`](durable::Overlay)); what the call left is written back after (one round
+    /// trip, only when it left something). A store that cannot be read refuses the call
+    /// (`unavailable`) before anything runs, outside the breaker's count.
+    async fn run_durable(
+        &self,
+        mut call: Call,
+        session: &Session,
+        store: &dyn ConversationStore,
+        shared: &Shared,
+    ) -> Outcome {
+        let spec = &self.spec;
+        // A call that requires approval may have been approved with edited arguments: asked
+        // in the same round trip as its grounded ids.
+        let edited_for = spec.requires_approval().then(|| {
+            (
+                session.principal().map(str::to_owned),
+                Fingerprint::for_tool(spec, &call.arguments).to_string(),
+            )
+        });
+        let (in_call, overlay) = match self
+            .grounding(&call.arguments, session, edited_for, shared)
+            .await
+        {
+            Ok((in_call, overlay, None)) => (in_call, overlay),
+            // The edited call is the one that runs, and is checked (its own ids asked again).
+            Ok((_, _, Some(edited))) => {
+                call.arguments = edited;
+                match self.grounding(&call.arguments, session, None, shared).await {
+                    Ok((in_call, overlay, _)) => (in_call, overlay),
+                    Err(failure) => {
+                        return rejected((spec, &self.stats), call, *failure, session, shared)
+                    }
+                }
+            }
+            Err(failure) => {
+                return rejected((spec, &self.stats), call, *failure, session, shared);
+            }
+        };
+        let mut outcome = self.run(call, &in_call, shared).await;
+        durable::settle(
+            store,
+            session.id(),
+            &overlay,
+            &shared.recovery,
+            spec.idempotent(),
+            &mut outcome,
+        )
+        .await;
+        outcome
+    }
+
+    /// The session for one store-backed call of `arguments`: its memory knows which of the
+    /// ids its grounded arguments hold are grounded, asked of the store in one round trip
+    /// together with the arguments approved in place of these (`edited_for`: the principal
+    /// and the call's fingerprint), which come back third. `Err`: `unavailable`, the store
+    /// could not be read.
+    async fn grounding(
+        &self,
+        arguments: &str,
+        session: &Session,
+        edited_for: Option<(Option<String>, String)>,
+        shared: &Shared,
+    ) -> Result<(Session, Arc<durable::Overlay>, Option<String>), Box<Failure>> {
+        let spec = &self.spec;
+        let mut asked = Vec::new();
+        if spec.fields().iter().any(|f| f.grounded_kind().is_some()) {
+            // The checks run once to learn which ids they ask about (every one taken as known).
+            let probe = Arc::new(durable::Overlay::probe());
+            let _ = self.validate(arguments, &session.in_call(probe.clone()), shared);
+            asked = probe.asked();
+        }
+        let (overlay, edited) = match session.store() {
+            Some(store) if !asked.is_empty() || edited_for.is_some() => {
+                let prepare = Prepare {
+                    ids: asked,
+                    edited_for,
+                };
+                match store.prepare(session.id(), &prepare).await {
+                    Ok(prepared) => {
+                        let overlay = durable::Overlay::knowing(prepare.ids, &prepared);
+                        (overlay, prepared.edited)
+                    }
+                    Err(e) => return Err(Box::new(durable::unreachable(spec.name(), &e))),
+                }
+            }
+            _ => (durable::Overlay::default(), None),
+        };
+        let overlay = Arc::new(overlay);
+        Ok((session.in_call(overlay.clone()), overlay, edited))
     }
 
     /// Scopes, the size limit, then [`Entry::validate`].

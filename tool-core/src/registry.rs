@@ -26,6 +26,7 @@ use tokio::time::Instant;
 
 use crate::call::{Session, StateMap, ToolCall};
 use crate::conversation::RecoveryBudget;
+use crate::conversation::{Decision, TicketState};
 use crate::execute::clock::ClockHandle;
 use crate::execute::random::RandomHandle;
 use crate::execute::{
@@ -33,11 +34,14 @@ use crate::execute::{
     Settings,
 };
 use crate::guard;
+use crate::guard::approval::{Approvals, DecideError};
+use crate::idempotency::Fingerprint;
 use crate::idempotency::{IdempotencyStore, KeyMode, MemoryStore};
 use crate::observe::{ArgumentLog, Quarantine, QuarantinePolicy, Stats};
 use crate::outcome::{ErrorKind, Failure, Outcome};
 use crate::pipeline::{self, Call, DynTool, Shared};
 use crate::tool::{Tool, ToolSpec};
+use crate::validate as checks;
 use crate::validate::preview_str;
 use crate::validate::repair::{DeterministicRepair, Repairer};
 
@@ -199,10 +203,99 @@ impl Registry {
         let shared = &self.inner.shared;
         match self.inner.tools.get(name.as_str()) {
             Some(tool) => Either::Left(tool.dispatch(Call::new(id, arguments), session, shared)),
-            None => Either::Right(std::future::ready(
-                self.unknown_tool(id, name, arguments, session),
+            None if session.store().is_some() => Either::Right(Either::Right(
+                self.unknown_tool_durable(id, name, arguments, session),
             )),
+            None => Either::Right(Either::Left(std::future::ready(
+                self.unknown_tool(id, name, arguments, session),
+            ))),
         }
+    }
+
+    /// `unknown_tool` in a session whose conversation lives in a store: counted there, so the
+    /// model's budget for invented names spans replicas.
+    #[cold]
+    fn unknown_tool_durable<'a>(
+        &'a self,
+        id: String,
+        name: String,
+        arguments: String,
+        session: &'a Session,
+    ) -> pipeline::BoxFuture<'a, Outcome> {
+        Box::pin(async move {
+            let overlay = Arc::new(crate::conversation::durable::Overlay::default());
+            let in_call = session.in_call(overlay.clone());
+            let mut outcome = self.unknown_tool(id, name, arguments, &in_call);
+            if let Some(store) = session.store() {
+                let budget = &self.inner.shared.recovery;
+                crate::conversation::durable::settle(
+                    &**store,
+                    session.id(),
+                    &overlay,
+                    budget,
+                    false,
+                    &mut outcome,
+                )
+                .await;
+            }
+            outcome
+        })
+    }
+
+    /// Approves a waiting call with edited arguments, as a reviewer corrected them: the
+    /// arguments are checked again, whole, as the tool would check them in the ticket's
+    /// conversation (grounded ids included), and the approval binds to their fingerprint. The
+    /// model's next proposal of the original call runs the edited one instead, once.
+    ///
+    /// `Err(DecideError::Invalid)` carries the failure with every violation and its path, for
+    /// the review page to show next to the field; nothing is decided then.
+    ///
+    /// ```no_run
+    /// # use toolwright_core::{Registry, guard::approval::Approvals};
+    /// # async fn demo(registry: &Registry, approvals: &Approvals) {
+    /// match registry.approve_with(approvals, "t17-0a1b2c3d", r#"{"order_id":"A1","amount":20}"#).await {
+    ///     Ok(()) => println!("approved with the new amount"),
+    ///     Err(e) => println!("not approved: {e}"),
+    /// }
+    /// # }
+    /// ```
+    pub async fn approve_with(
+        &self,
+        approvals: &Approvals,
+        ticket: &str,
+        arguments: &str,
+    ) -> Result<(), DecideError> {
+        let found = approvals
+            .ticket(ticket)
+            .await?
+            .ok_or(DecideError::UnknownTicket)?;
+        if found.state != TicketState::Waiting {
+            return Err(DecideError::AlreadyDecided(found.state));
+        }
+        let Some(tool) = self.inner.tools.get(found.tool.as_str()) else {
+            return Err(DecideError::UnknownTicket);
+        };
+        let mut session =
+            Session::new(found.conversation.clone()).with_store(Arc::clone(approvals.store()));
+        if let Some(principal) = &found.principal {
+            session = session.with_principal(principal.clone());
+        }
+        let shared = &self.inner.shared;
+        let checked = checks::check_size(arguments, shared.max_argument_bytes)
+            .map_err(|f| Outcome::failed(String::new(), Arc::clone(&tool.spec().name), f));
+        if let Err(outcome) = checked {
+            return Err(DecideError::Invalid(Box::new(outcome)));
+        }
+        if let Err(outcome) = tool.revalidate(arguments, &session, shared).await {
+            return Err(DecideError::Invalid(Box::new(outcome)));
+        }
+        let spec = tool.spec();
+        let decision = Decision::ApproveWith {
+            arguments: arguments.to_owned(),
+            fingerprint: Fingerprint::for_tool(spec, arguments).to_string(),
+            redacted: crate::observe::redacted(arguments, spec.input_schema(), spec.fields()),
+        };
+        approvals.decide(ticket, &decision).await
     }
 
     /// `unknown_tool`, listing the tools this session may call (and no others).

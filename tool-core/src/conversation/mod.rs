@@ -19,10 +19,22 @@
 //! assert!(memory.is_grounded("order", "A1"));
 //! ```
 
+pub(crate) mod durable;
 mod memory;
 pub mod recovery;
+#[cfg(feature = "redis")]
+mod redis_store;
+mod store;
 
 pub use memory::{
     ConversationMemory, FailureCategory, Grounding, InMemoryConversation, MAX_IDS_PER_KIND,
 };
 pub use recovery::RecoveryBudget;
+#[cfg(feature = "redis")]
+pub use redis_store::RedisConversationStore;
+pub use store::{
+    ConversationFuture, ConversationStore, ConversationStoreBuilder, ConversationStoreError,
+    Decided, Decision, MemoryConversationStore, Prepare, Prepared, Recorded, Review, Ticket,
+    TicketRequest, TicketState, Turn, WaitingPage, WaitingQuery, DEFAULT_APPROVAL_TTL,
+    DEFAULT_IDLE_TTL,
+};

@@ -122,20 +122,42 @@ pub(crate) fn apply(
         // Back on track: this tool's counts, and the count of invented names, start again.
         return memory.clear_failures(outcome.tool());
     }
-    let Some(kind) = outcome.error_kind() else {
+    let Some((key, category, limit)) = counted_as(budget, outcome) else {
         return false;
     };
-    let Some((category, limit)) = budget.category(kind) else {
-        return false;
-    };
-    // Invented names are counted together: a model that guesses a new one each time is
-    // still guessing.
+    let count = memory.count_failure(key, category);
+    mark(category, limit, count, outcome);
+    false
+}
+
+/// The failure in a row a store counted for `outcome` (a conversation kept in a
+/// [`ConversationStore`](super::ConversationStore) counts after the call): marked final when
+/// past its category's budget.
+pub(crate) fn apply_counted(budget: &RecoveryBudget, count: u32, outcome: &mut Outcome) {
+    if let Some((category, limit)) = outcome.error_kind().and_then(|k| budget.category(k)) {
+        mark(category, limit, count, outcome);
+    }
+}
+
+/// What a failure is counted under: the tool (`""` for every invented name: a model that
+/// guesses a new one each time is still guessing), the category and its budget, when a budget
+/// covers its kind.
+pub(crate) fn counted_as<'o>(
+    budget: &RecoveryBudget,
+    outcome: &'o Outcome,
+) -> Option<(&'o str, Category, Option<u32>)> {
+    let (category, limit) = budget.category(outcome.error_kind()?)?;
     let key = match category {
         Category::UnknownTool => "",
         _ => outcome.tool(),
     };
-    let count = memory.count_failure(key, category);
-    let Some(limit) = limit else { return false };
+    Some((key, category, limit))
+}
+
+/// A failure past its category's budget is marked final: `retryable: false`, and the message
+/// says why the model should stop.
+fn mark(category: Category, limit: Option<u32>, count: u32, outcome: &mut Outcome) {
+    let Some(limit) = limit else { return };
     // After `limit` retries, that is `limit + 1` failures in a row, another call would be
     // one retry too many: say so now.
     if count > limit {
@@ -169,7 +191,6 @@ pub(crate) fn apply(
             failure.message.push_str(&stop);
         }
     }
-    false
 }
 
 fn ordinal(n: u32) -> String {

@@ -41,8 +41,13 @@ use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
+
+use crate::conversation::{
+    ConversationStore, ConversationStoreError, Decided, Decision as Verdict, Review, Ticket,
+    TicketRequest, TicketState, WaitingPage, WaitingQuery, DEFAULT_APPROVAL_TTL,
+};
 
 use crate::execute::clock::ClockHandle;
 use crate::execute::contain;
@@ -131,6 +136,12 @@ pub enum Approval {
     Pending {
         /// How the application and the person deciding refer to the request.
         ticket: String,
+    },
+    /// The approver could not be asked (its store is unreachable): the call does not run and
+    /// the model is told `unavailable`, so it may try again later.
+    Unavailable {
+        /// What went wrong, for the log and the model.
+        reason: String,
     },
 }
 
@@ -311,6 +322,166 @@ impl Approver for ApprovalQueue {
     }
 }
 
+/// Approvals that survive restarts and span replicas: each call that requires approval is a
+/// [`Ticket`] in a [`ConversationStore`], decided by a person from any replica
+/// ([`approve`](Self::approve), [`deny`](Self::deny), or
+/// [`Registry::approve_with`](crate::Registry::approve_with) for edited arguments), at most
+/// once. The same call proposed again after the decision gets it, once. A ticket not decided,
+/// or approved and not used, within [`expire_after`](Self::expire_after) is forgotten (the
+/// call asks again).
+///
+/// A session given a store with [`Session::with_store`](crate::Session::with_store) files its
+/// calls here unless it names another approver.
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::time::Duration;
+/// use toolwright_core::conversation::{MemoryConversationStore, WaitingQuery};
+/// use toolwright_core::guard::approval::Approvals;
+///
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// let store = Arc::new(MemoryConversationStore::new());
+/// let approvals = Approvals::new(store).expire_after(Duration::from_secs(3 * 24 * 3600));
+/// // A review page: the first 20 refunds waiting, then decide one.
+/// let query = WaitingQuery { limit: 20, tool: Some("refund_order".into()), ..Default::default() };
+/// for ticket in approvals.waiting(&query).await?.tickets {
+///     approvals.approve(&ticket.id).await?;
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Approvals {
+    store: Arc<dyn ConversationStore>,
+    expire_after: Duration,
+}
+
+/// Why a decision was not taken.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum DecideError {
+    /// Another reviewer decided first (or the call already ran): the ticket stands as given.
+    AlreadyDecided(TicketState),
+    /// No such ticket: never asked, or expired.
+    UnknownTicket,
+    /// The edited arguments do not pass the tool's checks: the failure, with every violation
+    /// and its path, as the model would have been told.
+    Invalid(Box<crate::outcome::Outcome>),
+    /// The store could not be reached; nothing was decided.
+    Store(ConversationStoreError),
+}
+
+impl fmt::Display for DecideError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DecideError::AlreadyDecided(state) => {
+                write!(f, "the ticket was already decided: {state:?}")
+            }
+            DecideError::UnknownTicket => f.write_str("no such ticket (never asked, or expired)"),
+            DecideError::Invalid(outcome) => write!(
+                f,
+                "the edited arguments are invalid: {}",
+                outcome.message().unwrap_or("invalid")
+            ),
+            DecideError::Store(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for DecideError {}
+
+impl From<ConversationStoreError> for DecideError {
+    fn from(e: ConversationStoreError) -> Self {
+        DecideError::Store(e)
+    }
+}
+
+impl Approvals {
+    /// Approvals kept in `store`; tickets live [`DEFAULT_APPROVAL_TTL`] (7 days).
+    pub fn new(store: Arc<dyn ConversationStore>) -> Self {
+        Approvals {
+            store,
+            expire_after: DEFAULT_APPROVAL_TTL,
+        }
+    }
+
+    /// How long a ticket lives waiting, and again once decided, before it is forgotten.
+    pub fn expire_after(mut self, expire_after: Duration) -> Self {
+        self.expire_after = expire_after;
+        self
+    }
+
+    /// The store the tickets live in.
+    pub fn store(&self) -> &Arc<dyn ConversationStore> {
+        &self.store
+    }
+
+    /// Approves a waiting call: it runs when proposed again, on any replica.
+    pub async fn approve(&self, ticket: &str) -> Result<(), DecideError> {
+        self.decide(ticket, &Verdict::Approve).await
+    }
+
+    /// Denies a waiting call with a reason the model is told.
+    pub async fn deny(&self, ticket: &str, reason: impl Into<String>) -> Result<(), DecideError> {
+        self.decide(ticket, &Verdict::Deny(reason.into())).await
+    }
+
+    pub(crate) async fn decide(&self, ticket: &str, decision: &Verdict) -> Result<(), DecideError> {
+        match self.store.decide(ticket, decision).await? {
+            Decided::Done => Ok(()),
+            Decided::AlreadyDecided(state) => Err(DecideError::AlreadyDecided(state)),
+            Decided::Unknown => Err(DecideError::UnknownTicket),
+        }
+    }
+
+    /// A ticket, while it lives.
+    pub async fn ticket(&self, ticket: &str) -> Result<Option<Ticket>, ConversationStoreError> {
+        self.store.ticket(ticket).await
+    }
+
+    /// One page of waiting tickets, oldest first, optionally one principal's or one tool's.
+    pub async fn waiting(
+        &self,
+        query: &WaitingQuery,
+    ) -> Result<WaitingPage, ConversationStoreError> {
+        self.store.waiting(query).await
+    }
+}
+
+impl fmt::Debug for Approvals {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Approvals")
+            .field("expire_after", &self.expire_after)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Approver for Approvals {
+    fn review<'a>(
+        &'a self,
+        request: &'a ApprovalRequest<'a>,
+    ) -> Pin<Box<dyn Future<Output = Approval> + Send + 'a>> {
+        Box::pin(async move {
+            let ticket = TicketRequest {
+                conversation: request.conversation.to_owned(),
+                principal: request.principal.map(str::to_owned),
+                tool: request.tool.to_owned(),
+                call_id: request.call_id.to_owned(),
+                fingerprint: request.fingerprint.to_string(),
+                arguments: request.redacted.clone(),
+                expire_after: self.expire_after,
+            };
+            match self.store.review(&ticket).await {
+                Ok(Review::Approved) => Approval::Approved,
+                Ok(Review::Denied(reason)) => Approval::Denied { reason },
+                Ok(Review::Pending(ticket)) => Approval::Pending { ticket },
+                Err(e) => Approval::Unavailable {
+                    reason: e.to_string(),
+                },
+            }
+        })
+    }
+}
+
 /// Why the approval stage did not let a call through.
 pub(crate) enum Refusal {
     /// `approval_denied`, with the reason.
@@ -344,6 +515,10 @@ pub(crate) async fn review(
             "`{name}` was not approved: {reason}. Do not retry it; tell the user"
         )),
         Some(Ok(Approval::Pending { ticket })) => Err(Refusal::Pending(ticket)),
+        Some(Ok(Approval::Unavailable { reason })) => Err(Refusal::Denied(Failure::new(
+            ErrorKind::Unavailable,
+            format!("`{name}` did not run: its approval cannot be checked right now ({reason}). Nothing was done; try again shortly"),
+        ))),
         Some(Err(_)) => {
             tracing::error!(target: "toolwright::approval", tool = %name, "the approver panicked; the call is refused");
             denied(format!("`{name}` could not be approved: the approval check failed with an internal error. Do not retry it; tell the user"))

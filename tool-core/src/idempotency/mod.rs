@@ -209,7 +209,10 @@ impl AsRef<str> for IdempotencyKey {
 ///     KeyMode::Fingerprint.key("conv-7", "refund_order", "call_2", &again),
 /// );
 /// ```
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum KeyMode {
     /// `scope:tool:call_id`: the same proposal delivered twice is one action.

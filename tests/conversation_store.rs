@@ -1,0 +1,1040 @@
+//! Conversations kept in a store: one conformance suite run against the in-memory store (on
+//! paused tokio time) and against a real `redis-server` on loopback; then whole registries as
+//! replicas sharing one Redis, a restart, an unreachable store, round trips counted from the
+//! server, and a soak with a Redis restart in the middle.
+//!
+//! Time differs between the harnesses as in tests/idempotency_store.rs: the memory store reads
+//! tokio's clock (`advance` is `tokio::time::advance`); the Redis store keeps time only as key
+//! TTLs, so `advance` shortens every TTL of the test's keys by the same amount.
+
+#[path = "support/redis_server.rs"]
+mod redis_server;
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use toolwright::approval::{Approvals, DecideError};
+use toolwright::conversation::{
+    ConversationStore, Decided, Decision, FailureCategory, MemoryConversationStore, Prepare,
+    Review, TicketRequest, TicketState, Turn, WaitingQuery,
+};
+use toolwright::prelude::*;
+
+const IDLE: Duration = Duration::from_secs(3600);
+const MAX_IDS: usize = 3;
+
+/// What differs between stores: the store, and how time passes for it.
+trait Harness {
+    type Store: ConversationStore + Clone;
+    fn store(&self) -> Self::Store;
+    fn advance(&self, by: Duration) -> impl Future<Output = ()>;
+}
+
+fn pairs(ids: &[(&str, &str)]) -> Prepare {
+    Prepare {
+        ids: ids
+            .iter()
+            .map(|(k, i)| ((*k).to_owned(), (*i).to_owned()))
+            .collect(),
+        edited_for: None,
+    }
+}
+
+async fn grounded<S: ConversationStore>(store: &S, conv: &str, ids: &[(&str, &str)]) -> Vec<bool> {
+    store.prepare(conv, &pairs(ids)).await.unwrap().grounded
+}
+
+fn ground(kind: &str, ids: &[&str]) -> Turn {
+    Turn {
+        ids: vec![(
+            kind.to_owned(),
+            ids.iter().map(|s| (*s).to_owned()).collect(),
+        )],
+        ..Turn::default()
+    }
+}
+
+fn request(conv: &str, principal: Option<&str>, fingerprint: &str) -> TicketRequest {
+    TicketRequest {
+        conversation: conv.to_owned(),
+        principal: principal.map(str::to_owned),
+        tool: "refund_order".to_owned(),
+        call_id: "call_1".to_owned(),
+        fingerprint: fingerprint.to_owned(),
+        arguments: r#"{"order_id":"A1","amount":5}"#.to_owned(),
+        expire_after: Duration::from_secs(600),
+    }
+}
+
+fn pending(review: Review) -> String {
+    match review {
+        Review::Pending(ticket) => ticket,
+        other => panic!("expected a pending ticket, got {other:?}"),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The suite
+// ---------------------------------------------------------------------------------------------
+
+async fn grounded_ids_are_known_per_kind_and_conversation(h: impl Harness) {
+    let store = h.store();
+    store
+        .record("c1", &ground("order", &["A1", "A2"]))
+        .await
+        .unwrap();
+    assert_eq!(
+        grounded(
+            &store,
+            "c1",
+            &[("order", "A1"), ("order", "A3"), ("customer", "A1")]
+        )
+        .await,
+        [true, false, false]
+    );
+    assert_eq!(grounded(&store, "c2", &[("order", "A1")]).await, [false]);
+}
+
+async fn the_oldest_ids_are_forgotten_beyond_the_bound(h: impl Harness) {
+    let store = h.store();
+    store
+        .record("c1", &ground("order", &["A1", "A2", "A3"]))
+        .await
+        .unwrap();
+    // Grounding A1 again does not make it younger than A2: it was first seen first.
+    store
+        .record("c1", &ground("order", &["A1", "A4"]))
+        .await
+        .unwrap();
+    assert_eq!(
+        grounded(
+            &store,
+            "c1",
+            &[
+                ("order", "A1"),
+                ("order", "A2"),
+                ("order", "A3"),
+                ("order", "A4")
+            ]
+        )
+        .await,
+        [false, true, true, true]
+    );
+}
+
+async fn failures_count_in_a_row_and_a_success_clears_them(h: impl Harness) {
+    let store = h.store();
+    let fail = |tool: &str, category| Turn {
+        failures: vec![(tool.to_owned(), category)],
+        ..Turn::default()
+    };
+    let count = |turn: Turn| {
+        let store = store.clone();
+        async move { store.record("c1", &turn).await.unwrap().counts }
+    };
+    assert_eq!(count(fail("a", FailureCategory::Schema)).await, [1]);
+    assert_eq!(count(fail("a", FailureCategory::Schema)).await, [2]);
+    assert_eq!(count(fail("a", FailureCategory::Semantic)).await, [1]);
+    assert_eq!(count(fail("b", FailureCategory::Schema)).await, [1]);
+    assert_eq!(count(fail("", FailureCategory::UnknownTool)).await, [1]);
+    let cleared = store
+        .record(
+            "c1",
+            &Turn {
+                cleared: Some("a".to_owned()),
+                ..Turn::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert!(cleared.had_failures);
+    assert_eq!(count(fail("a", FailureCategory::Schema)).await, [1]);
+    assert_eq!(count(fail("b", FailureCategory::Schema)).await, [2]);
+    assert_eq!(count(fail("", FailureCategory::UnknownTool)).await, [1]);
+    // Another conversation counts on its own.
+    let other = store
+        .record("c2", &fail("a", FailureCategory::Schema))
+        .await
+        .unwrap();
+    assert_eq!(other.counts, [1]);
+}
+
+async fn an_idle_conversation_is_forgotten_and_a_busy_one_is_not(h: impl Harness) {
+    let store = h.store();
+    store
+        .record("idle", &ground("order", &["A1"]))
+        .await
+        .unwrap();
+    store
+        .record("busy", &ground("order", &["B1"]))
+        .await
+        .unwrap();
+    h.advance(IDLE / 2).await;
+    // Reading the busy conversation keeps it alive.
+    assert_eq!(grounded(&store, "busy", &[("order", "B1")]).await, [true]);
+    h.advance(IDLE / 2 + Duration::from_secs(1)).await;
+    assert_eq!(grounded(&store, "idle", &[("order", "A1")]).await, [false]);
+    assert_eq!(grounded(&store, "busy", &[("order", "B1")]).await, [true]);
+}
+
+async fn a_ticket_waits_then_its_decision_is_used_once(h: impl Harness) {
+    let store = h.store();
+    let ask = request("c1", Some("alice"), "fp-1");
+    let ticket = pending(store.review(&ask).await.unwrap());
+    // Asked again before a decision: the same ticket, still waiting.
+    assert_eq!(pending(store.review(&ask).await.unwrap()), ticket);
+    let shown = store.ticket(&ticket).await.unwrap().expect("the ticket");
+    assert_eq!(shown.state, TicketState::Waiting);
+    assert_eq!(shown.principal.as_deref(), Some("alice"));
+    assert_eq!(shown.tool, "refund_order");
+    assert_eq!(shown.conversation, "c1");
+    assert_eq!(shown.fingerprint, "fp-1");
+    assert!(shown.asked_at_ms > 0);
+    // Another principal's identical call is another ticket.
+    let bob = pending(
+        store
+            .review(&request("c1", Some("bob"), "fp-1"))
+            .await
+            .unwrap(),
+    );
+    assert_ne!(bob, ticket);
+
+    assert_eq!(
+        store.decide(&ticket, &Decision::Approve).await.unwrap(),
+        Decided::Done
+    );
+    assert_eq!(store.review(&ask).await.unwrap(), Review::Approved);
+    assert_eq!(
+        store.ticket(&ticket).await.unwrap().unwrap().state,
+        TicketState::Used
+    );
+    // Used up: the same call asks again.
+    assert_ne!(pending(store.review(&ask).await.unwrap()), ticket);
+
+    assert_eq!(
+        store
+            .decide(&bob, &Decision::Deny("over the limit".into()))
+            .await
+            .unwrap(),
+        Decided::Done
+    );
+    assert_eq!(
+        store
+            .review(&request("c1", Some("bob"), "fp-1"))
+            .await
+            .unwrap(),
+        Review::Denied("over the limit".into())
+    );
+}
+
+async fn a_ticket_is_decided_at_most_once(h: impl Harness) {
+    let store = h.store();
+    let ticket = pending(store.review(&request("c1", None, "fp-1")).await.unwrap());
+    let deny = Decision::Deny("no".into());
+    let (a, b) = tokio::join!(
+        store.decide(&ticket, &Decision::Approve),
+        store.decide(&ticket, &deny),
+    );
+    let answers = [a.unwrap(), b.unwrap()];
+    let done = answers.iter().filter(|d| **d == Decided::Done).count();
+    assert_eq!(done, 1, "{answers:?}");
+    assert!(answers
+        .iter()
+        .any(|d| matches!(d, Decided::AlreadyDecided(_))));
+    assert_eq!(
+        store.decide("t999-none", &Decision::Approve).await.unwrap(),
+        Decided::Unknown
+    );
+}
+
+async fn a_ticket_expires(h: impl Harness) {
+    let store = h.store();
+    let ask = request("c1", None, "fp-1");
+    let ticket = pending(store.review(&ask).await.unwrap());
+    h.advance(ask.expire_after + Duration::from_secs(1)).await;
+    assert_eq!(store.ticket(&ticket).await.unwrap(), None);
+    assert_eq!(
+        store.decide(&ticket, &Decision::Approve).await.unwrap(),
+        Decided::Unknown
+    );
+    assert!(store
+        .waiting(&WaitingQuery::default())
+        .await
+        .unwrap()
+        .tickets
+        .is_empty());
+    assert_ne!(pending(store.review(&ask).await.unwrap()), ticket);
+}
+
+async fn waiting_is_paginated_and_filtered(h: impl Harness) {
+    let store = h.store();
+    let mut ids = Vec::new();
+    for i in 0..7 {
+        let principal = if i % 2 == 0 { "alice" } else { "bob" };
+        let mut ask = request(&format!("c{i}"), Some(principal), &format!("fp-{i}"));
+        if i == 6 {
+            ask.tool = "wire_money".into();
+        }
+        ids.push(pending(store.review(&ask).await.unwrap()));
+    }
+    // One decided ticket leaves the queue.
+    store.decide(&ids[2], &Decision::Approve).await.unwrap();
+    let mut seen = Vec::new();
+    let mut query = WaitingQuery {
+        limit: 2,
+        ..WaitingQuery::default()
+    };
+    loop {
+        let page = store.waiting(&query).await.unwrap();
+        assert!(page.tickets.len() <= 2);
+        seen.extend(page.tickets.iter().map(|t| t.id.clone()));
+        match page.next {
+            Some(next) => query.after = next,
+            None => break,
+        }
+    }
+    let expected: Vec<String> = ids
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != 2)
+        .map(|(_, id)| id.clone())
+        .collect();
+    assert_eq!(seen, expected, "oldest first, each once");
+
+    let alice = store
+        .waiting(&WaitingQuery {
+            principal: Some("alice".into()),
+            ..WaitingQuery::default()
+        })
+        .await
+        .unwrap();
+    let alice: Vec<&str> = alice.tickets.iter().map(|t| t.id.as_str()).collect();
+    assert_eq!(alice, [&ids[0], &ids[4], &ids[6]]);
+    let wires = store
+        .waiting(&WaitingQuery {
+            tool: Some("wire_money".into()),
+            principal: Some("alice".into()),
+            ..WaitingQuery::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(wires.tickets.len(), 1);
+    assert_eq!(wires.tickets[0].id, ids[6]);
+}
+
+async fn an_edited_approval_binds_to_the_edited_fingerprint(h: impl Harness) {
+    let store = h.store();
+    let ask = request("c1", Some("alice"), "fp-asked");
+    let ticket = pending(store.review(&ask).await.unwrap());
+    let edit = Decision::ApproveWith {
+        arguments: r#"{"order_id":"A1","amount":2}"#.into(),
+        fingerprint: "fp-edited".into(),
+        redacted: r#"{"order_id":"A1","amount":2}"#.into(),
+    };
+    assert_eq!(store.decide(&ticket, &edit).await.unwrap(), Decided::Done);
+    // The call as asked does not run: it is given the edit in its place ...
+    assert_eq!(pending(store.review(&ask).await.unwrap()), ticket);
+    let lookup = Prepare {
+        ids: Vec::new(),
+        edited_for: Some((Some("alice".into()), "fp-asked".into())),
+    };
+    let prepared = store.prepare("c1", &lookup).await.unwrap();
+    assert_eq!(
+        prepared.edited.as_deref(),
+        Some(r#"{"order_id":"A1","amount":2}"#)
+    );
+    // ... and the edited call is the approved one, once.
+    let edited = request("c1", Some("alice"), "fp-edited");
+    assert_eq!(store.review(&edited).await.unwrap(), Review::Approved);
+    let shown = store.ticket(&ticket).await.unwrap().unwrap();
+    assert_eq!(shown.state, TicketState::Used);
+    assert!(shown.edited_arguments.unwrap().contains("\"amount\":2"));
+    // Another principal gets no edit.
+    let bob = Prepare {
+        ids: Vec::new(),
+        edited_for: Some((Some("bob".into()), "fp-asked".into())),
+    };
+    assert_eq!(store.prepare("c1", &bob).await.unwrap().edited, None);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The memory store, on paused tokio time
+// ---------------------------------------------------------------------------------------------
+
+#[derive(Clone)]
+struct Memory(Arc<MemoryConversationStore>);
+
+impl Memory {
+    fn new() -> Memory {
+        Memory(Arc::new(
+            MemoryConversationStore::builder()
+                .idle_ttl(IDLE)
+                .max_ids_per_kind(MAX_IDS)
+                .build(),
+        ))
+    }
+}
+
+impl Harness for Memory {
+    type Store = Arc<MemoryConversationStore>;
+    fn store(&self) -> Self::Store {
+        Arc::clone(&self.0)
+    }
+    async fn advance(&self, by: Duration) {
+        tokio::time::advance(by).await;
+    }
+}
+
+macro_rules! memory_suite {
+    ($($name:ident),* $(,)?) => {
+        mod memory {
+            $(
+                #[tokio::test(start_paused = true)]
+                async fn $name() {
+                    super::$name(super::Memory::new()).await;
+                }
+            )*
+        }
+    };
+}
+
+memory_suite!(
+    grounded_ids_are_known_per_kind_and_conversation,
+    the_oldest_ids_are_forgotten_beyond_the_bound,
+    failures_count_in_a_row_and_a_success_clears_them,
+    an_idle_conversation_is_forgotten_and_a_busy_one_is_not,
+    a_ticket_waits_then_its_decision_is_used_once,
+    a_ticket_is_decided_at_most_once,
+    a_ticket_expires,
+    waiting_is_paginated_and_filtered,
+    an_edited_approval_binds_to_the_edited_fingerprint,
+);
+
+// ---------------------------------------------------------------------------------------------
+// The Redis store, against a real redis-server on loopback
+// ---------------------------------------------------------------------------------------------
+
+#[cfg(feature = "redis")]
+mod redis_harness {
+    use std::time::Duration;
+
+    use toolwright::conversation::RedisConversationStore;
+    use toolwright::idempotency::redis::{self, aio::MultiplexedConnection};
+
+    use super::redis_server::RedisServer;
+    use super::{Harness, IDLE, MAX_IDS};
+
+    /// Shortens every TTL under a prefix by ARGV[2] ms, deleting keys it runs out: the server's
+    /// clock, moved forward for this test's keys only.
+    const ADVANCE: &str = r#"
+local by = tonumber(ARGV[2])
+for _, k in ipairs(redis.call('KEYS', ARGV[1])) do
+  local ttl = redis.call('PTTL', k)
+  if ttl >= 0 then
+    if ttl <= by then redis.call('DEL', k) else redis.call('PEXPIRE', k, ttl - by) end
+  end
+end
+return 1
+"#;
+
+    pub struct Redis {
+        pub store: RedisConversationStore,
+        pub raw: MultiplexedConnection,
+        /// Held: dropping it stops the server.
+        pub _server: RedisServer,
+    }
+
+    impl Redis {
+        pub async fn start() -> Option<Redis> {
+            let server = RedisServer::start()?;
+            let store = RedisConversationStore::builder()
+                .prefix("test:conv:")
+                .idle_ttl(IDLE)
+                .max_ids_per_kind(MAX_IDS)
+                .connect(&server.url())
+                .await
+                .expect("connect the store");
+            let raw = redis::Client::open(server.url())
+                .unwrap()
+                .get_multiplexed_async_connection()
+                .await
+                .expect("connect");
+            Some(Redis {
+                store,
+                raw,
+                _server: server,
+            })
+        }
+    }
+
+    impl Harness for Redis {
+        type Store = RedisConversationStore;
+        fn store(&self) -> RedisConversationStore {
+            self.store.clone()
+        }
+        async fn advance(&self, by: Duration) {
+            let _: i64 = redis::Script::new(ADVANCE)
+                .arg(format!("{}*", self.store.prefix()))
+                .arg(u64::try_from(by.as_millis()).unwrap())
+                .invoke_async(&mut self.raw.clone())
+                .await
+                .unwrap();
+        }
+    }
+
+    macro_rules! redis_suite {
+        ($($name:ident),* $(,)?) => {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    let Some(redis) = Redis::start().await else { return };
+                    super::$name(redis).await;
+                }
+            )*
+        };
+    }
+
+    redis_suite!(
+        grounded_ids_are_known_per_kind_and_conversation,
+        the_oldest_ids_are_forgotten_beyond_the_bound,
+        failures_count_in_a_row_and_a_success_clears_them,
+        an_idle_conversation_is_forgotten_and_a_busy_one_is_not,
+        a_ticket_waits_then_its_decision_is_used_once,
+        a_ticket_is_decided_at_most_once,
+        a_ticket_expires,
+        waiting_is_paginated_and_filtered,
+        an_edited_approval_binds_to_the_edited_fingerprint,
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Registries on a shared store
+// ---------------------------------------------------------------------------------------------
+
+/// How many refunds ran, per order id.
+#[derive(Clone, Default)]
+struct Ledger(Arc<std::sync::Mutex<std::collections::HashMap<String, u32>>>);
+
+impl Ledger {
+    fn ran(&self, order: &str) -> u32 {
+        self.0.lock().unwrap().get(order).copied().unwrap_or(0)
+    }
+    fn add(&self, order: &str) {
+        *self.0.lock().unwrap().entry(order.to_owned()).or_insert(0) += 1;
+    }
+    fn total(&self) -> u32 {
+        self.0.lock().unwrap().values().sum()
+    }
+}
+
+#[derive(serde::Serialize, schemars::JsonSchema)]
+struct Order {
+    id: String,
+}
+
+/// Find the customer's orders.
+#[tool(read_only, grounds(order = "id"))]
+async fn find_orders(
+    /// The customer.
+    customer: String,
+) -> Result<Vec<Order>, ToolError> {
+    Ok(vec![Order {
+        id: format!("O-{customer}"),
+    }])
+}
+
+/// Say which orders are late.
+#[tool(read_only)]
+async fn late_orders() -> Result<Vec<String>, ToolError> {
+    Ok(vec!["none".into()])
+}
+
+/// Refund part of an order (a person approves each refund).
+#[tool(requires_approval, idempotent = false, timeout_ms = 1000)]
+async fn refund_order(
+    _key: IdempotencyKey,
+    /// The order to refund.
+    #[arg(grounded = "order")]
+    order_id: String,
+    /// Amount in dollars.
+    #[arg(range(min = 0.01, max = 500.0))]
+    amount: f64,
+    ledger: State<Ledger>,
+) -> Result<String, ToolError> {
+    ledger.add(&order_id);
+    Ok(format!("refunded {amount} on {order_id}"))
+}
+
+fn replica(idempotency: impl toolwright::IdempotencyStore, ledger: &Ledger) -> Registry {
+    Registry::builder()
+        .tool(FindOrders)
+        .tool(LateOrders)
+        .tool(RefundOrder)
+        .state(ledger.clone())
+        .idempotency_store(idempotency)
+        .approval_timeout(Duration::from_secs(2))
+        .build()
+        .unwrap()
+}
+
+fn find(id: &str, customer: &str) -> ToolCall {
+    ToolCall::new(id, "find_orders", format!(r#"{{"customer":"{customer}"}}"#))
+}
+
+fn refund(id: &str, order: &str, amount: f64) -> ToolCall {
+    ToolCall::new(
+        id,
+        "refund_order",
+        format!(r#"{{"order_id":"{order}","amount":{amount}}}"#),
+    )
+}
+
+fn ticket_of(outcome: &Outcome) -> String {
+    assert_eq!(
+        outcome.status(),
+        Status::Pending,
+        "{}",
+        outcome.to_model_json()
+    );
+    outcome.to_model_json()["data"]["ticket"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// A session as the application keeps it between requests: written, and read back on the
+/// replica that serves the next one.
+fn restored(session: &Session, store: Arc<dyn ConversationStore>) -> Session {
+    let saved = serde_json::to_string(session).unwrap();
+    serde_json::from_str::<Session>(&saved)
+        .unwrap()
+        .with_store(store)
+}
+
+/// Two replicas, A and B, each with its own handle on the shared stores: an id grounded on A
+/// is accepted on B, the model's budget spent on A is spent on B, a ticket filed on A is
+/// approved through B and the re-sent call runs once, whichever replica it reaches.
+async fn replicas_share_a_conversation(
+    a: (Registry, Arc<dyn ConversationStore>),
+    b: (Registry, Arc<dyn ConversationStore>),
+    ledger: &Ledger,
+) {
+    let (registry_a, store_a) = a;
+    let (registry_b, store_b) = b;
+    let on_a = Session::new("conv-1")
+        .with_principal("alice")
+        .with_store(Arc::clone(&store_a));
+    let on_b = restored(&on_a, Arc::clone(&store_b));
+
+    // An id never grounded is refused on both.
+    let refused = registry_b.call_in(&on_b, refund("c0", "O-bob", 5.0)).await;
+    assert_eq!(
+        refused.error_kind(),
+        Some(ErrorKind::UngroundedIdentifier),
+        "{}",
+        refused.to_model_json()
+    );
+
+    let found = registry_a.call_in(&on_a, find("c1", "ann")).await;
+    assert!(found.is_ok(), "{}", found.to_model_json());
+
+    // Grounded on A, accepted on B: the refund waits for a person.
+    let asked = registry_b.call_in(&on_b, refund("c2", "O-ann", 5.0)).await;
+    let ticket = ticket_of(&asked);
+
+    // Budget: schema violations twice on A, a third on B is one too many.
+    for id in ["c3", "c4"] {
+        let bad = registry_a.call_in(&on_a, refund(id, "O-ann", 900.0)).await;
+        assert_eq!(bad.error_kind(), Some(ErrorKind::SchemaMismatch));
+        assert!(bad.retryable());
+    }
+    let third = registry_b
+        .call_in(&on_b, refund("c5", "O-ann", 900.0))
+        .await;
+    assert_eq!(third.error_kind(), Some(ErrorKind::SchemaMismatch));
+    assert!(
+        !third.retryable(),
+        "the budget spent on A is spent on B: {}",
+        third.to_model_json()
+    );
+
+    // The ticket filed on A's proposal is decided through B, and only once.
+    let through_b = Approvals::new(Arc::clone(&store_b));
+    let waiting = through_b
+        .waiting(&WaitingQuery {
+            principal: Some("alice".into()),
+            ..WaitingQuery::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(waiting.tickets.len(), 1);
+    assert_eq!(waiting.tickets[0].id, ticket);
+    through_b.approve(&ticket).await.unwrap();
+    let through_a = Approvals::new(Arc::clone(&store_a));
+    assert!(matches!(
+        through_a.deny(&ticket, "too late").await,
+        Err(DecideError::AlreadyDecided(TicketState::Approved))
+    ));
+    assert_eq!(
+        ledger.ran("O-ann"),
+        0,
+        "nothing runs before it is proposed again"
+    );
+
+    // The model proposes the same call again (same call id): it runs once, on either.
+    let ran = registry_a.call_in(&on_a, refund("c2", "O-ann", 5.0)).await;
+    assert!(ran.is_ok(), "{}", ran.to_model_json());
+    let again = registry_b.call_in(&on_b, refund("c2", "O-ann", 5.0)).await;
+    assert!(again.is_ok(), "{}", again.to_model_json());
+    assert_eq!(ledger.ran("O-ann"), 1);
+}
+
+#[tokio::test]
+async fn replicas_share_a_conversation_in_one_process() {
+    let ledger = Ledger::default();
+    let store: Arc<dyn ConversationStore> = Arc::new(MemoryConversationStore::new());
+    let idempotency = toolwright::MemoryStore::new();
+    replicas_share_a_conversation(
+        (replica(idempotency.clone(), &ledger), Arc::clone(&store)),
+        (replica(idempotency, &ledger), store),
+        &ledger,
+    )
+    .await;
+}
+
+/// A reviewer's edited arguments are checked whole (an ungrounded id and an amount out of
+/// range are refused with the field), and the approved edit is what runs.
+#[tokio::test]
+async fn an_edit_is_validated_whole_and_is_what_runs() {
+    let ledger = Ledger::default();
+    let store: Arc<dyn ConversationStore> = Arc::new(MemoryConversationStore::new());
+    let registry = replica(toolwright::MemoryStore::new(), &ledger);
+    let session = Session::new("conv-e").with_store(Arc::clone(&store));
+    assert!(registry.call_in(&session, find("c1", "ann")).await.is_ok());
+    let ticket = ticket_of(
+        &registry
+            .call_in(&session, refund("c2", "O-ann", 50.0))
+            .await,
+    );
+    let approvals = Approvals::new(Arc::clone(&store));
+
+    let Err(DecideError::Invalid(outcome)) = registry
+        .approve_with(&approvals, &ticket, r#"{"order_id":"O-ann","amount":900}"#)
+        .await
+    else {
+        panic!("an amount out of range must be refused")
+    };
+    assert_eq!(outcome.error_kind(), Some(ErrorKind::SchemaMismatch));
+    assert_eq!(outcome.violations()[0].path, "/amount");
+    let Err(DecideError::Invalid(outcome)) = registry
+        .approve_with(&approvals, &ticket, r#"{"order_id":"O-zed","amount":20}"#)
+        .await
+    else {
+        panic!("an id the conversation never saw must be refused")
+    };
+    assert_eq!(outcome.error_kind(), Some(ErrorKind::UngroundedIdentifier));
+    assert_eq!(
+        approvals.ticket(&ticket).await.unwrap().unwrap().state,
+        TicketState::Waiting
+    );
+
+    registry
+        .approve_with(&approvals, &ticket, r#"{"order_id":"O-ann","amount":20}"#)
+        .await
+        .unwrap();
+    let ran = registry
+        .call_in(&session, refund("c2", "O-ann", 50.0))
+        .await;
+    assert!(ran.is_ok(), "{}", ran.to_model_json());
+    assert!(
+        ran.data().unwrap().get().contains("refunded 20"),
+        "{:?}",
+        ran.data()
+    );
+    let again = registry
+        .call_in(&session, refund("c2", "O-ann", 50.0))
+        .await;
+    assert!(again.is_ok(), "{}", again.to_model_json());
+    assert_eq!(ledger.ran("O-ann"), 1);
+    assert!(matches!(
+        approvals.approve(&ticket).await,
+        Err(DecideError::AlreadyDecided(TicketState::Used))
+    ));
+}
+
+/// Counts the failures an unknown tool name makes, in the store.
+#[tokio::test]
+async fn invented_tool_names_spend_the_shared_budget() {
+    let ledger = Ledger::default();
+    let store: Arc<dyn ConversationStore> = Arc::new(MemoryConversationStore::new());
+    let a = replica(toolwright::MemoryStore::new(), &ledger);
+    let b = replica(toolwright::MemoryStore::new(), &ledger);
+    let on_a = Session::new("conv-u").with_store(Arc::clone(&store));
+    let on_b = restored(&on_a, Arc::clone(&store));
+    let first = a
+        .call_in(&on_a, ToolCall::new("c1", "refund_ordr", "{}"))
+        .await;
+    assert!(first.retryable());
+    let second = b.call_in(&on_b, ToolCall::new("c2", "refnd", "{}")).await;
+    assert_eq!(second.error_kind(), Some(ErrorKind::UnknownTool));
+    assert!(!second.retryable(), "{}", second.to_model_json());
+}
+
+#[cfg(feature = "redis")]
+mod replicas {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use toolwright::approval::Approvals;
+    use toolwright::conversation::{ConversationStore, RedisConversationStore};
+    use toolwright::idempotency::redis::aio::ConnectionManagerConfig;
+    use toolwright::idempotency::{redis, RedisStore};
+    use toolwright::prelude::*;
+
+    use super::redis_server::RedisServer;
+    use super::{find, refund, replica, ticket_of, Ledger};
+
+    async fn conversations(url: &str) -> Arc<dyn ConversationStore> {
+        Arc::new(
+            RedisConversationStore::builder()
+                .prefix("test:conv:")
+                .connect(url)
+                .await
+                .unwrap(),
+        )
+    }
+
+    async fn replica_on(url: &str, ledger: &Ledger) -> (Registry, Arc<dyn ConversationStore>) {
+        let idempotency = RedisStore::connect(url).await.unwrap();
+        (replica(idempotency, ledger), conversations(url).await)
+    }
+
+    #[tokio::test]
+    async fn two_replicas_share_a_conversation_through_redis() {
+        let Some(server) = RedisServer::start() else {
+            return;
+        };
+        let ledger = Ledger::default();
+        let a = replica_on(&server.url(), &ledger).await;
+        let b = replica_on(&server.url(), &ledger).await;
+        super::replicas_share_a_conversation(a, b, &ledger).await;
+    }
+
+    /// A replica dropped and built again finds grounded ids, the model's budget and tickets
+    /// where it left them.
+    #[tokio::test]
+    async fn a_restarted_replica_keeps_ids_budget_and_tickets() {
+        let Some(server) = RedisServer::start() else {
+            return;
+        };
+        let ledger = Ledger::default();
+        let saved = {
+            let (registry, store) = replica_on(&server.url(), &ledger).await;
+            let session = Session::new("conv-r")
+                .with_principal("alice")
+                .with_store(store);
+            assert!(registry.call_in(&session, find("c1", "ann")).await.is_ok());
+            let ticket = ticket_of(&registry.call_in(&session, refund("c2", "O-ann", 5.0)).await);
+            for id in ["c3", "c4"] {
+                let bad = registry.call_in(&session, refund(id, "O-ann", 900.0)).await;
+                assert!(bad.retryable());
+            }
+            (serde_json::to_string(&session).unwrap(), ticket)
+        };
+        // Everything of the first replica is gone; a new one reads the session back.
+        let (saved, ticket) = saved;
+        let (registry, store) = replica_on(&server.url(), &ledger).await;
+        let session = serde_json::from_str::<Session>(&saved)
+            .unwrap()
+            .with_store(Arc::clone(&store));
+        let third = registry
+            .call_in(&session, refund("c5", "O-ann", 900.0))
+            .await;
+        assert!(
+            !third.retryable(),
+            "the budget survived: {}",
+            third.to_model_json()
+        );
+        let approvals = Approvals::new(Arc::clone(&store));
+        assert_eq!(
+            approvals.ticket(&ticket).await.unwrap().unwrap().tool,
+            "refund_order"
+        );
+        approvals.approve(&ticket).await.unwrap();
+        // The grounded id is still known, and the approved call runs.
+        let ran = registry.call_in(&session, refund("c2", "O-ann", 5.0)).await;
+        assert!(ran.is_ok(), "{}", ran.to_model_json());
+        assert_eq!(ledger.ran("O-ann"), 1);
+    }
+
+    /// The store unreachable: calls that need it are refused `unavailable` before anything
+    /// runs, and the breaker does not count them; calls that need none of it still run.
+    #[tokio::test]
+    async fn an_unreachable_store_fails_closed_only_for_calls_that_need_it() {
+        let Some(mut server) = RedisServer::start() else {
+            return;
+        };
+        let ledger = Ledger::default();
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(Duration::from_millis(200)))
+            .set_response_timeout(Some(Duration::from_millis(200)))
+            .set_number_of_retries(1);
+        let store: Arc<dyn ConversationStore> = Arc::new(
+            RedisConversationStore::builder()
+                .prefix("test:conv:")
+                .connect_with(&server.url(), config)
+                .await
+                .unwrap(),
+        );
+        let registry = replica(toolwright::MemoryStore::new(), &ledger);
+        let session = Session::new("conv-down").with_store(Arc::clone(&store));
+        assert!(registry.call_in(&session, find("c1", "ann")).await.is_ok());
+        server.stop();
+
+        for id in ["c2", "c3", "c4", "c5", "c6", "c7"] {
+            let refused = registry.call_in(&session, refund(id, "O-ann", 5.0)).await;
+            assert_eq!(
+                refused.error_kind(),
+                Some(ErrorKind::Unavailable),
+                "{}",
+                refused.to_model_json()
+            );
+            assert!(refused.retryable());
+            assert!(refused.message().unwrap().contains("Nothing was done"));
+        }
+        assert_eq!(ledger.total(), 0, "nothing ran");
+        let breaker = registry.breaker("refund_order").unwrap().stats();
+        assert_eq!(breaker.calls, 0, "the breaker never saw them: {breaker:?}");
+
+        // A call with no grounded argument and no approval runs.
+        let late = registry
+            .call_in(&session, ToolCall::new("c8", "late_orders", "{}"))
+            .await;
+        assert!(late.is_ok(), "{}", late.to_model_json());
+        // A call outside a conversation too.
+        let anonymous = registry
+            .call(ToolCall::new("c9", "late_orders", "{}"))
+            .await;
+        assert!(anonymous.is_ok());
+        // A lookup whose ids could not be remembered is answered `unavailable`, so the model
+        // never holds an id the conversation does not know.
+        let lookup = registry.call_in(&session, find("c10", "bea")).await;
+        assert_eq!(lookup.error_kind(), Some(ErrorKind::Unavailable));
+    }
+
+    /// Redis round trips per call on the store-backed path, from the server's own
+    /// `INFO commandstats` (scripts are `EVALSHA`; `HGETALL` reads a ticket).
+    #[tokio::test]
+    async fn round_trips_per_call_are_counted_by_the_server() {
+        let Some(server) = RedisServer::start() else {
+            return;
+        };
+        let ledger = Ledger::default();
+        let store = conversations(&server.url()).await;
+        // Idempotency kept in memory: only the conversation store's trips are counted.
+        let registry = replica(toolwright::MemoryStore::new(), &ledger);
+        let mut raw = redis::Client::open(server.url())
+            .unwrap()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap();
+        let session = Session::new("conv-rt").with_store(Arc::clone(&store));
+        let mut trips = Vec::new();
+        let mut measure = |name: &'static str, outcome: Outcome, before: u64, after: u64| {
+            println!(
+                "{name}: {} round trips ({})",
+                after - before,
+                outcome.status()
+            );
+            trips.push((name, after - before));
+        };
+        let count = |raw: &mut redis::aio::MultiplexedConnection| {
+            let mut raw = raw.clone();
+            async move {
+                let info: String = redis::cmd("INFO")
+                    .arg("commandstats")
+                    .query_async(&mut raw)
+                    .await
+                    .unwrap();
+                ["evalsha", "eval", "hgetall"]
+                    .iter()
+                    .map(|name| {
+                        let prefix = format!("cmdstat_{name}:calls=");
+                        info.lines()
+                            .find_map(|l| l.strip_prefix(&prefix))
+                            .and_then(|rest| rest.split(',').next())
+                            .and_then(|n| n.parse::<u64>().ok())
+                            .unwrap_or(0)
+                    })
+                    .sum::<u64>()
+            }
+        };
+        let before = count(&mut raw).await;
+        let outcome = registry
+            .call_in(&session, ToolCall::new("r1", "late_orders", "{}"))
+            .await;
+        measure("plain call", outcome, before, count(&mut raw).await);
+        let before = count(&mut raw).await;
+        let outcome = registry.call_in(&session, find("r2", "ann")).await;
+        measure(
+            "call that grounds ids",
+            outcome,
+            before,
+            count(&mut raw).await,
+        );
+        let before = count(&mut raw).await;
+        let outcome = registry.call_in(&session, refund("r3", "O-ann", 5.0)).await;
+        let ticket = ticket_of(&outcome);
+        measure(
+            "grounded + approval, pending",
+            outcome,
+            before,
+            count(&mut raw).await,
+        );
+        Approvals::new(Arc::clone(&store))
+            .approve(&ticket)
+            .await
+            .unwrap();
+        let before = count(&mut raw).await;
+        let outcome = registry.call_in(&session, refund("r3", "O-ann", 5.0)).await;
+        assert!(outcome.is_ok());
+        measure(
+            "grounded + approval, approved",
+            outcome,
+            before,
+            count(&mut raw).await,
+        );
+        let before = count(&mut raw).await;
+        let outcome = registry
+            .call_in(&session, refund("r4", "O-ann", 900.0))
+            .await;
+        measure(
+            "failed validation (counted)",
+            outcome,
+            before,
+            count(&mut raw).await,
+        );
+        let before = count(&mut raw).await;
+        let outcome = registry
+            .call(ToolCall::new("r5", "late_orders", "{}"))
+            .await;
+        measure(
+            "call outside a conversation",
+            outcome,
+            before,
+            count(&mut raw).await,
+        );
+        assert_eq!(
+            trips,
+            [
+                ("plain call", 1),
+                ("call that grounds ids", 1),
+                ("grounded + approval, pending", 2),
+                ("grounded + approval, approved", 3),
+                ("failed validation (counted)", 2),
+                ("call outside a conversation", 0),
+            ]
+        );
+    }
+}
