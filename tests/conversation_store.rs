@@ -574,6 +574,7 @@ fn replica(idempotency: impl toolwright::IdempotencyStore, ledger: &Ledger) -> R
         .state(ledger.clone())
         .idempotency_store(idempotency)
         .approval_timeout(Duration::from_secs(2))
+        .call_deadline(Duration::from_secs(2))
         .build()
         .unwrap()
 }
@@ -805,9 +806,30 @@ mod replicas {
         )
     }
 
-    async fn replica_on(url: &str, ledger: &Ledger) -> (Registry, Arc<dyn ConversationStore>) {
-        let idempotency = RedisStore::connect(url).await.unwrap();
-        (replica(idempotency, ledger), conversations(url).await)
+    pub(crate) async fn replica_on(
+        url: &str,
+        ledger: &Ledger,
+    ) -> (Registry, Arc<dyn ConversationStore>) {
+        // Reconnecting quickly after a server restart (the soak's), and a call deadline of
+        // seconds, so a key whose settlement was lost in the restart is free again soon.
+        let config = ConnectionManagerConfig::new()
+            .set_min_delay(Duration::from_millis(10))
+            .set_max_delay(Duration::from_millis(200))
+            .set_connection_timeout(Some(Duration::from_secs(1)))
+            .set_response_timeout(Some(Duration::from_secs(5)));
+        let idempotency = RedisStore::builder()
+            .connection_config(config.clone())
+            .connect(url)
+            .await
+            .unwrap();
+        let conversations: Arc<dyn ConversationStore> = Arc::new(
+            RedisConversationStore::builder()
+                .prefix("test:conv:")
+                .connect_with(url, config)
+                .await
+                .unwrap(),
+        );
+        (replica(idempotency, ledger), conversations)
     }
 
     #[tokio::test]
@@ -1036,5 +1058,350 @@ mod replicas {
                 ("call outside a conversation", 0),
             ]
         );
+    }
+}
+
+/// The soak: two replicas, 500 conversations, each grounding an order id on one replica and
+/// asking for its refund on the other; reviewers on both replicas race to decide every ticket
+/// (one in five denied); Redis is killed and started again (from its append-only file) half-way.
+/// No approved refund runs twice, no denied or undecided one runs, and every grounded id is
+/// still known at the end.
+#[cfg(feature = "redis")]
+mod soak {
+    use std::collections::HashSet;
+    use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    use tokio::sync::Notify;
+    use toolwright::approval::{Approvals, DecideError};
+    use toolwright::conversation::{ConversationStore, Prepare, WaitingQuery};
+    use toolwright::idempotency::redis;
+    use toolwright::prelude::*;
+
+    use super::redis_server::RedisServer;
+    use super::replicas::replica_on;
+    use super::{find, refund, Ledger};
+
+    const CONVERSATIONS: usize = 500;
+
+    static DEBUG_URL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+    fn denied(i: usize) -> bool {
+        i.is_multiple_of(5)
+    }
+
+    fn index_of(conversation: &str) -> usize {
+        conversation
+            .strip_prefix("soak-")
+            .and_then(|n| n.parse().ok())
+            .unwrap()
+    }
+
+    /// Calls until the outcome is not `unavailable` (the store or Redis restarting) nor
+    /// `duplicate_in_flight` (a lost reply's key still held); gives up after a while.
+    async fn settled(registry: &Registry, session: &Session, call: &ToolCall) -> Outcome {
+        let mut seen: Vec<String> = Vec::new();
+        let began = std::time::Instant::now();
+        while began.elapsed() < Duration::from_secs(150) {
+            let outcome = registry.call_in(session, call.clone()).await;
+            match outcome.error_kind() {
+                Some(ErrorKind::Unavailable | ErrorKind::DuplicateInFlight) => {
+                    let shown = format!(
+                        "{:?} {} {:?}",
+                        began.elapsed(),
+                        outcome.message().unwrap_or_default(),
+                        outcome
+                            .to_model_json()
+                            .get("retry_after_ms")
+                            .and_then(|v| v.as_u64())
+                            .map(|ms| ms / 10_000)
+                    );
+                    if seen.last().is_none_or(|l| {
+                        l.split_once(' ').map(|x| x.1) != shown.split_once(' ').map(|x| x.1)
+                    }) {
+                        seen.push(shown);
+                    }
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+                _ => {
+                    if std::env::var("SOAK_DEBUG").is_ok()
+                        && began.elapsed() > Duration::from_secs(5)
+                    {
+                        eprintln!(
+                            "{} settled after {:?}: {seen:#?}",
+                            call.id(),
+                            began.elapsed()
+                        );
+                    }
+                    return outcome;
+                }
+            }
+        }
+        if let Some(url) = DEBUG_URL.get() {
+            let mut raw = redis::Client::open(url.as_str())
+                .unwrap()
+                .get_multiplexed_async_connection()
+                .await
+                .unwrap();
+            let pattern = format!("*{}*", call.id());
+            let keys: Vec<String> = redis::cmd("KEYS")
+                .arg(&pattern)
+                .query_async(&mut raw)
+                .await
+                .unwrap();
+            for key in keys {
+                let ttl: i64 = redis::cmd("PTTL")
+                    .arg(&key)
+                    .query_async(&mut raw)
+                    .await
+                    .unwrap();
+                let kind: String = redis::cmd("TYPE")
+                    .arg(&key)
+                    .query_async(&mut raw)
+                    .await
+                    .unwrap();
+                let shown: String = if kind == "hash" {
+                    let h: Vec<String> = redis::cmd("HGETALL")
+                        .arg(&key)
+                        .query_async(&mut raw)
+                        .await
+                        .unwrap();
+                    format!("{h:?}")
+                } else if kind == "string" {
+                    redis::cmd("GET")
+                        .arg(&key)
+                        .query_async(&mut raw)
+                        .await
+                        .unwrap()
+                } else {
+                    kind
+                };
+                seen.push(format!("{key} pttl={ttl} {shown}"));
+            }
+        }
+        panic!("{} never settled: {seen:#?}", call.id());
+    }
+
+    /// One reviewer: decides every waiting ticket it sees, racing the other replica's.
+    async fn reviewer(
+        approvals: Approvals,
+        stop: Arc<AtomicBool>,
+        decided: Arc<Mutex<HashSet<usize>>>,
+        told: Arc<Vec<Notify>>,
+        lost_races: Arc<AtomicU64>,
+    ) {
+        while !stop.load(Ordering::SeqCst) {
+            let page = match approvals
+                .waiting(&WaitingQuery {
+                    limit: 100,
+                    ..WaitingQuery::default()
+                })
+                .await
+            {
+                Ok(page) => page,
+                Err(_) => {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                    continue;
+                }
+            };
+            if page.tickets.is_empty() {
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+            for ticket in page.tickets {
+                let i = index_of(&ticket.conversation);
+                // One decision per conversation: a second ticket (a call whose approval was
+                // used but whose reply was lost) is never approved again.
+                if decided.lock().unwrap().contains(&i) {
+                    continue;
+                }
+                let result = if denied(i) {
+                    approvals
+                        .deny(&ticket.id, "refunds for this account need a manager")
+                        .await
+                } else {
+                    approvals.approve(&ticket.id).await
+                };
+                match result {
+                    Ok(()) => {
+                        decided.lock().unwrap().insert(i);
+                        told[i].notify_one();
+                    }
+                    Err(DecideError::AlreadyDecided(_)) => {
+                        lost_races.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Err(_) => {}
+                }
+            }
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn two_replicas_500_conversations_and_a_redis_restart() {
+        let Some(server) = RedisServer::start_persistent() else {
+            return;
+        };
+        let url = server.url();
+        let _ = DEBUG_URL.set(url.clone());
+        let ledger = Ledger::default();
+        let replicas = Arc::new([
+            replica_on(&url, &ledger).await,
+            replica_on(&url, &ledger).await,
+        ]);
+        let stop = Arc::new(AtomicBool::new(false));
+        let decided = Arc::new(Mutex::new(HashSet::new()));
+        let lost_races = Arc::new(AtomicU64::new(0));
+        // Each conversation is told when its ticket is decided, and proposes the call again.
+        let told: Arc<Vec<Notify>> = Arc::new((0..CONVERSATIONS).map(|_| Notify::new()).collect());
+        let started = std::time::Instant::now();
+        let reviewers: Vec<_> = replicas
+            .iter()
+            .map(|(_, store)| {
+                tokio::spawn(reviewer(
+                    Approvals::new(Arc::clone(store)),
+                    Arc::clone(&stop),
+                    Arc::clone(&decided),
+                    Arc::clone(&told),
+                    Arc::clone(&lost_races),
+                ))
+            })
+            .collect();
+
+        // Half-way, Redis is killed and started again.
+        let finished = Arc::new(AtomicUsize::new(0));
+        let half_way = Arc::new(Notify::new());
+        let restarter = {
+            let (finished, half_way) = (Arc::clone(&finished), Arc::clone(&half_way));
+            tokio::spawn(async move {
+                let mut server = server;
+                while finished.load(Ordering::SeqCst) < CONVERSATIONS / 2 {
+                    half_way.notified().await;
+                }
+                tokio::task::spawn_blocking(move || {
+                    server.restart();
+                    server
+                })
+                .await
+                .unwrap()
+            })
+        };
+
+        // 64 conversations at a time, interleaved, so a loaded test machine does not turn the
+        // soak into a test of response timeouts.
+        let running = Arc::new(tokio::sync::Semaphore::new(64));
+        let conversations: Vec<_> = (0..CONVERSATIONS)
+            .map(|i| {
+                let running = Arc::clone(&running);
+                let (replicas, finished, half_way) = (
+                    Arc::clone(&replicas),
+                    Arc::clone(&finished),
+                    Arc::clone(&half_way),
+                );
+                let told = Arc::clone(&told);
+                let ledger = ledger.clone();
+                tokio::spawn(async move {
+                    let _running = running.acquire_owned().await.unwrap();
+                    let (first, second) = (&replicas[i % 2], &replicas[(i + 1) % 2]);
+                    let on_first = Session::new(format!("soak-{i}"))
+                        .with_principal(format!("user-{}", i % 7))
+                        .with_store(Arc::clone(&first.1));
+                    let on_second = super::restored(&on_first, Arc::clone(&second.1));
+                    let lookup = settled(
+                        &first.0,
+                        &on_first,
+                        &find(&format!("f-{i}"), &format!("c{i}")),
+                    )
+                    .await;
+                    assert!(lookup.is_ok(), "{}", lookup.to_model_json());
+                    let order = format!("O-c{i}");
+                    let call = refund(&format!("r-{i}"), &order, 5.0);
+                    let mut turn = 0usize;
+                    let outcome = loop {
+                        let on = if turn.is_multiple_of(2) {
+                            (&second.0, &on_second)
+                        } else {
+                            (&first.0, &on_first)
+                        };
+                        turn += 1;
+                        let outcome = settled(on.0, on.1, &call).await;
+                        match outcome.status() {
+                            Status::Pending if ledger.ran(&order) == 0 => {
+                                // Bounded: a ticket filed again after a lost reply is never
+                                // decided, and then the ledger says whether it ran.
+                                let _ = tokio::time::timeout(
+                                    Duration::from_secs(1),
+                                    told[i].notified(),
+                                )
+                                .await;
+                            }
+                            _ => break outcome,
+                        }
+                    };
+                    // Proposed again on the other replica: answered from the idempotency
+                    // store, never run again.
+                    if outcome.status() == Status::Success {
+                        let again = settled(&first.0, &on_first, &call).await;
+                        assert!(again.is_ok(), "{}", again.to_model_json());
+                    }
+                    finished.fetch_add(1, Ordering::SeqCst);
+                    half_way.notify_one();
+                    (i, outcome.status(), outcome.error_kind())
+                })
+            })
+            .collect();
+
+        let mut outcomes = Vec::new();
+        for conversation in conversations {
+            outcomes.push(conversation.await.unwrap());
+        }
+        stop.store(true, Ordering::SeqCst);
+        half_way.notify_one();
+        for reviewer in reviewers {
+            reviewer.await.unwrap();
+        }
+        let server = restarter.await.unwrap();
+
+        for (i, status, kind) in &outcomes {
+            let order = format!("O-c{i}");
+            if denied(*i) {
+                assert_eq!(*kind, Some(ErrorKind::ApprovalDenied), "conversation {i}");
+                assert_eq!(
+                    ledger.ran(&order),
+                    0,
+                    "a denied refund ran: conversation {i}"
+                );
+            } else {
+                assert_eq!(
+                    ledger.ran(&order),
+                    1,
+                    "conversation {i} ended {status} and ran {} times",
+                    ledger.ran(&order)
+                );
+            }
+        }
+        let approved = (0..CONVERSATIONS).filter(|i| !denied(*i)).count();
+        assert_eq!(
+            ledger.total() as usize,
+            approved,
+            "no refund ran outside its approval"
+        );
+
+        // Every grounded id is still known, on both replicas.
+        for (_, store) in replicas.iter() {
+            for i in 0..CONVERSATIONS {
+                let ask = Prepare {
+                    ids: vec![("order".to_owned(), format!("O-c{i}"))],
+                    edited_for: None,
+                };
+                let known = store.prepare(&format!("soak-{i}"), &ask).await.unwrap();
+                assert_eq!(known.grounded, [true], "conversation {i} lost its order id");
+            }
+        }
+        println!(
+            "soak: {CONVERSATIONS} conversations in {:?}, {approved} approved ran once each, {} reviewer races lost",
+            started.elapsed(),
+            lost_races.load(Ordering::Relaxed)
+        );
+        drop(server);
     }
 }

@@ -1,12 +1,11 @@
 //! What a conversation remembers between its calls: the ids tools returned in it (so a grounded
-//! argument can be checked) and how many times in a row the model failed each tool (its
-//! recovery budget).
+//! argument can be checked), how many times in a row the model failed each tool (its recovery
+//! budget), and the calls waiting for a person's approval.
 //!
-//! The memory is a trait, [`ConversationMemory`], so it can live where the application keeps
-//! its conversations. Each [`Session`](crate::Session) made with
-//! [`Session::new`](crate::Session::new) gets its own [`InMemoryConversation`]; a session made
-//! with [`Session::with_memory`](crate::Session::with_memory) uses the one given, for example a
-//! store shared by every replica of a service.
+//! In one process the memory is a trait, [`ConversationMemory`]: each
+//! [`Session`](crate::Session) made with [`Session::new`](crate::Session::new) gets its own
+//! [`InMemoryConversation`]; [`Session::with_memory`](crate::Session::with_memory) plugs in
+//! another.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -17,6 +16,26 @@
 //! let session = Session::new("conv-7").with_memory(memory.clone());
 //! session.ground("order", "A1");
 //! assert!(memory.is_grounded("order", "A1"));
+//! ```
+//!
+//! A conversation that must outlive the process, or that several replicas of a service serve,
+//! lives in a [`ConversationStore`] instead ([`Session::with_store`](crate::Session::with_store)):
+//! [`MemoryConversationStore`], or `RedisConversationStore` (feature `redis`) that every replica
+//! shares. Grounded ids, recovery counts and approval tickets then go to the store, and a
+//! session written with serde and read back on any replica continues the conversation:
+//!
+//! ```
+//! use std::sync::Arc;
+//! use toolwright_core::conversation::{ConversationStore, MemoryConversationStore, Prepare, Turn};
+//!
+//! # async fn demo() -> Result<(), toolwright_core::conversation::ConversationStoreError> {
+//! let store = Arc::new(MemoryConversationStore::new());
+//! // What the application grounds itself (the signed-in customer's account):
+//! let turn = Turn { ids: vec![("account".into(), vec!["ACC-311".into()])], ..Turn::default() };
+//! store.record("conv-7", &turn).await?;
+//! let asked = Prepare { ids: vec![("account".into(), "ACC-311".into())], edited_for: None };
+//! assert_eq!(store.prepare("conv-7", &asked).await?.grounded, [true]);
+//! # Ok(()) }
 //! ```
 
 pub(crate) mod durable;

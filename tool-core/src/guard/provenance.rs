@@ -16,7 +16,9 @@
 //! `ConversationMemory`, one conversation each (the
 //! default memory keeps at most
 //! [`MAX_IDS_PER_KIND`](crate::conversation::MAX_IDS_PER_KIND) per kind, the oldest forgotten
-//! first). A call outside a session ([`Registry::call`](crate::Registry::call)) belongs to no
+//! first), or in its [`ConversationStore`](crate::conversation::ConversationStore) when it has
+//! one ([`Session::with_store`](crate::Session::with_store)), so an id grounded on one replica
+//! is accepted on another and after a restart. A call outside a session ([`Registry::call`](crate::Registry::call)) belongs to no
 //! conversation: nothing it returns is remembered, and a grounded argument is refused there.
 
 use std::borrow::Cow;
