@@ -574,7 +574,6 @@ fn replica(idempotency: impl toolwright::IdempotencyStore, ledger: &Ledger) -> R
         .state(ledger.clone())
         .idempotency_store(idempotency)
         .approval_timeout(Duration::from_secs(2))
-        .call_deadline(Duration::from_secs(2))
         .build()
         .unwrap()
 }
@@ -810,8 +809,7 @@ mod replicas {
         url: &str,
         ledger: &Ledger,
     ) -> (Registry, Arc<dyn ConversationStore>) {
-        // Reconnecting quickly after a server restart (the soak's), and a call deadline of
-        // seconds, so a key whose settlement was lost in the restart is free again soon.
+        // Reconnecting quickly after a server restart (the soak's).
         let config = ConnectionManagerConfig::new()
             .set_min_delay(Duration::from_millis(10))
             .set_max_delay(Duration::from_millis(200))
@@ -1076,7 +1074,6 @@ mod soak {
     use tokio::sync::Notify;
     use toolwright::approval::{Approvals, DecideError};
     use toolwright::conversation::{ConversationStore, Prepare, WaitingQuery};
-    use toolwright::idempotency::redis;
     use toolwright::prelude::*;
 
     use super::redis_server::RedisServer;
@@ -1084,8 +1081,6 @@ mod soak {
     use super::{find, refund, Ledger};
 
     const CONVERSATIONS: usize = 500;
-
-    static DEBUG_URL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 
     fn denied(i: usize) -> bool {
         i.is_multiple_of(5)
@@ -1098,86 +1093,23 @@ mod soak {
             .unwrap()
     }
 
-    /// Calls until the outcome is not `unavailable` (the store or Redis restarting) nor
-    /// `duplicate_in_flight` (a lost reply's key still held); gives up after a while.
+    /// Calls until the outcome is not `unavailable` (Redis restarting) nor `duplicate_in_flight`:
+    /// a key whose release was lost in the restart stays locked for the idempotency store's
+    /// lock TTL (90 s), as a crashed call's would. Gives up well after that.
     async fn settled(registry: &Registry, session: &Session, call: &ToolCall) -> Outcome {
-        let mut seen: Vec<String> = Vec::new();
+        let mut seen: Vec<(Duration, String)> = Vec::new();
         let began = std::time::Instant::now();
         while began.elapsed() < Duration::from_secs(150) {
             let outcome = registry.call_in(session, call.clone()).await;
             match outcome.error_kind() {
                 Some(ErrorKind::Unavailable | ErrorKind::DuplicateInFlight) => {
-                    let shown = format!(
-                        "{:?} {} {:?}",
-                        began.elapsed(),
-                        outcome.message().unwrap_or_default(),
-                        outcome
-                            .to_model_json()
-                            .get("retry_after_ms")
-                            .and_then(|v| v.as_u64())
-                            .map(|ms| ms / 10_000)
-                    );
-                    if seen.last().is_none_or(|l| {
-                        l.split_once(' ').map(|x| x.1) != shown.split_once(' ').map(|x| x.1)
-                    }) {
-                        seen.push(shown);
+                    let message = outcome.message().unwrap_or_default();
+                    if seen.last().is_none_or(|(_, last)| last != message) {
+                        seen.push((began.elapsed(), message.to_owned()));
                     }
                     tokio::time::sleep(Duration::from_millis(5)).await;
                 }
-                _ => {
-                    if std::env::var("SOAK_DEBUG").is_ok()
-                        && began.elapsed() > Duration::from_secs(5)
-                    {
-                        eprintln!(
-                            "{} settled after {:?}: {seen:#?}",
-                            call.id(),
-                            began.elapsed()
-                        );
-                    }
-                    return outcome;
-                }
-            }
-        }
-        if let Some(url) = DEBUG_URL.get() {
-            let mut raw = redis::Client::open(url.as_str())
-                .unwrap()
-                .get_multiplexed_async_connection()
-                .await
-                .unwrap();
-            let pattern = format!("*{}*", call.id());
-            let keys: Vec<String> = redis::cmd("KEYS")
-                .arg(&pattern)
-                .query_async(&mut raw)
-                .await
-                .unwrap();
-            for key in keys {
-                let ttl: i64 = redis::cmd("PTTL")
-                    .arg(&key)
-                    .query_async(&mut raw)
-                    .await
-                    .unwrap();
-                let kind: String = redis::cmd("TYPE")
-                    .arg(&key)
-                    .query_async(&mut raw)
-                    .await
-                    .unwrap();
-                let shown: String = if kind == "hash" {
-                    let h: Vec<String> = redis::cmd("HGETALL")
-                        .arg(&key)
-                        .query_async(&mut raw)
-                        .await
-                        .unwrap();
-                    format!("{h:?}")
-                } else if kind == "string" {
-                    redis::cmd("GET")
-                        .arg(&key)
-                        .query_async(&mut raw)
-                        .await
-                        .unwrap()
-                } else {
-                    kind
-                };
-                seen.push(format!("{key} pttl={ttl} {shown}"));
+                _ => return outcome,
             }
         }
         panic!("{} never settled: {seen:#?}", call.id());
@@ -1242,7 +1174,6 @@ mod soak {
             return;
         };
         let url = server.url();
-        let _ = DEBUG_URL.set(url.clone());
         let ledger = Ledger::default();
         let replicas = Arc::new([
             replica_on(&url, &ledger).await,

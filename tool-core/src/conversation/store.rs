@@ -339,7 +339,12 @@ struct Inner {
     /// went idle still finds its decision.
     approvals: HashMap<Approving, String>,
     seq: u64,
+    /// Writes since the last sweep: expired entries are also skipped where they are read, so
+    /// the sweep (a walk over everything) runs only every [`SWEEP_EVERY`] writes.
+    writes: u32,
 }
+
+const SWEEP_EVERY: u32 = 1024;
 
 type Approving = (String, Option<String>, String);
 
@@ -408,8 +413,13 @@ impl Inner {
         conversation
     }
 
-    /// Forgets expired tickets and idle conversations (run on writes, bounded by what expired).
+    /// Forgets expired tickets and idle conversations, every [`SWEEP_EVERY`] writes.
     fn sweep(&mut self, idle: Duration, now: Instant) {
+        self.writes += 1;
+        if self.writes < SWEEP_EVERY {
+            return;
+        }
+        self.writes = 0;
         self.conversations
             .retain(|_, c| now.saturating_duration_since(c.touched) < idle);
         let expired: Vec<String> = self
@@ -658,6 +668,7 @@ impl fmt::Debug for MemoryConversationStore {
 pub struct ConversationStoreBuilder<S> {
     pub(crate) idle_ttl: Duration,
     pub(crate) max_ids: usize,
+    #[cfg(feature = "redis")]
     pub(crate) prefix: String,
     _store: std::marker::PhantomData<fn() -> S>,
 }
@@ -667,6 +678,7 @@ impl<S> ConversationStoreBuilder<S> {
         ConversationStoreBuilder {
             idle_ttl: DEFAULT_IDLE_TTL,
             max_ids: MAX_IDS_PER_KIND,
+            #[cfg(feature = "redis")]
             prefix: "toolwright:conv:".to_owned(),
             _store: std::marker::PhantomData,
         }

@@ -17,7 +17,7 @@
 //! leaves its idempotency key as it found it.
 //!
 //! [`Approvals`] keeps each waiting call as a ticket in a
-//! [`ConversationStore`](crate::conversation::ConversationStore), so tickets survive restarts and
+//! [`ConversationStore`], so tickets survive restarts and
 //! any replica decides them (a session given a store files its calls there); [`ApprovalQueue`]
 //! is the same in one process's memory. Either queues each new call for a person to decide and
 //! answers the same call again, proposed after the decision, with that decision (once):
