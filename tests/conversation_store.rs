@@ -7,6 +7,9 @@
 //! tokio's clock (`advance` is `tokio::time::advance`); the Redis store keeps time only as key
 //! TTLs, so `advance` shortens every TTL of the test's keys by the same amount.
 
+#[cfg(feature = "redis")]
+#[path = "support/redis_commands.rs"]
+mod redis_commands;
 #[path = "support/redis_server.rs"]
 mod redis_server;
 
@@ -386,7 +389,9 @@ impl Harness for Memory {
     }
 }
 
-macro_rules! memory_suite {
+/// Each test of the suite, once per store: `memory::NAME` on paused tokio time, `redis::NAME`
+/// against a real server (skipped, loudly, when `redis-server` is not installed).
+macro_rules! conformance {
     ($($name:ident),* $(,)?) => {
         mod memory {
             $(
@@ -396,10 +401,21 @@ macro_rules! memory_suite {
                 }
             )*
         }
+
+        #[cfg(feature = "redis")]
+        mod redis {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    let Some(redis) = super::redis_harness::Redis::start().await else { return };
+                    super::$name(redis).await;
+                }
+            )*
+        }
     };
 }
 
-memory_suite!(
+conformance!(
     grounded_ids_are_known_per_kind_and_conversation,
     the_oldest_ids_are_forgotten_beyond_the_bound,
     failures_count_in_a_row_and_a_success_clears_them,
@@ -424,19 +440,6 @@ mod redis_harness {
 
     use super::redis_server::RedisServer;
     use super::{Harness, IDLE, MAX_IDS};
-
-    /// Shortens every TTL under a prefix by ARGV[2] ms, deleting keys it runs out: the server's
-    /// clock, moved forward for this test's keys only.
-    const ADVANCE: &str = r#"
-local by = tonumber(ARGV[2])
-for _, k in ipairs(redis.call('KEYS', ARGV[1])) do
-  local ttl = redis.call('PTTL', k)
-  if ttl >= 0 then
-    if ttl <= by then redis.call('DEL', k) else redis.call('PEXPIRE', k, ttl - by) end
-  end
-end
-return 1
-"#;
 
     pub struct Redis {
         pub store: RedisConversationStore,
@@ -474,38 +477,9 @@ return 1
             self.store.clone()
         }
         async fn advance(&self, by: Duration) {
-            let _: i64 = redis::Script::new(ADVANCE)
-                .arg(format!("{}*", self.store.prefix()))
-                .arg(u64::try_from(by.as_millis()).unwrap())
-                .invoke_async(&mut self.raw.clone())
-                .await
-                .unwrap();
+            super::redis_commands::advance(&self.raw, self.store.prefix(), by).await;
         }
     }
-
-    macro_rules! redis_suite {
-        ($($name:ident),* $(,)?) => {
-            $(
-                #[tokio::test]
-                async fn $name() {
-                    let Some(redis) = Redis::start().await else { return };
-                    super::$name(redis).await;
-                }
-            )*
-        };
-    }
-
-    redis_suite!(
-        grounded_ids_are_known_per_kind_and_conversation,
-        the_oldest_ids_are_forgotten_beyond_the_bound,
-        failures_count_in_a_row_and_a_success_clears_them,
-        an_idle_conversation_is_forgotten_and_a_busy_one_is_not,
-        a_ticket_waits_then_its_decision_is_used_once,
-        a_ticket_is_decided_at_most_once,
-        a_ticket_expires,
-        waiting_is_paginated_and_filtered,
-        an_edited_approval_binds_to_the_edited_fingerprint,
-    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -688,6 +662,7 @@ async fn replicas_share_a_conversation(
     let again = registry_b.call_in(&on_b, refund("c2", "O-ann", 5.0)).await;
     assert!(again.is_ok(), "{}", again.to_model_json());
     assert_eq!(ledger.ran("O-ann"), 1);
+    assert_eq!(ledger.total(), 1, "nothing else ran");
 }
 
 #[tokio::test]
@@ -969,25 +944,16 @@ mod replicas {
             );
             trips.push((name, after - before));
         };
+        // Scripts are `EVALSHA` (`EVAL` when one had to be loaded again); a ticket read is
+        // `HGETALL`.
         let count = |raw: &mut redis::aio::MultiplexedConnection| {
-            let mut raw = raw.clone();
+            let raw = raw.clone();
             async move {
-                let info: String = redis::cmd("INFO")
-                    .arg("commandstats")
-                    .query_async(&mut raw)
-                    .await
-                    .unwrap();
-                ["evalsha", "eval", "hgetall"]
-                    .iter()
-                    .map(|name| {
-                        let prefix = format!("cmdstat_{name}:calls=");
-                        info.lines()
-                            .find_map(|l| l.strip_prefix(&prefix))
-                            .and_then(|rest| rest.split(',').next())
-                            .and_then(|n| n.parse::<u64>().ok())
-                            .unwrap_or(0)
-                    })
-                    .sum::<u64>()
+                let mut calls = 0;
+                for name in ["evalsha", "eval", "hgetall"] {
+                    calls += super::redis_commands::command_calls(&raw, name).await;
+                }
+                calls
             }
         };
         let before = count(&mut raw).await;

@@ -8,6 +8,9 @@
 //!
 //! Outcomes to store come from a real registry running a real `#[tool]`.
 
+#[cfg(feature = "redis")]
+#[path = "support/redis_commands.rs"]
+mod redis_commands;
 #[path = "support/redis_server.rs"]
 mod redis_server;
 
@@ -521,19 +524,6 @@ mod redis_harness {
     use super::redis_server::RedisServer;
     use super::Harness;
 
-    /// Shortens every TTL under a prefix by ARGV[2] ms, deleting keys it runs out: the server's
-    /// clock, moved forward for this test's keys only.
-    const ADVANCE: &str = r#"
-local by = tonumber(ARGV[2])
-for _, k in ipairs(redis.call('KEYS', ARGV[1])) do
-  local ttl = redis.call('PTTL', k)
-  if ttl >= 0 then
-    if ttl <= by then redis.call('DEL', k) else redis.call('PEXPIRE', k, ttl - by) end
-  end
-end
-return 1
-"#;
-
     pub struct Redis {
         pub store: RedisStore,
         pub raw: MultiplexedConnection,
@@ -558,17 +548,7 @@ return 1
 
         /// Commands this server has run on behalf of clients, by name (`INFO commandstats`).
         pub async fn command_calls(&self, name: &str) -> u64 {
-            let info: String = redis::cmd("INFO")
-                .arg("commandstats")
-                .query_async(&mut self.raw.clone())
-                .await
-                .unwrap();
-            let prefix = format!("cmdstat_{name}:calls=");
-            info.lines()
-                .find_map(|l| l.strip_prefix(&prefix))
-                .and_then(|rest| rest.split(',').next())
-                .and_then(|n| n.parse().ok())
-                .unwrap_or(0)
+            super::redis_commands::command_calls(&self.raw, name).await
         }
     }
 
@@ -588,12 +568,7 @@ return 1
             self.store.clone()
         }
         async fn advance(&self, by: Duration) {
-            let _: i64 = redis::Script::new(ADVANCE)
-                .arg(format!("{}*", self.store.prefix()))
-                .arg(u64::try_from(by.as_millis()).unwrap())
-                .invoke_async(&mut self.raw.clone())
-                .await
-                .unwrap();
+            super::redis_commands::advance(&self.raw, self.store.prefix(), by).await;
         }
     }
 }
