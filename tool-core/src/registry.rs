@@ -54,10 +54,23 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Tool names are a small fixed set chosen by the application; the model only looks them up, so
 /// a fast non-cryptographic hash is safe here (SipHash was a visible share of a call's cost).
-type ToolMap = HashMap<Arc<str>, Box<dyn DynTool>, foldhash::fast::RandomState>;
+type ToolMap = HashMap<Arc<str>, Slot, foldhash::fast::RandomState>;
+
+/// Whether a session is shown a tool: [`RegistryBuilder::visible_when`].
+type ShownTo = Arc<dyn Fn(&Session) -> bool + Send + Sync>;
+
+/// Whether a session is shown a tool, for every tool: [`RegistryBuilder::tool_filter`].
+type Filter = Arc<dyn Fn(&ToolSpec, &Session) -> bool + Send + Sync>;
+
+/// A tool in the table, and who may see it beyond its scopes.
+struct Slot {
+    tool: Box<dyn DynTool>,
+    shown_to: Option<ShownTo>,
+}
 
 struct Inner {
     tools: ToolMap,
+    filter: Option<Filter>,
     specs: Vec<ToolSpec>,
     names: Arc<[String]>,
     shared: Shared,
@@ -98,18 +111,45 @@ impl Registry {
         &self.inner.specs
     }
 
-    /// The specs of the tools `session` may call (it holds their scopes), in name order: what
-    /// [`Registry::export_for`] exports.
+    /// The specs of the tools `session` is shown, in name order: what
+    /// [`Registry::export_for`] exports. A tool is shown when the session holds every scope it
+    /// declares, its [`visible_when`](RegistryBuilder::visible_when) predicate (if any) says
+    /// yes, and so does the registry's [`tool_filter`](RegistryBuilder::tool_filter).
     pub fn specs_for<'a>(&'a self, session: &'a Session) -> impl Iterator<Item = &'a ToolSpec> {
         self.inner
             .specs
             .iter()
-            .filter(move |spec| guard::visible(spec, session))
+            .filter(move |spec| self.is_visible(spec.name(), session))
+    }
+
+    /// Whether `session` is shown the tool `name` (see [`Registry::specs_for`]); `false` for a
+    /// name the registry does not have.
+    ///
+    /// ```
+    /// # use toolwright_core::{Registry, Session};
+    /// let registry = Registry::builder().build().unwrap();
+    /// assert!(!registry.is_visible("refund_order", &Session::new("conv-1")));
+    /// ```
+    pub fn is_visible(&self, name: &str, session: &Session) -> bool {
+        self.inner.tools.get(name).is_some_and(|slot| {
+            guard::visible(slot.tool.spec(), session) && self.shown(slot, session)
+        })
+    }
+
+    /// Whether the predicates (not the scopes) let `session` see the tool.
+    #[inline]
+    fn shown(&self, slot: &Slot, session: &Session) -> bool {
+        slot.shown_to.as_ref().is_none_or(|shown| shown(session))
+            && self
+                .inner
+                .filter
+                .as_ref()
+                .is_none_or(|filter| filter(slot.tool.spec(), session))
     }
 
     /// One tool's spec.
     pub fn spec(&self, name: &str) -> Option<&ToolSpec> {
-        self.inner.tools.get(name).map(|t| t.spec())
+        self.inner.tools.get(name).map(|t| t.tool.spec())
     }
 
     #[cfg(test)]
@@ -126,7 +166,7 @@ impl Registry {
     /// [`force_open`](BreakerHandle::force_open) and [`reset`](BreakerHandle::reset).
     pub fn breaker(&self, name: &str) -> Option<BreakerHandle> {
         self.inner.tools.get(name).map(|t| BreakerHandle {
-            breaker: Arc::clone(t.guard().breaker()),
+            breaker: Arc::clone(t.tool.guard().breaker()),
             clock: self.inner.shared.env.clock.clone(),
         })
     }
@@ -150,9 +190,9 @@ impl Registry {
             .specs
             .iter()
             .filter_map(|spec| {
-                let tool = self.inner.tools.get(spec.name())?;
+                let slot = self.inner.tools.get(spec.name())?;
                 let breaker = self.breaker(spec.name());
-                Some(tool.stats().snapshot(spec.name(), breaker.as_ref()))
+                Some(slot.tool.stats().snapshot(spec.name(), breaker.as_ref()))
             })
             .collect();
         let unknown = self
@@ -198,14 +238,20 @@ impl Registry {
         let (id, name, arguments) = call.into_parts();
         let shared = &self.inner.shared;
         match self.inner.tools.get(name.as_str()) {
-            Some(tool) => Either::Left(tool.dispatch(Call::new(id, arguments), session, shared)),
-            None => Either::Right(std::future::ready(
+            // A tool a predicate hides from this session does not exist for it. (One it lacks
+            // a scope for is `unauthorized`, decided by the pipeline before the arguments.)
+            Some(slot) if self.shown(slot, session) => Either::Left(slot.tool.dispatch(
+                Call::new(id, arguments),
+                session,
+                shared,
+            )),
+            _ => Either::Right(std::future::ready(
                 self.unknown_tool(id, name, arguments, session),
             )),
         }
     }
 
-    /// `unknown_tool`, listing the tools this session may call (and no others).
+    /// `unknown_tool`, listing the tools this session is shown (and no others).
     #[cold]
     fn unknown_tool(
         &self,
@@ -223,15 +269,11 @@ impl Registry {
             ErrorKind::UnknownTool,
             format!("{shown} is not an available tool; call one of available_tools instead"),
         );
-        let visible = self
-            .inner
-            .specs
-            .iter()
-            .filter(|s| guard::visible(s, session));
-        failure.available_tools = Some(if visible.clone().count() == self.inner.specs.len() {
+        let visible: Vec<&ToolSpec> = self.specs_for(session).collect();
+        failure.available_tools = Some(if visible.len() == self.inner.specs.len() {
             Arc::clone(&self.inner.names)
         } else {
-            visible.map(|s| s.name().to_owned()).collect()
+            visible.iter().map(|s| s.name().to_owned()).collect()
         });
         let outcome = Outcome::failed(call_id, Arc::from(name), failure);
         // No tool, so no field is known: the arguments are never logged.
@@ -247,7 +289,9 @@ impl fmt::Debug for Registry {
     }
 }
 
-type Pending = Box<dyn FnOnce(&Settings, BreakerPolicy, Instant) -> Box<dyn DynTool> + Send>;
+/// Makes a tool under its registered name (its own, or prefixed by [`RegistryBuilder::prefixed`]).
+type Pending =
+    Box<dyn FnOnce(Arc<str>, &Settings, BreakerPolicy, Instant) -> Box<dyn DynTool> + Send>;
 
 /// Builds a [`Registry`]: tools, shared state, defaults.
 ///
@@ -258,7 +302,12 @@ type Pending = Box<dyn FnOnce(&Settings, BreakerPolicy, Instant) -> Box<dyn DynT
 /// assert!(registry.specs().is_empty());
 /// ```
 pub struct RegistryBuilder {
-    pending: Vec<(&'static str, Pending)>,
+    /// Each tool's registered name (prefix included), its prefix's length, and its maker.
+    pending: Vec<(String, usize, Pending)>,
+    /// The prefix of tools added now (inside [`RegistryBuilder::prefixed`]).
+    prefix: String,
+    shown_to: HashMap<String, ShownTo>,
+    filter: Option<Filter>,
     state: StateMap,
     settings: Settings,
     breakers: HashMap<String, BreakerPolicy>,
@@ -279,6 +328,9 @@ impl Default for RegistryBuilder {
     fn default() -> Self {
         RegistryBuilder {
             pending: Vec::new(),
+            prefix: String::new(),
+            shown_to: HashMap::new(),
+            filter: None,
             state: StateMap::new(),
             settings: Settings {
                 default_timeout: DEFAULT_TIMEOUT,
@@ -307,8 +359,9 @@ impl Default for RegistryBuilder {
 impl RegistryBuilder {
     /// Adds a tool. Two tools with one name make [`RegistryBuilder::build`] fail.
     pub fn tool<T: Tool>(mut self, tool: T) -> Self {
-        let pending: Pending = Box::new(move |settings, breaker, origin| {
-            let spec = ToolSpec::of::<T>(settings.default_timeout);
+        let pending: Pending = Box::new(move |name, settings, breaker, origin| {
+            let mut spec = ToolSpec::of::<T>(settings.default_timeout);
+            spec.name = name;
             let guard = Guard::new(
                 Arc::clone(&spec.name),
                 spec.timeout,
@@ -320,7 +373,8 @@ impl RegistryBuilder {
             );
             pipeline::entry(tool, spec, guard)
         });
-        self.pending.push((T::META.name, pending));
+        let name = format!("{}{}", self.prefix, T::META.name);
+        self.pending.push((name, self.prefix.len(), pending));
         self
     }
 
@@ -328,9 +382,10 @@ impl RegistryBuilder {
     /// through the same pipeline as a `#[tool]`; two tools with one name make
     /// [`RegistryBuilder::build`] fail.
     pub fn dynamic_tool(mut self, tool: crate::dynamic::DynamicTool) -> Self {
-        let name: &'static str = tool.meta_name();
-        let pending: Pending = Box::new(move |settings, breaker, origin| {
-            let spec = tool.spec(settings.default_timeout);
+        let name = format!("{}{}", self.prefix, tool.meta_name());
+        let pending: Pending = Box::new(move |name, settings, breaker, origin| {
+            let mut spec = tool.spec(settings.default_timeout);
+            spec.name = name;
             let guard = Guard::new(
                 Arc::clone(&spec.name),
                 spec.timeout,
@@ -343,7 +398,7 @@ impl RegistryBuilder {
             let (body, shape) = tool.into_parts();
             pipeline::entry_with(body, spec, shape, guard)
         });
-        self.pending.push((name, pending));
+        self.pending.push((name, self.prefix.len(), pending));
         self
     }
 
@@ -356,6 +411,101 @@ impl RegistryBuilder {
     /// As [`RegistryBuilder::toolset`], for an instance the application also keeps a handle to.
     pub fn toolset_shared<S: Toolset>(self, set: Arc<S>) -> Self {
         S::register(set, self)
+    }
+
+    /// Adds the tools `group` adds under a name prefix: two toolsets that both have a `search`
+    /// tool can live in one registry as `crm_search` and `docs_search`. The prefix is part of
+    /// the tool's name everywhere: exports, calls, outcomes, logs, stats, and
+    /// [`breaker_for`](RegistryBuilder::breaker_for) / [`visible_when`](RegistryBuilder::visible_when).
+    /// Prefixes nest. Names that still clash make [`build`](RegistryBuilder::build) fail with
+    /// [`BuildError::DuplicateTool`], and a prefix some provider would refuse (a character other
+    /// than ASCII letters, digits, `_` and `-`, or a name longer than 64 characters) with
+    /// [`BuildError::InvalidName`].
+    ///
+    /// ```
+    /// # use toolwright_core::{Effect, Registry, dynamic::DynamicTool};
+    /// # use serde_json::json;
+    /// let search = |about: &str| {
+    ///     DynamicTool::builder("search")
+    ///         .description(format!("Searches {about}."))
+    ///         .input_schema(json!({"type": "object", "properties": {}}))
+    ///         .effect(Effect::ReadOnly)
+    ///         .handler(|_args, _ctx| async { Ok(json!([])) })
+    ///         .build()
+    ///         .unwrap()
+    /// };
+    /// let registry = Registry::builder()
+    ///     .prefixed("crm_", |b| b.dynamic_tool(search("customers")))
+    ///     .prefixed("docs_", |b| b.dynamic_tool(search("the manual")))
+    ///     .build()
+    ///     .unwrap();
+    /// assert_eq!(registry.names(), ["crm_search", "docs_search"]);
+    /// ```
+    pub fn prefixed(mut self, prefix: &str, group: impl FnOnce(Self) -> Self) -> Self {
+        let outer = self.prefix.len();
+        self.prefix.push_str(prefix);
+        let mut builder = group(self);
+        builder.prefix.truncate(outer);
+        builder
+    }
+
+    /// Shows the tool `name` only to sessions for which `predicate` holds (beyond its scopes):
+    /// tools for some users, some plans, some stages of a conversation. A hidden tool is left
+    /// out of [`Registry::specs_for`] and every per-session export, and calling it is
+    /// `unknown_tool` listing only the tools the session is shown, exactly as for a name that
+    /// does not exist. The predicate runs on every call of the tool and every listing, so keep
+    /// it cheap (a lookup in the session, not a database query). A name the registry does not
+    /// have makes [`build`](RegistryBuilder::build) fail.
+    ///
+    /// A tool whose *scopes* the session lacks is also left out of listings, but calling it is
+    /// `unauthorized` (not `unknown_tool`): the model was told of it in another session, or
+    /// guessed it, and is told plainly it may not.
+    ///
+    /// ```
+    /// # use toolwright_core::{Registry, Session, dynamic::DynamicTool};
+    /// # use serde_json::json;
+    /// let refund = DynamicTool::builder("refund_order")
+    ///     .description("Refunds an order.")
+    ///     .input_schema(json!({"type": "object", "properties": {}}))
+    ///     .handler(|_args, _ctx| async { Ok(json!("refunded")) })
+    ///     .build()
+    ///     .unwrap();
+    /// let registry = Registry::builder()
+    ///     .dynamic_tool(refund)
+    ///     .visible_when("refund_order", |s| s.principal().is_some_and(|p| p.starts_with("staff:")))
+    ///     .build()
+    ///     .unwrap();
+    /// assert!(registry.is_visible("refund_order", &Session::new("c1").with_principal("staff:bo")));
+    /// assert!(!registry.is_visible("refund_order", &Session::new("c2").with_principal("user:al")));
+    /// ```
+    pub fn visible_when(
+        mut self,
+        name: impl Into<String>,
+        predicate: impl Fn(&Session) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.shown_to.insert(name.into(), Arc::new(predicate));
+        self
+    }
+
+    /// One predicate over every tool and session (the "active tools" of a conversation): a
+    /// tool is shown to a session only if it holds. Hidden tools behave as with
+    /// [`visible_when`](RegistryBuilder::visible_when). Cheap checks only: it runs on every call.
+    ///
+    /// ```
+    /// # use toolwright_core::{Registry, Session};
+    /// // Read-only tools for anonymous sessions, everything for signed-in ones.
+    /// let registry = Registry::builder()
+    ///     .tool_filter(|spec, session| session.principal().is_some() || spec.read_only())
+    ///     .build()
+    ///     .unwrap();
+    /// # let _ = registry;
+    /// ```
+    pub fn tool_filter(
+        mut self,
+        filter: impl Fn(&ToolSpec, &Session) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.filter = Some(Arc::new(filter));
+        self
     }
 
     /// Adds shared state, handed to tools that take a [`State<T>`](crate::State) parameter.
@@ -556,16 +706,20 @@ impl RegistryBuilder {
     pub fn build(self) -> Result<Registry, BuildError> {
         let mut tools = ToolMap::with_capacity_and_hasher(self.pending.len(), Default::default());
         let origin = self.env.clock.now();
-        for (name, make) in self.pending {
-            if tools.contains_key(name) {
-                return Err(BuildError::DuplicateTool(name.to_owned()));
+        let mut shown_to = self.shown_to;
+        for (name, prefix, make) in self.pending {
+            if tools.contains_key(name.as_str()) {
+                return Err(BuildError::DuplicateTool(name));
+            }
+            if let Some(why) = invalid_prefixed_name(&name, prefix) {
+                return Err(BuildError::InvalidName { name, why });
             }
             let breaker = self
                 .breakers
-                .get(name)
+                .get(&name)
                 .copied()
                 .unwrap_or(self.settings.breaker);
-            let tool = make(&self.settings, breaker, origin);
+            let tool = make(Arc::from(name.as_str()), &self.settings, breaker, origin);
             for need in tool.required_state() {
                 if !self.state.contains_key(&need.type_id) {
                     return Err(BuildError::MissingState {
@@ -574,7 +728,14 @@ impl RegistryBuilder {
                     });
                 }
             }
-            tools.insert(Arc::clone(&tool.spec().name), tool);
+            let shown_to = shown_to.remove(&name);
+            tools.insert(Arc::clone(&tool.spec().name), Slot { tool, shown_to });
+        }
+        if let Some(name) = shown_to.into_keys().next() {
+            return Err(BuildError::UnknownTool {
+                setting: "visible_when",
+                name,
+            });
         }
         if let Some(name) = self
             .breakers
@@ -583,7 +744,7 @@ impl RegistryBuilder {
         {
             return Err(BuildError::UnknownBreakerTool(name.clone()));
         }
-        let mut specs: Vec<ToolSpec> = tools.values().map(|t| t.spec().clone()).collect();
+        let mut specs: Vec<ToolSpec> = tools.values().map(|t| t.tool.spec().clone()).collect();
         specs.sort_by(|a, b| a.name.cmp(&b.name));
         let names: Arc<[String]> = specs.iter().map(|s| s.name.to_string()).collect();
         let shared = Shared {
@@ -607,6 +768,7 @@ impl RegistryBuilder {
         Ok(Registry {
             inner: Arc::new(Inner {
                 tools,
+                filter: self.filter,
                 specs,
                 names,
                 shared,
@@ -630,6 +792,22 @@ pub enum BuildError {
     },
     /// [`RegistryBuilder::breaker_for`] names a tool the registry does not have.
     UnknownBreakerTool(String),
+    /// A builder setting (`setting`, such as `visible_when`) names a tool the registry does
+    /// not have.
+    UnknownTool {
+        /// The builder method.
+        setting: &'static str,
+        /// The name it was given.
+        name: String,
+    },
+    /// A tool's registered name (with its [`prefixed`](RegistryBuilder::prefixed) prefix)
+    /// is one some provider refuses.
+    InvalidName {
+        /// The name.
+        name: String,
+        /// What is wrong with it.
+        why: &'static str,
+    },
     /// A tool defined at run time has no handler.
     MissingHandler(String),
     /// A tool defined at run time has a schema that is not a valid JSON Schema (draft 2020-12)
@@ -670,6 +848,13 @@ impl fmt::Display for BuildError {
                     "`breaker_for(\"{name}\", ..)` names no registered tool; check the tool's name"
                 )
             }
+            BuildError::UnknownTool { setting, name } => write!(
+                f,
+                "`{setting}(\"{name}\", ..)` names no registered tool; check the tool's name (with its prefix)"
+            ),
+            BuildError::InvalidName { name, why } => {
+                write!(f, "the tool name `{name}` {why}")
+            }
             BuildError::MissingHandler(name) => {
                 write!(
                     f,
@@ -700,6 +885,24 @@ impl fmt::Display for BuildError {
 }
 
 impl std::error::Error for BuildError {}
+
+/// Why a prefix (the first `prefix` bytes of `name`) makes a name some provider refuses
+/// (OpenAI and Anthropic accept `^[a-zA-Z0-9_-]{1,64}$`), or `None`. A name without a prefix is
+/// the tool's own, checked where the tool is defined.
+fn invalid_prefixed_name(name: &str, prefix: usize) -> Option<&'static str> {
+    if prefix == 0 {
+        None
+    } else if name.len() > 64 {
+        Some("is longer than the 64 characters OpenAI and Anthropic accept; use a shorter prefix")
+    } else if !name[..prefix]
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    {
+        Some("has a prefix with a character other than ASCII letters, digits, `_` and `-` (what every provider accepts)")
+    } else {
+        None
+    }
+}
 
 /// Tools that are methods of one value: `#[toolset]` on an `impl` block implements it, with one
 /// tool per `#[tool]` method, each holding the same `Arc<Self>`. Register them all with

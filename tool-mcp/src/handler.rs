@@ -76,7 +76,7 @@ impl Handler {
         self.shared
             .tools
             .iter()
-            .filter(move |tool| tool.scopes.iter().all(|scope| session.has_scope(scope)))
+            .filter(move |tool| self.shared.registry.is_visible(&tool.name, session))
     }
 
     /// `-32602` with the tools this session may call, in the message (clients often show only

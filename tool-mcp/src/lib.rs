@@ -9,7 +9,9 @@
 //!   `Mcp-Session-Id`): grounded ids, recovery budgets and idempotency scopes belong to that
 //!   client, never shared with another.
 //! - **`tools/list`** is the registry's MCP export (title, annotations, input and output
-//!   schema), filtered to the tools whose `#[tool(scopes = [..])]` the session holds.
+//!   schema), filtered to the tools the session is shown ([`Registry::is_visible`]: it holds
+//!   the tool's `#[tool(scopes = [..])]`, and the registry's `visible_when` / `tool_filter`
+//!   predicates allow it).
 //! - **`tools/call`** runs [`Registry::call_in`]. Every outcome, a failure included, is a
 //!   result: the envelope as text and as `structuredContent`, `isError: true` when the call
 //!   failed, so the model reads why and recovers (MCP 2025-11-25, "Tool Execution Errors";
@@ -136,10 +138,9 @@ impl fmt::Debug for McpServer {
     }
 }
 
-/// A tool as `tools/list` shows it, with the scopes a session needs to see it.
+/// A tool as `tools/list` shows it (to the sessions [`Registry::is_visible`] allows).
 pub(crate) struct Listed {
     pub(crate) name: String,
-    pub(crate) scopes: &'static [&'static str],
     pub(crate) tool: rmcp::model::Tool,
 }
 
@@ -288,7 +289,6 @@ impl McpServer {
                 .map_err(|e| ServeError::Protocol(format!("tool '{}': {e}", spec.name())))?;
             tools.push(Listed {
                 name: spec.name().to_owned(),
-                scopes: spec.scopes(),
                 tool,
             });
         }

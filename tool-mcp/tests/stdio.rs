@@ -86,6 +86,43 @@ async fn tools_a_session_lacks_the_scopes_for_are_not_listed_nor_callable() {
 }
 
 #[tokio::test]
+async fn tools_a_predicate_hides_from_the_session_are_not_listed_nor_callable() {
+    let registry = common::builder(Counters::default())
+        .visible_when("echo", |session| session.principal() == Some("vip"))
+        .build()
+        .unwrap();
+    let client = duplex(
+        McpServer::new(registry).session_factory(|session| session.with_principal("guest")),
+        Elicitor::without_elicitation(),
+    )
+    .await;
+    let tools = client.list_all_tools().await.expect("tools/list");
+    assert!(tools.iter().all(|t| t.name != "echo"), "{tools:?}");
+    let error = protocol_error(client.call_tool(call("echo", json!({"text": "hi"}))).await);
+    assert_eq!(error.code, ErrorCode::INVALID_PARAMS);
+    assert!(
+        error.message.starts_with("Unknown tool: 'echo'"),
+        "{}",
+        error.message
+    );
+    assert!(!error.message.contains("echo,"), "{}", error.message);
+
+    let vip = duplex(
+        McpServer::new(
+            common::builder(Counters::default())
+                .visible_when("echo", |session| session.principal() == Some("vip"))
+                .build()
+                .unwrap(),
+        )
+        .session_factory(|session| session.with_principal("vip")),
+        Elicitor::without_elicitation(),
+    )
+    .await;
+    let tools = vip.list_all_tools().await.expect("tools/list");
+    assert!(tools.iter().any(|t| t.name == "echo"));
+}
+
+#[tokio::test]
 async fn a_good_call_is_a_result_with_the_envelope_as_text_and_structured_content() {
     let client = duplex(
         server(&Counters::default()),

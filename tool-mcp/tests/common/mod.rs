@@ -107,7 +107,7 @@ async fn echo(text: String) -> Result<usize, ToolError> {
     Ok(text.len())
 }
 
-pub fn registry(counters: Counters) -> Registry {
+pub fn builder(counters: Counters) -> toolwright::RegistryBuilder {
     Registry::builder()
         .tool(SearchOrders)
         .tool(GetOrder)
@@ -115,8 +115,10 @@ pub fn registry(counters: Counters) -> Registry {
         .tool(SlowReport)
         .tool(Echo)
         .state(counters)
-        .build()
-        .expect("the test registry builds")
+}
+
+pub fn registry(counters: Counters) -> Registry {
+    builder(counters).build().expect("the test registry builds")
 }
 
 /// A client that answers every elicitation with `action` and records the messages.
