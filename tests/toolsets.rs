@@ -367,3 +367,25 @@ async fn the_agent_sends_the_model_only_the_tools_its_session_is_shown() {
         ["lookup", "refund"]
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn the_agent_sends_the_tools_the_registry_has_at_each_step() {
+    let model = Arc::new(ScriptedModel::new([
+        Turn::text("before"),
+        Turn::text("after"),
+    ]));
+    let registry = Registry::builder().tool(Lookup).build().unwrap();
+    let agent = Agent::builder(Arc::clone(&model), registry.clone())
+        .build()
+        .unwrap();
+    let session = Session::new("c1");
+    agent.run(&session, vec![Message::user("hi")]).await;
+    registry.change(|c| c.tool(Refund)).unwrap();
+    agent.run(&session, vec![Message::user("hi")]).await;
+    let sent = model.requests();
+    assert_eq!(exported_names(&sent[0].tools, Provider::OpenAi), ["lookup"]);
+    assert_eq!(
+        exported_names(&sent[1].tools, Provider::OpenAi),
+        ["lookup", "refund"]
+    );
+}

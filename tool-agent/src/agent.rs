@@ -39,6 +39,8 @@ struct Inner {
     model: Arc<dyn ChatModel>,
     registry: Registry,
     tools: Value,
+    /// The registry's [`version`](Registry::version) `tools` was exported at.
+    tools_version: u64,
     system: String,
     max_steps: usize,
     deadline: Duration,
@@ -120,21 +122,26 @@ impl Agent {
         &self.inner.system
     }
 
-    /// The tools as the model receives them (the provider's `tools` field), all of them. A
-    /// run sends the model only those its session is shown ([`Agent::tools_for`]).
+    /// The tools as the model receives them (the provider's `tools` field), all of them, as
+    /// they were when the agent was built. A run sends the model only those its session is
+    /// shown, as they are at each step ([`Agent::tools_for`]).
     pub fn tools(&self) -> &Value {
         &self.inner.tools
     }
 
     /// The tools a run in `session` sends the model: those the session is shown
     /// ([`Registry::specs_for`]: it holds their scopes and no predicate hides them), asked again
-    /// at every step, since a predicate may depend on where the conversation is.
+    /// at every step, since a predicate may depend on where the conversation is and the
+    /// registry's tools may change while it serves ([`Registry::change`]).
     pub fn tools_for(&self, session: &Session) -> Cow<'_, Value> {
         let registry = &self.inner.registry;
-        if registry.specs_for(session).count() == registry.specs().len() {
+        if registry.version() == self.inner.tools_version
+            && registry.specs_for(session).count() == registry.specs().len()
+        {
             return Cow::Borrowed(&self.inner.tools);
         }
-        // Every tool exported when the agent was built, so a subset exports too.
+        // Every tool exported when the agent was built, so a subset exports too; a tool added
+        // since (`Registry::change`) was checked by its own builder.
         match registry.export_for(session, self.inner.model.export()) {
             Ok(tools) => Cow::Owned(tools),
             Err(_) => Cow::Borrowed(&self.inner.tools),
@@ -448,6 +455,7 @@ impl AgentBuilder {
     /// The agent; fails if a tool cannot be exported for the model's provider (the error names
     /// every tool and construct).
     pub fn build(self) -> Result<Agent, ExportError> {
+        let tools_version = self.registry.version();
         let tools = self.registry.export(self.model.export())?;
         let system = match (self.system.is_empty(), self.error_contract) {
             (_, false) => self.system,
@@ -459,6 +467,7 @@ impl AgentBuilder {
                 model: self.model,
                 registry: self.registry,
                 tools,
+                tools_version,
                 system,
                 max_steps: self.max_steps,
                 deadline: self.deadline,

@@ -18,8 +18,11 @@ use std::any::Any;
 use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
+
+use tokio::sync::watch;
 
 use futures_util::future::Either;
 use tokio::time::Instant;
@@ -62,18 +65,52 @@ type ShownTo = Arc<dyn Fn(&Session) -> bool + Send + Sync>;
 /// Whether a session is shown a tool, for every tool: [`RegistryBuilder::tool_filter`].
 type Filter = Arc<dyn Fn(&ToolSpec, &Session) -> bool + Send + Sync>;
 
-/// A tool in the table, and who may see it beyond its scopes.
+/// A tool in the table, and who may see it beyond its scopes. A tool that stays through a
+/// change keeps its `Arc` (its breaker, budget and stats) in the new table.
+#[derive(Clone)]
 struct Slot {
-    tool: Box<dyn DynTool>,
+    tool: Arc<dyn DynTool>,
     shown_to: Option<ShownTo>,
 }
 
-struct Inner {
+/// One version of the tool table: what a call looks its tool up in.
+struct Table {
     tools: ToolMap,
-    filter: Option<Filter>,
     specs: Vec<ToolSpec>,
     names: Arc<[String]>,
+}
+
+impl Table {
+    fn new(tools: ToolMap) -> Table {
+        let mut specs: Vec<ToolSpec> = tools.values().map(|t| t.tool.spec().clone()).collect();
+        specs.sort_by(|a, b| a.name.cmp(&b.name));
+        let names = specs.iter().map(|s| s.name.to_string()).collect();
+        Table {
+            tools,
+            specs,
+            names,
+        }
+    }
+}
+
+/// What adding a tool to a built registry needs: the builder's settings.
+struct Making {
+    settings: Settings,
+    breakers: HashMap<String, BreakerPolicy>,
+    origin: Instant,
+}
+
+struct Inner {
+    /// Every version of the tool table; the one in use is at `current`. Old versions stay (a
+    /// map and the specs; the tools are shared), so a call borrows the table it started with
+    /// for as long as it runs, without a lock or a reference count.
+    tables: boxcar::Vec<Table>,
+    current: AtomicUsize,
+    filter: Option<Filter>,
     shared: Shared,
+    /// Held while a change is made, so changes apply one at a time.
+    making: Mutex<Making>,
+    changed: watch::Sender<u64>,
 }
 
 /// The tools a model may call, and the pipeline each call runs through. Cheap to clone.
@@ -108,7 +145,7 @@ impl Registry {
 
     /// Every tool's spec, sorted by name.
     pub fn specs(&self) -> &[ToolSpec] {
-        &self.inner.specs
+        &self.table().specs
     }
 
     /// The specs of the tools `session` is shown, in name order: what
@@ -116,10 +153,13 @@ impl Registry {
     /// declares, its [`visible_when`](RegistryBuilder::visible_when) predicate (if any) says
     /// yes, and so does the registry's [`tool_filter`](RegistryBuilder::tool_filter).
     pub fn specs_for<'a>(&'a self, session: &'a Session) -> impl Iterator<Item = &'a ToolSpec> {
-        self.inner
-            .specs
-            .iter()
-            .filter(move |spec| self.is_visible(spec.name(), session))
+        let table = self.table();
+        table.specs.iter().filter(move |spec| {
+            table
+                .tools
+                .get(spec.name())
+                .is_some_and(|slot| self.shows(slot, session))
+        })
     }
 
     /// Whether `session` is shown the tool `name` (see [`Registry::specs_for`]); `false` for a
@@ -131,9 +171,23 @@ impl Registry {
     /// assert!(!registry.is_visible("refund_order", &Session::new("conv-1")));
     /// ```
     pub fn is_visible(&self, name: &str, session: &Session) -> bool {
-        self.inner.tools.get(name).is_some_and(|slot| {
-            guard::visible(slot.tool.spec(), session) && self.shown(slot, session)
-        })
+        self.table()
+            .tools
+            .get(name)
+            .is_some_and(|slot| self.shows(slot, session))
+    }
+
+    /// Whether `session` is shown the tool in `slot`: its scopes, then the predicates.
+    fn shows(&self, slot: &Slot, session: &Session) -> bool {
+        guard::visible(slot.tool.spec(), session) && self.shown(slot, session)
+    }
+
+    /// The tool table in use now.
+    #[inline]
+    fn table(&self) -> &Table {
+        // Every index stored in `current` is of a table already pushed, and tables are never
+        // removed.
+        &self.inner.tables[self.inner.current.load(Ordering::Acquire)]
     }
 
     /// Whether the predicates (not the scopes) let `session` see the tool.
@@ -149,7 +203,7 @@ impl Registry {
 
     /// One tool's spec.
     pub fn spec(&self, name: &str) -> Option<&ToolSpec> {
-        self.inner.tools.get(name).map(|t| t.tool.spec())
+        self.table().tools.get(name).map(|t| t.tool.spec())
     }
 
     #[cfg(test)]
@@ -159,13 +213,13 @@ impl Registry {
 
     /// The tool names, sorted.
     pub fn names(&self) -> &[String] {
-        &self.inner.names
+        &self.table().names
     }
 
     /// One tool's circuit breaker: its state and stats, and the manual
     /// [`force_open`](BreakerHandle::force_open) and [`reset`](BreakerHandle::reset).
     pub fn breaker(&self, name: &str) -> Option<BreakerHandle> {
-        self.inner.tools.get(name).map(|t| BreakerHandle {
+        self.table().tools.get(name).map(|t| BreakerHandle {
             breaker: Arc::clone(t.tool.guard().breaker()),
             clock: self.inner.shared.env.clock.clone(),
         })
@@ -185,12 +239,12 @@ impl Registry {
     /// # }
     /// ```
     pub fn stats(&self) -> Stats {
-        let tools = self
-            .inner
+        let table = self.table();
+        let tools = table
             .specs
             .iter()
             .filter_map(|spec| {
-                let slot = self.inner.tools.get(spec.name())?;
+                let slot = table.tools.get(spec.name())?;
                 let breaker = self.breaker(spec.name());
                 Some(slot.tool.stats().snapshot(spec.name(), breaker.as_ref()))
             })
@@ -237,7 +291,7 @@ impl Registry {
     ) -> impl Future<Output = Outcome> + Send + 'a {
         let (id, name, arguments) = call.into_parts();
         let shared = &self.inner.shared;
-        match self.inner.tools.get(name.as_str()) {
+        match self.table().tools.get(name.as_str()) {
             // A tool a predicate hides from this session does not exist for it. (One it lacks
             // a scope for is `unauthorized`, decided by the pipeline before the arguments.)
             Some(slot) if self.shown(slot, session) => Either::Left(slot.tool.dispatch(
@@ -270,8 +324,8 @@ impl Registry {
             format!("{shown} is not an available tool; call one of available_tools instead"),
         );
         let visible: Vec<&ToolSpec> = self.specs_for(session).collect();
-        failure.available_tools = Some(if visible.len() == self.inner.specs.len() {
-            Arc::clone(&self.inner.names)
+        failure.available_tools = Some(if visible.len() == self.table().specs.len() {
+            Arc::clone(&self.table().names)
         } else {
             visible.iter().map(|s| s.name().to_owned()).collect()
         });
@@ -284,7 +338,7 @@ impl Registry {
 impl fmt::Debug for Registry {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Registry")
-            .field("tools", &self.inner.names)
+            .field("tools", &self.table().names)
             .finish()
     }
 }
@@ -359,22 +413,9 @@ impl Default for RegistryBuilder {
 impl RegistryBuilder {
     /// Adds a tool. Two tools with one name make [`RegistryBuilder::build`] fail.
     pub fn tool<T: Tool>(mut self, tool: T) -> Self {
-        let pending: Pending = Box::new(move |name, settings, breaker, origin| {
-            let mut spec = ToolSpec::of::<T>(settings.default_timeout);
-            spec.name = name;
-            let guard = Guard::new(
-                Arc::clone(&spec.name),
-                spec.timeout,
-                spec.retries(),
-                spec.idempotent() || spec.takes_idempotency_key(),
-                settings,
-                breaker,
-                origin,
-            );
-            pipeline::entry(tool, spec, guard)
-        });
         let name = format!("{}{}", self.prefix, T::META.name);
-        self.pending.push((name, self.prefix.len(), pending));
+        self.pending
+            .push((name, self.prefix.len(), pending_tool(tool)));
         self
     }
 
@@ -383,22 +424,8 @@ impl RegistryBuilder {
     /// [`RegistryBuilder::build`] fail.
     pub fn dynamic_tool(mut self, tool: crate::dynamic::DynamicTool) -> Self {
         let name = format!("{}{}", self.prefix, tool.meta_name());
-        let pending: Pending = Box::new(move |name, settings, breaker, origin| {
-            let mut spec = tool.spec(settings.default_timeout);
-            spec.name = name;
-            let guard = Guard::new(
-                Arc::clone(&spec.name),
-                spec.timeout,
-                spec.retries(),
-                spec.idempotent() || spec.takes_idempotency_key(),
-                settings,
-                breaker,
-                origin,
-            );
-            let (body, shape) = tool.into_parts();
-            pipeline::entry_with(body, spec, shape, guard)
-        });
-        self.pending.push((name, self.prefix.len(), pending));
+        self.pending
+            .push((name, self.prefix.len(), pending_dynamic(tool)));
         self
     }
 
@@ -706,49 +733,35 @@ impl RegistryBuilder {
     pub fn build(self) -> Result<Registry, BuildError> {
         let mut tools = ToolMap::with_capacity_and_hasher(self.pending.len(), Default::default());
         let origin = self.env.clock.now();
+        let making = Making {
+            settings: self.settings,
+            breakers: self.breakers,
+            origin,
+        };
         let mut shown_to = self.shown_to;
-        for (name, prefix, make) in self.pending {
-            if tools.contains_key(name.as_str()) {
-                return Err(BuildError::DuplicateTool(name));
-            }
-            if let Some(why) = invalid_prefixed_name(&name, prefix) {
-                return Err(BuildError::InvalidName { name, why });
-            }
-            let breaker = self
-                .breakers
-                .get(&name)
-                .copied()
-                .unwrap_or(self.settings.breaker);
-            let tool = make(Arc::from(name.as_str()), &self.settings, breaker, origin);
-            for need in tool.required_state() {
-                if !self.state.contains_key(&need.type_id) {
-                    return Err(BuildError::MissingState {
-                        tool: name.to_owned(),
-                        state: need.type_name,
-                    });
-                }
-            }
-            let shown_to = shown_to.remove(&name);
-            tools.insert(Arc::clone(&tool.spec().name), Slot { tool, shown_to });
-        }
+        add(
+            &mut tools,
+            self.pending,
+            &mut shown_to,
+            &making,
+            &self.state,
+        )?;
         if let Some(name) = shown_to.into_keys().next() {
             return Err(BuildError::UnknownTool {
                 setting: "visible_when",
                 name,
             });
         }
-        if let Some(name) = self
+        if let Some(name) = making
             .breakers
             .keys()
             .find(|n| !tools.contains_key(n.as_str()))
         {
             return Err(BuildError::UnknownBreakerTool(name.clone()));
         }
-        let mut specs: Vec<ToolSpec> = tools.values().map(|t| t.tool.spec().clone()).collect();
-        specs.sort_by(|a, b| a.name.cmp(&b.name));
-        let names: Arc<[String]> = specs.iter().map(|s| s.name.to_string()).collect();
+        let table = Table::new(tools);
         let shared = Shared {
-            finders: pipeline::finders(&specs),
+            finders: std::sync::RwLock::new(Arc::new(pipeline::finders(&table.specs))),
             state: Arc::new(self.state),
             env: self.env,
             store: self
@@ -765,16 +778,247 @@ impl RegistryBuilder {
             quarantine: Quarantine::new(self.quarantine),
             unknown_calls: std::sync::atomic::AtomicU64::new(0),
         };
+        let tables = boxcar::Vec::new();
+        let first = tables.push(table);
         Ok(Registry {
             inner: Arc::new(Inner {
-                tools,
+                tables,
+                current: AtomicUsize::new(first),
                 filter: self.filter,
-                specs,
-                names,
                 shared,
+                making: Mutex::new(making),
+                changed: watch::Sender::new(0),
             }),
         })
     }
+}
+
+/// Makes the `pending` tools and adds them to `tools`, each with its predicate from `shown_to`:
+/// a name already there, an unportable prefix or missing state fails (and adds nothing more).
+fn add(
+    tools: &mut ToolMap,
+    pending: Vec<(String, usize, Pending)>,
+    shown_to: &mut HashMap<String, ShownTo>,
+    making: &Making,
+    state: &StateMap,
+) -> Result<(), BuildError> {
+    for (name, prefix, make) in pending {
+        if tools.contains_key(name.as_str()) {
+            return Err(BuildError::DuplicateTool(name));
+        }
+        if let Some(why) = invalid_prefixed_name(&name, prefix) {
+            return Err(BuildError::InvalidName { name, why });
+        }
+        let breaker = making
+            .breakers
+            .get(&name)
+            .copied()
+            .unwrap_or(making.settings.breaker);
+        let tool = make(
+            Arc::from(name.as_str()),
+            &making.settings,
+            breaker,
+            making.origin,
+        );
+        if let Some(need) = tool
+            .required_state()
+            .into_iter()
+            .find(|need| !state.contains_key(&need.type_id))
+        {
+            return Err(BuildError::MissingState {
+                tool: name,
+                state: need.type_name,
+            });
+        }
+        let shown_to = shown_to.remove(&name);
+        tools.insert(
+            Arc::clone(&tool.spec().name),
+            Slot {
+                tool: Arc::from(tool),
+                shown_to,
+            },
+        );
+    }
+    Ok(())
+}
+
+/// A change to the tools of a registry that is serving: tools to add, replace or remove, made
+/// with [`Registry::change`]. The whole change applies at once, or (on an error) not at all.
+#[derive(Default)]
+#[must_use = "a change does nothing until `Registry::change` applies it"]
+pub struct Changes {
+    pending: Vec<(String, usize, Pending)>,
+    removed: Vec<String>,
+    shown_to: HashMap<String, ShownTo>,
+}
+
+impl Changes {
+    /// Adds a `#[tool]`. To replace a tool of the same name, [`remove`](Changes::remove) it in
+    /// the same change.
+    pub fn tool<T: Tool>(mut self, tool: T) -> Self {
+        self.pending
+            .push((T::META.name.to_owned(), 0, pending_tool(tool)));
+        self
+    }
+
+    /// Adds a tool defined at run time ([`DynamicTool`](crate::dynamic::DynamicTool)).
+    pub fn dynamic_tool(mut self, tool: crate::dynamic::DynamicTool) -> Self {
+        let name = tool.meta_name().to_owned();
+        self.pending.push((name, 0, pending_dynamic(tool)));
+        self
+    }
+
+    /// Removes the tool `name`: new calls of it are `unknown_tool`; calls already running
+    /// finish. A name the registry does not have fails the change.
+    pub fn remove(mut self, name: impl Into<String>) -> Self {
+        self.removed.push(name.into());
+        self
+    }
+
+    /// Shows the tool `name` (added by this change, or already there) only to sessions for
+    /// which `predicate` holds, as [`RegistryBuilder::visible_when`].
+    pub fn visible_when(
+        mut self,
+        name: impl Into<String>,
+        predicate: impl Fn(&Session) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.shown_to.insert(name.into(), Arc::new(predicate));
+        self
+    }
+}
+
+impl Registry {
+    /// Adds, replaces and removes tools while the registry serves. Calls already running keep
+    /// the table they started with and finish; calls that start after this returns see the new
+    /// one. A tool that stays keeps its breaker, retry budget, stats and idempotency records; a
+    /// replaced tool starts with fresh ones. The change is checked as
+    /// [`RegistryBuilder::build`] checks a registry (duplicate names, missing state, unknown
+    /// names) and applies whole or not at all. Subscribers ([`Registry::subscribe`]) are told;
+    /// the MCP server sends its clients `notifications/tools/list_changed`.
+    ///
+    /// Changes apply one at a time. Each keeps the previous table (its map and specs, not the
+    /// tools) until the registry is dropped, so a call never waits for a lock or counts a
+    /// reference: change a registry when its tool set changes (a plugin loaded, a server
+    /// connected), not per request.
+    ///
+    /// ```
+    /// # use toolwright_core::{Registry, ToolCall, Status, dynamic::DynamicTool};
+    /// # use serde_json::json;
+    /// # async fn demo() -> Result<(), toolwright_core::BuildError> {
+    /// let registry = Registry::builder().build()?;
+    /// let ping = DynamicTool::builder("ping")
+    ///     .description("Answers pong.")
+    ///     .input_schema(json!({"type": "object", "properties": {}}))
+    ///     .handler(|_args, _ctx| async { Ok(json!("pong")) })
+    ///     .build()?;
+    /// registry.change(|c| c.dynamic_tool(ping))?;
+    /// let outcome = registry.call(ToolCall::new("c1", "ping", "{}")).await;
+    /// assert_eq!(outcome.status(), Status::Success);
+    /// registry.change(|c| c.remove("ping"))?;
+    /// assert!(registry.names().is_empty());
+    /// # Ok(()) }
+    /// ```
+    pub fn change(&self, change: impl FnOnce(Changes) -> Changes) -> Result<u64, BuildError> {
+        let Changes {
+            pending,
+            removed,
+            mut shown_to,
+        } = change(Changes::default());
+        let making = self
+            .inner
+            .making
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let mut tools = self.table().tools.clone();
+        for name in removed {
+            if tools.remove(name.as_str()).is_none() {
+                return Err(BuildError::UnknownTool {
+                    setting: "remove",
+                    name,
+                });
+            }
+        }
+        add(
+            &mut tools,
+            pending,
+            &mut shown_to,
+            &making,
+            &self.inner.shared.state,
+        )?;
+        for (name, predicate) in shown_to {
+            match tools.get_mut(name.as_str()) {
+                Some(slot) => slot.shown_to = Some(predicate),
+                None => {
+                    return Err(BuildError::UnknownTool {
+                        setting: "visible_when",
+                        name,
+                    })
+                }
+            }
+        }
+        let table = Table::new(tools);
+        *self
+            .inner
+            .shared
+            .finders
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = Arc::new(pipeline::finders(&table.specs));
+        let index = self.inner.tables.push(table);
+        self.inner.current.store(index, Ordering::Release);
+        let version = index as u64;
+        self.inner.changed.send_replace(version);
+        drop(making);
+        Ok(version)
+    }
+
+    /// The version of the tool set: 0 when built, one more after each
+    /// [`change`](Registry::change).
+    pub fn version(&self) -> u64 {
+        self.inner.current.load(Ordering::Acquire) as u64
+    }
+
+    /// A receiver that sees the version change after each [`change`](Registry::change) (a
+    /// `tokio::sync::watch` channel: `changed().await`, then list the tools again).
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.inner.changed.subscribe()
+    }
+}
+
+/// The maker of a `#[tool]`.
+fn pending_tool<T: Tool>(tool: T) -> Pending {
+    Box::new(move |name, settings, breaker, origin| {
+        let mut spec = ToolSpec::of::<T>(settings.default_timeout);
+        spec.name = name;
+        let guard = Guard::new(
+            Arc::clone(&spec.name),
+            spec.timeout,
+            spec.retries(),
+            spec.idempotent() || spec.takes_idempotency_key(),
+            settings,
+            breaker,
+            origin,
+        );
+        pipeline::entry(tool, spec, guard)
+    })
+}
+
+/// The maker of a tool defined at run time.
+fn pending_dynamic(tool: crate::dynamic::DynamicTool) -> Pending {
+    Box::new(move |name, settings, breaker, origin| {
+        let mut spec = tool.spec(settings.default_timeout);
+        spec.name = name;
+        let guard = Guard::new(
+            Arc::clone(&spec.name),
+            spec.timeout,
+            spec.retries(),
+            spec.idempotent() || spec.takes_idempotency_key(),
+            settings,
+            breaker,
+            origin,
+        );
+        let (body, shape) = tool.into_parts();
+        pipeline::entry_with(body, spec, shape, guard)
+    })
 }
 
 /// Why a registry could not be built.

@@ -144,16 +144,67 @@ pub(crate) struct Listed {
     pub(crate) tool: rmcp::model::Tool,
 }
 
+/// The tools as `tools/list` shows them, for one version of the registry's tool set.
+pub(crate) struct ListedTools {
+    pub(crate) version: u64,
+    pub(crate) tools: Vec<Listed>,
+}
+
+/// The MCP definition of every tool of the registry's current tool set. At start an export
+/// error stops the server; after a change (the registry serving already) a tool that cannot be
+/// exported is left out of the list and logged, and the rest are listed.
+fn list(registry: &Registry, export: &Export, strict: bool) -> Result<ListedTools, ServeError> {
+    let version = registry.version();
+    let mut tools = Vec::with_capacity(registry.specs().len());
+    for spec in registry.specs() {
+        let listed = export
+            .tool(spec)
+            .map_err(ServeError::Export)
+            .and_then(|definition| {
+                serde_json::from_value(definition)
+                    .map_err(|e| ServeError::Protocol(format!("tool '{}': {e}", spec.name())))
+            });
+        match listed {
+            Ok(tool) => tools.push(Listed {
+                name: spec.name().to_owned(),
+                tool,
+            }),
+            Err(e) if strict => return Err(e),
+            Err(e) => {
+                tracing::warn!(target: "toolwright::mcp", tool = spec.name(), error = %e, "a tool added to the registry cannot be listed over MCP; it is left out")
+            }
+        }
+    }
+    Ok(ListedTools { version, tools })
+}
+
 /// What every session of one server shares.
 pub(crate) struct Shared {
     pub(crate) registry: Registry,
-    pub(crate) tools: Vec<Listed>,
+    export: Export,
+    listed: std::sync::Mutex<Arc<ListedTools>>,
     pub(crate) implementation: Implementation,
     pub(crate) instructions: Option<String>,
     pub(crate) max_argument_bytes: usize,
     pub(crate) session_factory: Option<Arc<SessionFactory>>,
     pub(crate) fallback_approver: Option<Arc<dyn Approver>>,
     pub(crate) approval_timeout: Duration,
+}
+
+impl Shared {
+    /// The tools of the registry's current tool set, listed again after a change.
+    pub(crate) fn tools(&self) -> Arc<ListedTools> {
+        let mut listed = self
+            .listed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if listed.version != self.registry.version() {
+            if let Ok(fresh) = list(&self.registry, &self.export, false) {
+                *listed = Arc::new(fresh);
+            }
+        }
+        Arc::clone(&listed)
+    }
 }
 
 impl McpServer {
@@ -282,19 +333,11 @@ impl McpServer {
     }
 
     fn shared(&self) -> Result<Arc<Shared>, ServeError> {
-        let mut tools = Vec::with_capacity(self.registry.specs().len());
-        for spec in self.registry.specs() {
-            let definition = self.export.tool(spec).map_err(ServeError::Export)?;
-            let tool = serde_json::from_value(definition)
-                .map_err(|e| ServeError::Protocol(format!("tool '{}': {e}", spec.name())))?;
-            tools.push(Listed {
-                name: spec.name().to_owned(),
-                tool,
-            });
-        }
+        let listed = list(&self.registry, &self.export, true)?;
         Ok(Arc::new(Shared {
             registry: self.registry.clone(),
-            tools,
+            export: self.export.clone(),
+            listed: std::sync::Mutex::new(Arc::new(listed)),
             implementation: self.implementation.clone(),
             instructions: self.instructions.clone(),
             max_argument_bytes: self.max_argument_bytes,
