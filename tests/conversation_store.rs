@@ -1302,3 +1302,43 @@ mod soak {
         drop(server);
     }
 }
+
+/// A tool defined at run time with a grounded argument checks it against the store too: an id
+/// a `#[tool]` grounded on one replica is accepted by the runtime tool on the other.
+#[tokio::test]
+async fn a_runtime_tools_grounded_argument_is_checked_against_the_store() {
+    let ledger = Ledger::default();
+    let store: Arc<dyn ConversationStore> = Arc::new(MemoryConversationStore::new());
+    let track = || {
+        toolwright::dynamic::DynamicTool::builder("track_order")
+            .description("Where an order is.")
+            .input_schema(serde_json::json!({
+                "type": "object",
+                "properties": {"order_id": {"type": "string", "x-grounded": "order"}},
+                "required": ["order_id"],
+                "additionalProperties": false
+            }))
+            .handler(|_, _| async { Ok(serde_json::json!("in transit")) })
+            .build()
+            .unwrap()
+    };
+    let with_track = |ledger: &Ledger| {
+        Registry::builder()
+            .tool(FindOrders)
+            .dynamic_tool(track())
+            .state(ledger.clone())
+            .build()
+            .unwrap()
+    };
+    let (a, b) = (with_track(&ledger), with_track(&ledger));
+    let on_a = Session::new("conv-d").with_store(Arc::clone(&store));
+    let on_b = restored(&on_a, Arc::clone(&store));
+    let track_call = |id: &str, order: &str| {
+        ToolCall::new(id, "track_order", format!(r#"{{"order_id":"{order}"}}"#))
+    };
+    let refused = b.call_in(&on_b, track_call("t1", "O-ann")).await;
+    assert_eq!(refused.error_kind(), Some(ErrorKind::UngroundedIdentifier));
+    assert!(a.call_in(&on_a, find("f1", "ann")).await.is_ok());
+    let tracked = b.call_in(&on_b, track_call("t2", "O-ann")).await;
+    assert!(tracked.is_ok(), "{}", tracked.to_model_json());
+}
