@@ -348,7 +348,12 @@ impl Registry {
     /// model's next proposal of the original call runs the edited one instead, once.
     ///
     /// `Err(DecideError::Invalid)` carries the failure with every violation and its path, for
-    /// the review page to show next to the field; nothing is decided then.
+    /// the review page to show next to the field; nothing is decided then. A ticket does not
+    /// hold the session's scopes: they are not checked here, and an `authorize` rule sees the
+    /// ticket's principal without them; all of it is checked again when the edited call runs.
+    /// The edited text is kept in the store as given, since it is
+    /// what runs; reviewers see it redacted
+    /// ([`Ticket::edited_arguments`](crate::conversation::Ticket::edited_arguments)).
     ///
     /// ```no_run
     /// # use toolwright_core::{Registry, guard::approval::Approvals};
