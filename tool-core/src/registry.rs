@@ -34,7 +34,7 @@ use crate::execute::{
 };
 use crate::guard;
 use crate::idempotency::{IdempotencyStore, KeyMode, MemoryStore};
-use crate::observe::{ArgumentLog, Quarantine, QuarantinePolicy, Stats};
+use crate::observe::{self, ArgumentLog, Quarantine, QuarantinePolicy, Stats};
 use crate::outcome::{ErrorKind, Failure, Outcome};
 use crate::pipeline::{self, Call, DynTool, Shared};
 use crate::tool::{Tool, ToolSpec};
@@ -233,9 +233,16 @@ impl Registry {
         } else {
             visible.map(|s| s.name().to_owned()).collect()
         });
+        // A name longer than any tool's may be anything the model sent: the span keeps 64 chars.
+        let cut = name.char_indices().nth(64).map_or(name.len(), |(i, _)| i);
+        let span = observe::span::call(&name[..cut], &call_id, session);
+        let _entered = span.enter();
         let outcome = Outcome::failed(call_id, Arc::from(name), failure);
         // No tool, so no field is known: the arguments are never logged.
-        pipeline::finalize(None, outcome, arguments, None, session, &self.inner.shared)
+        let outcome =
+            pipeline::finalize(None, outcome, arguments, None, session, &self.inner.shared);
+        observe::span::record(&span, &outcome);
+        outcome
     }
 }
 
