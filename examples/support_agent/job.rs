@@ -553,6 +553,18 @@ impl Out {
     }
 }
 
+/// The support agent's conversation: it may refund, and a policy (or a person) approves.
+pub fn support_session() -> (Session, Arc<RefundPolicy>) {
+    let approvals = Arc::new(RefundPolicy {
+        queue: ApprovalQueue::new(),
+    });
+    let session = Session::new("conv-7")
+        .with_principal("agent:support")
+        .with_scopes(["refunds:write"])
+        .with_approver(Arc::clone(&approvals));
+    (session, approvals)
+}
+
 /// What a run of the job came to.
 pub struct Report {
     pub runs: Vec<Run>,
@@ -566,13 +578,7 @@ pub async fn run(seed: u64, out: Out) -> Result<Report, Box<dyn std::error::Erro
     let service = Service::start(seed).await?;
     let registry = registry(&service.base, seed)?;
     header(&registry, &service, seed, &out);
-    let approvals = Arc::new(RefundPolicy {
-        queue: ApprovalQueue::new(),
-    });
-    let session = Session::new("conv-7")
-        .with_principal("agent:support")
-        .with_scopes(["refunds:write"])
-        .with_approver(Arc::clone(&approvals));
+    let (session, approvals) = support_session();
     let guest = Session::new("conv-8").with_principal("agent:guest");
     // The order the guest has open on screen: an id the application grounds itself.
     guest.ground("order", "A1001");

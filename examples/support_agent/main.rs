@@ -34,10 +34,7 @@
 #[allow(dead_code)]
 mod job;
 
-use std::sync::Arc;
-
 use job::{Out, RefundPolicy, Service};
-use toolwright::approval::ApprovalQueue;
 use toolwright::prelude::*;
 
 #[tokio::main]
@@ -61,13 +58,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     if let Some(model) = flag("--model") {
         let service = Service::start(seed).await?;
         let registry = job::registry(&service.base, seed)?;
-        let approvals = Arc::new(RefundPolicy {
-            queue: ApprovalQueue::new(),
-        });
-        let session = Session::new("conv-7")
-            .with_principal("agent:support")
-            .with_scopes(["refunds:write"])
-            .with_approver(Arc::clone(&approvals));
+        let (session, approvals) = job::support_session();
         return live::run(&model, flag("--base-url"), registry, &session, &approvals).await;
     }
     let report = job::run(seed, Out::new(true)).await?;
