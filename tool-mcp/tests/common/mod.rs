@@ -103,11 +103,11 @@ async fn slow_report(counters: State<Counters>, steps: u32) -> Result<String, To
 
 /// Echo a text back (for size and load tests).
 #[tool(timeout_ms = 5000, read_only)]
-async fn echo(text: String) -> Result<usize, ToolError> {
+pub async fn echo(text: String) -> Result<usize, ToolError> {
     Ok(text.len())
 }
 
-pub fn registry(counters: Counters) -> Registry {
+pub fn builder(counters: Counters) -> toolwright::RegistryBuilder {
     Registry::builder()
         .tool(SearchOrders)
         .tool(GetOrder)
@@ -115,8 +115,10 @@ pub fn registry(counters: Counters) -> Registry {
         .tool(SlowReport)
         .tool(Echo)
         .state(counters)
-        .build()
-        .expect("the test registry builds")
+}
+
+pub fn registry(counters: Counters) -> Registry {
+    builder(counters).build().expect("the test registry builds")
 }
 
 /// A client that answers every elicitation with `action` and records the messages.
@@ -124,6 +126,8 @@ pub fn registry(counters: Counters) -> Registry {
 pub struct Elicitor {
     pub action: Option<ElicitationAction>,
     pub asked: Arc<Mutex<Vec<String>>>,
+    /// Each `notifications/tools/list_changed` received.
+    pub list_changed: Arc<tokio::sync::Notify>,
 }
 
 impl Elicitor {
@@ -132,6 +136,7 @@ impl Elicitor {
         Elicitor {
             action: Some(action),
             asked: Arc::default(),
+            list_changed: Arc::default(),
         }
     }
 
@@ -140,6 +145,7 @@ impl Elicitor {
         Elicitor {
             action: None,
             asked: Arc::default(),
+            list_changed: Arc::default(),
         }
     }
 
@@ -156,6 +162,10 @@ impl ClientHandler for Elicitor {
             ClientCapabilities::default()
         };
         ClientConfig::new(capabilities, Implementation::new("toolwright-test", "0"))
+    }
+
+    async fn on_tool_list_changed(&self, _context: rmcp::service::NotificationContext<RoleClient>) {
+        self.list_changed.notify_one();
     }
 
     async fn create_elicitation(
