@@ -228,7 +228,7 @@ impl Registry {
     /// Every tool's stats so far (sorted by name): calls by status and `error_type`, retries,
     /// repairs, the recovery-required rate, fallbacks, replays, the breaker, latency
     /// percentiles. Serializable; its `Display` is a compact table. See
-    /// [`observe::Stats`](crate::observe::Stats).
+    /// [`observe::Stats`].
     ///
     /// ```
     /// # use toolwright_core::{Registry, ToolCall};
@@ -640,7 +640,7 @@ impl RegistryBuilder {
 
     /// Whether the `tracing` events of failed calls carry their arguments (default: never);
     /// [`ArgumentLog::Redacted`] shows them with every `#[arg(sensitive)]` field replaced. The
-    /// events are described in the [`observe`](crate::observe) module.
+    /// events are described in the [`observe`] module.
     pub fn log_arguments(mut self, mode: ArgumentLog) -> Self {
         self.argument_log = mode;
         self
