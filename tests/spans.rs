@@ -334,3 +334,43 @@ async fn failures_set_error_type_and_breaker_transitions_and_repairs_are_events_
     assert!(!everything.contains("SECRET"), "{everything}");
     assert!(!everything.contains(NOTE), "{everything}");
 }
+
+#[tokio::test]
+async fn in_the_agent_loop_each_call_is_a_child_of_the_run_beside_the_model_turns() {
+    use toolwright::agent::{Agent, Message, ScriptedModel, Turn};
+    exporter();
+    let model = ScriptedModel::new([
+        Turn::calls([ToolCall::new(
+            "span5-call",
+            "lookup",
+            format!(r#"{{"card":"{CARD}","note":"{NOTE}","count":1}}"#),
+        )]),
+        Turn::text("Found it."),
+    ]);
+    let agent = Agent::builder(model, registry())
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let session = Session::new("conv-span-5");
+    let run = agent.run(&session, vec![Message::user("find me")]).await;
+    assert_eq!(run.outcomes().count(), 1);
+
+    let spans = spans_of("span5-");
+    let call = call_span(&spans, "span5-call");
+    let agent_span = spans
+        .iter()
+        .find(|s| s.name == "invoke_agent")
+        .unwrap_or_else(|| panic!("no invoke_agent span in {spans:#?}"));
+    assert_eq!(call.parent_span_id, agent_span.span_context.span_id());
+    assert_eq!(
+        attr(agent_span, "gen_ai.conversation.id").as_deref(),
+        Some("conv-span-5")
+    );
+    let chats: Vec<_> = spans.iter().filter(|s| s.name == "chat").collect();
+    assert_eq!(chats.len(), 2, "one per model turn");
+    for chat in chats {
+        assert_eq!(chat.parent_span_id, agent_span.span_context.span_id());
+        assert_eq!(attr(chat, "gen_ai.operation.name").as_deref(), Some("chat"));
+    }
+    let everything = format!("{spans:?}");
+    assert!(!everything.contains(CARD) && !everything.contains(NOTE));
+}
