@@ -67,7 +67,7 @@ pub struct Schedule {
     pub order_500: u32,
     /// `GET /orders/{id}`: 200 with a body cut off mid-JSON.
     pub order_malformed: u32,
-    /// `GET /stock/{item}`: no answer for 3 s, far past the tool's 400 ms timeout.
+    /// `GET /stock/{item}`: no answer for 4 s, far past the tool's 1 s timeout.
     pub stock_hang: u32,
 }
 
@@ -239,7 +239,7 @@ async fn order(Shared(b): Shared<Arc<Backend>>, Path(id): Path<String>) -> Respo
 
 async fn stock(Shared(b): Shared<Arc<Backend>>, Path(item): Path<String>) -> Response {
     if b.arrived("GET /stock/{item}") == b.schedule.stock_hang {
-        tokio::time::sleep(Duration::from_secs(3)).await;
+        tokio::time::sleep(Duration::from_secs(4)).await;
     }
     let units = if item.contains("desk") { 2 } else { 40 };
     Json(Stock { item, units }).into_response()
@@ -434,7 +434,7 @@ async fn estimate_delivery(
 }
 
 /// Check how many units of an item the warehouse has.
-#[tool(timeout_ms = 400, read_only)]
+#[tool(timeout_ms = 1000, read_only)]
 async fn check_stock(
     api: State<Api>,
     /// The item, as named in the order.
@@ -639,7 +639,7 @@ fn header(registry: &Registry, service: &Service, seed: u64, out: &Out) {
     out.line(format!(
         "\norder-and-payment service on loopback, fault schedule of seed {seed}:\n  \
          GET /orders #{}: 429 Retry-After 1 s; GET /orders/{{id}} #{}: 500, #{}: malformed 200 body; \
-         GET /stock/{{item}} #{}: hangs 3 s;\n  GET /parcels/{{id}}: always 500; POST /refunds: \
+         GET /stock/{{item}} #{}: hangs 4 s;\n  GET /parcels/{{id}}: always 500; POST /refunds: \
          the first commits and answers 1.5 s late",
         s.search_429, s.order_500, s.order_malformed, s.stock_hang
     ));
