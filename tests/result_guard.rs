@@ -123,3 +123,55 @@ async fn a_guard_can_refuse_a_result_with_its_own_kind() {
         .await;
     assert_eq!(signed_in.status(), Status::Success);
 }
+
+// ---------------------------------------------------------------------------------------------
+// The call guard: after validation, before anything runs
+
+#[tokio::test]
+async fn a_call_guard_refuses_valid_calls_before_the_tool_runs_and_sees_only_valid_ones() {
+    let runs = Arc::new(AtomicU32::new(0));
+    let seen = Arc::new(AtomicU32::new(0));
+    let counter = Arc::clone(&seen);
+    let registry = Registry::builder()
+        .tool(Charge)
+        .state(Arc::clone(&runs))
+        .call_guard(move |call: &toolwright::guard::policy::CallCheck<'_>| {
+            counter.fetch_add(1, Ordering::SeqCst);
+            let amount: Value = serde_json::from_str(call.arguments()).unwrap();
+            if amount["amount"].as_u64() > Some(100) && call.session().principal().is_none() {
+                return Err(ToolError::unauthorized(
+                    "charges over 100 need a signed-in user; tell the user",
+                ));
+            }
+            Ok(())
+        })
+        .build()
+        .unwrap();
+    let invalid = registry
+        .call(ToolCall::new("k0", "charge", r#"{"amount":"lots"}"#))
+        .await;
+    assert_eq!(invalid.error_kind(), Some(ErrorKind::SchemaMismatch));
+    assert_eq!(
+        seen.load(Ordering::SeqCst),
+        0,
+        "the guard sees valid calls only"
+    );
+    let refused = registry
+        .call_in(
+            &Session::new("c1"),
+            ToolCall::new("k1", "charge", r#"{"amount":500}"#),
+        )
+        .await;
+    assert_eq!(refused.error_kind(), Some(ErrorKind::Unauthorized));
+    assert!(refused.to_model_string().contains("signed-in user"));
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+    let allowed = registry
+        .call_in(
+            &Session::new("c1"),
+            ToolCall::new("k2", "charge", r#"{"amount":5}"#),
+        )
+        .await;
+    assert_eq!(allowed.status(), Status::Success);
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    assert_eq!(seen.load(Ordering::SeqCst), 2);
+}

@@ -63,6 +63,8 @@ pub(crate) struct Shared {
     pub(crate) unknown_calls: std::sync::atomic::AtomicU64,
     /// The cap on a result's JSON text, in bytes.
     pub(crate) max_result_bytes: Option<usize>,
+    /// The application's check of every validated call.
+    pub(crate) call_guard: Option<Arc<dyn crate::guard::policy::CallGuard>>,
     /// The application's check of every result.
     pub(crate) result_guard: Option<Arc<dyn crate::guard::output::ResultGuard>>,
 }
@@ -294,6 +296,11 @@ impl<T: Body> Entry<T> {
                 },
             };
             let repaired = !repaired_by.is_empty();
+            if let Some(guard) = shared.call_guard.as_deref() {
+                if let Err(failure) = policy(guard, spec, session, &call) {
+                    return rejected((spec, stats), call, *failure, session, shared);
+                }
+            }
             // The stages before the attempt that wait on something else (the idempotency store,
             // a reviewer) run in one boxed future of their own, entered only by calls that need
             // one, so the call's future holds none of their state.
@@ -829,6 +836,23 @@ fn rejected(
         session,
         shared,
     )
+}
+
+/// The application's [`CallGuard`](crate::guard::policy::CallGuard) on a validated call.
+#[cold]
+fn policy(
+    guard: &dyn crate::guard::policy::CallGuard,
+    spec: &ToolSpec,
+    session: &Session,
+    call: &Call,
+) -> Result<(), Box<Failure>> {
+    let check = crate::guard::policy::CallCheck {
+        tool: spec,
+        session,
+        call_id: &call.id,
+        arguments: &call.arguments,
+    };
+    guard.check(&check).map_err(|e| Box::new(e.into_failure()))
 }
 
 /// A call the idempotency store answered: a replay, or a refusal (`duplicate_in_flight`,

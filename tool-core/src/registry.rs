@@ -37,6 +37,7 @@ use crate::execute::{
 };
 use crate::guard;
 use crate::guard::output::ResultGuard;
+use crate::guard::policy::CallGuard;
 use crate::idempotency::{IdempotencyStore, KeyMode, MemoryStore};
 use crate::observe::{ArgumentLog, Quarantine, QuarantinePolicy, Stats};
 use crate::outcome::{ErrorKind, Failure, Outcome};
@@ -379,6 +380,7 @@ pub struct RegistryBuilder {
     quarantine: QuarantinePolicy,
     max_result_bytes: Option<usize>,
     result_guard: Option<Arc<dyn ResultGuard>>,
+    call_guard: Option<Arc<dyn CallGuard>>,
 }
 
 impl Default for RegistryBuilder {
@@ -411,6 +413,7 @@ impl Default for RegistryBuilder {
             quarantine: QuarantinePolicy::new(),
             max_result_bytes: None,
             result_guard: None,
+            call_guard: None,
         }
     }
 }
@@ -750,6 +753,14 @@ impl RegistryBuilder {
         self
     }
 
+    /// Checks every call once its arguments are valid, before approval, the idempotency store
+    /// and the tool: a registry-wide policy that refuses with a kind of its own. See
+    /// [`guard::policy`].
+    pub fn call_guard(mut self, guard: impl CallGuard) -> Self {
+        self.call_guard = Some(Arc::new(guard));
+        self
+    }
+
     /// Builds the registry; fails on duplicate names and on missing shared state.
     pub fn build(self) -> Result<Registry, BuildError> {
         let mut tools = ToolMap::with_capacity_and_hasher(self.pending.len(), Default::default());
@@ -800,6 +811,7 @@ impl RegistryBuilder {
             unknown_calls: std::sync::atomic::AtomicU64::new(0),
             max_result_bytes: self.max_result_bytes,
             result_guard: self.result_guard,
+            call_guard: self.call_guard,
         };
         let tables = boxcar::Vec::new();
         let first = tables.push(table);

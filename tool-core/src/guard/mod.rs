@@ -5,6 +5,7 @@
 //! |---|---|---|
 //! | scopes, then the tool's `authorize` rule | this module | `unauthorized` |
 //! | provenance of identifier arguments | [`provenance`] | `ungrounded_identifier` |
+//! | the application's [`CallGuard`](policy::CallGuard) | [`policy`] | the guard's kind |
 //! | a person's approval | [`approval`] | `pending`, `approval_denied` |
 //! | the result's size, the application's [`ResultGuard`](output::ResultGuard) (after the tool ran) | [`output`] | `invalid_result`, or the guard's kind |
 //!
@@ -13,6 +14,7 @@
 
 pub mod approval;
 pub mod output;
+pub mod policy;
 pub mod provenance;
 
 use crate::call::Session;
