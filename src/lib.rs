@@ -299,7 +299,7 @@ pub use toolwright_macros::{data, tool, toolset};
 // One module per stage of a call, as the runtime lays them out.
 pub use toolwright_core::{
     call, conversation, dynamic, error, execute, guard, idempotency, interpret, observe, outcome,
-    providers, registry, replay, tool, validate,
+    progress, providers, registry, replay, tool, validate,
 };
 
 /// A tool defined at run time: name, description, JSON Schema, async handler

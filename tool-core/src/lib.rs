@@ -18,6 +18,7 @@
 //! | [`interpret`] | interpretation | result shape, empty vs success |
 //! | `pipeline` | all | the stages in order, and the finalizer every call ends with |
 //! | [`registry`] | all | [`Registry`], its builder, auto-collection |
+//! | [`progress`] | execution | a tool's progress reports, rate-limited, to the sink its caller attached |
 //! | [`observe`] | all | the `tracing` events, redaction of arguments |
 //! | [`providers`] | proposal, return | export to OpenAI, Anthropic, Gemini and MCP; parse their calls; format outcomes back |
 //! | [`replay`] | all | record calls, replay them against a changed registry |
@@ -36,6 +37,7 @@ pub mod interpret;
 pub mod observe;
 pub mod outcome;
 mod pipeline;
+pub mod progress;
 pub mod providers;
 pub mod registry;
 pub mod replay;

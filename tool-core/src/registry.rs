@@ -195,10 +195,12 @@ impl Registry {
         session: &'a Session,
         call: ToolCall,
     ) -> impl Future<Output = Outcome> + Send + 'a {
-        let (id, name, arguments) = call.into_parts();
+        let (id, name, arguments, progress) = call.into_parts();
         let shared = &self.inner.shared;
         match self.inner.tools.get(name.as_str()) {
-            Some(tool) => Either::Left(tool.dispatch(Call::new(id, arguments), session, shared)),
+            Some(tool) => {
+                Either::Left(tool.dispatch(Call::new(id, arguments, progress), session, shared))
+            }
             None => Either::Right(std::future::ready(
                 self.unknown_tool(id, name, arguments, session),
             )),

@@ -167,6 +167,11 @@ impl ServerHandler for Handler {
             ));
         }
         let call = ToolCall::new(request_id(&context), name, arguments);
+        let progress_token = request
+            .meta
+            .as_ref()
+            .and_then(|meta| meta.get_progress_token())
+            .or_else(|| context.meta.get_progress_token());
         let disconnected = context
             .extensions
             .get::<http::request::Parts>()
@@ -179,7 +184,13 @@ impl ServerHandler for Handler {
             biased;
             () = context.ct.cancelled() => Err(cancelled()),
             () = disconnected.cancelled() => Err(cancelled()),
-            outcome = self.shared.registry.call_in(session, call) => {
+            outcome = crate::progress::call_reporting(
+                &self.shared.registry,
+                session,
+                call,
+                progress_token,
+                &context.peer,
+            ) => {
                 Ok(call_tool_result(&outcome).into())
             }
         }
