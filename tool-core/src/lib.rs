@@ -10,6 +10,7 @@
 //! | [`error`] | all | [`ToolError`]: how a tool body says what went wrong |
 //! | [`tool`] | all | the [`Tool`] trait, [`ToolSpec`], [`ToolMeta`], [`Effect`], field metadata |
 //! | [`call`] | proposal | [`ToolCall`], [`Session`], what a tool body sees ([`Invocation`], [`ToolContext`], [`State`]) |
+//! | [`content`] | return | [`Content`]: results of text, images, audio and resource links |
 //! | [`conversation`] | all | what a conversation remembers: grounded ids, recovery counts, the recovery budget |
 //! | [`validate`] | validation | shape errors with paths, field rules, the repair pass |
 //! | [`guard`] | validation | scopes and authorization, provenance of ids, approval |
@@ -27,6 +28,7 @@
 #![forbid(unsafe_code)]
 
 pub mod call;
+pub mod content;
 pub mod conversation;
 pub mod dynamic;
 pub mod error;
@@ -47,6 +49,7 @@ pub mod tool;
 pub mod validate;
 
 pub use call::{Invocation, Session, State, ToolCall, ToolContext};
+pub use content::Content;
 pub use error::ToolError;
 pub use idempotency::{IdempotencyKey, IdempotencyStore, KeyMode, MemoryStore};
 pub use observe::ArgumentLog;

@@ -30,7 +30,7 @@ use crate::guard::provenance::{self, Finders};
 use crate::idempotency::{self, Fingerprint, IdempotencyKey, IdempotencyStore, KeyMode, Lease};
 use crate::interpret;
 use crate::observe::{self, ArgumentLog, Quarantine, ToolStats};
-use crate::outcome::{ErrorKind, Failure, Fix, Fixes, Outcome, Status};
+use crate::outcome::{ErrorKind, Failure, Fix, Fixes, Marks, Outcome, Status};
 use crate::progress::ProgressHandle;
 use crate::tool::{Effect, StateRequirement, Tool, ToolSpec};
 use crate::validate::repair::{self, DeterministicRepair, RepairRequest, Repairer};
@@ -875,6 +875,9 @@ fn conclude(
     outcome.elapsed = finished.saturating_duration_since(arrived);
     if outcome.failure.is_none() {
         outcome.degraded = degraded;
+        if spec.returns_content && degraded.is_none() {
+            outcome.marks.set(Marks::CONTENT);
+        }
     }
     outcome
 }
