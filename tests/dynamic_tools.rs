@@ -493,3 +493,185 @@ mod readme {
         demo().await.unwrap();
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Provenance, sensitive arguments and fallbacks, as a `#[tool]` declares them
+
+/// List a customer's tickets.
+#[tool(read_only, grounds(ticket = "id"))]
+async fn list_tickets(customer: String) -> Result<Vec<Value>, ToolError> {
+    Ok(vec![
+        json!({"id": format!("T-{customer}"), "title": "late"}),
+    ])
+}
+
+/// Close a ticket, with the card that pays the fee.
+#[tool(idempotent = true)]
+async fn close_ticket(
+    #[arg(grounded = "ticket")] ticket_id: String,
+    #[arg(sensitive, pattern = "^[0-9]{16}$")] card: String,
+) -> Result<String, ToolError> {
+    let _ = card;
+    Ok(format!("closed {ticket_id}"))
+}
+
+/// The compiled pair and its runtime twin, the runtime one marked by builder (`list_tickets`'
+/// grounds, `card` sensitive) and by schema annotation (`ticket_id` grounded).
+fn ticket_registries() -> (Registry, Registry) {
+    let compiled = Registry::builder()
+        .tool(ListTickets)
+        .tool(CloseTicket)
+        .build()
+        .unwrap();
+    let list_schema = compiled
+        .spec("list_tickets")
+        .unwrap()
+        .input_schema()
+        .clone();
+    let mut close_schema = compiled
+        .spec("close_ticket")
+        .unwrap()
+        .input_schema()
+        .clone();
+    // The runtime tool is given the schema without the compiled tool's grounded note; the
+    // annotation puts it back.
+    close_schema["properties"]["ticket_id"] = json!({"type": "string", "x-grounded": "ticket"});
+    let list = DynamicTool::builder("list_tickets")
+        .description("List a customer's tickets.")
+        .input_schema(list_schema)
+        .effect(Effect::ReadOnly)
+        .grounds("ticket", "id")
+        .handler(|args, _ctx| async move {
+            let customer = args["customer"].as_str().unwrap_or_default().to_owned();
+            Ok(json!([{"id": format!("T-{customer}"), "title": "late"}]))
+        })
+        .build()
+        .unwrap();
+    let close = DynamicTool::builder("close_ticket")
+        .description("Close a ticket, with the card that pays the fee.")
+        .input_schema(close_schema)
+        .effect(Effect::Idempotent)
+        .sensitive("card")
+        .handler(|args, _ctx| async move {
+            Ok(json!(format!(
+                "closed {}",
+                args["ticket_id"].as_str().unwrap_or_default()
+            )))
+        })
+        .build()
+        .unwrap();
+    let runtime = Registry::builder()
+        .dynamic_tool(list)
+        .dynamic_tool(close)
+        .build()
+        .unwrap();
+    (compiled, runtime)
+}
+
+#[tokio::test]
+async fn a_runtime_twin_grounds_ids_and_hides_sensitive_values_as_the_compiled_tool_does() {
+    let (compiled, runtime) = ticket_registries();
+    assert_eq!(
+        compiled.spec("close_ticket").unwrap().input_schema(),
+        runtime.spec("close_ticket").unwrap().input_schema(),
+        "the annotation is gone and the grounded note is there"
+    );
+    for registry in [&compiled, &runtime] {
+        let session = Session::new("conv-1");
+        let close = |id: &str, card: &str| {
+            ToolCall::new(
+                id,
+                "close_ticket",
+                format!(r#"{{"ticket_id":"T-ada","card":"{card}"}}"#),
+            )
+        };
+        // Not yet returned by any tool: refused, pointing at the tool that returns tickets.
+        let ungrounded = registry
+            .call_in(&session, close("c1", "4111111111111111"))
+            .await;
+        assert_eq!(
+            ungrounded.error_kind(),
+            Some(ErrorKind::UngroundedIdentifier)
+        );
+        assert!(ungrounded.to_model_string().contains("`list_tickets`"));
+        // A sensitive value that breaks its pattern is described, never quoted.
+        let wrong_card = registry.call_in(&session, close("c2", "4111-1111")).await;
+        assert_eq!(wrong_card.error_kind(), Some(ErrorKind::SchemaMismatch));
+        assert!(
+            !wrong_card.to_model_string().contains("4111-1111"),
+            "{}",
+            wrong_card.to_model_string()
+        );
+        let listed = registry
+            .call_in(
+                &session,
+                ToolCall::new("c3", "list_tickets", r#"{"customer":"ada"}"#),
+            )
+            .await;
+        assert_eq!(listed.status(), Status::Success);
+        let closed = registry
+            .call_in(&session, close("c4", "4111111111111111"))
+            .await;
+        assert_eq!(
+            closed.status(),
+            Status::Success,
+            "{}",
+            closed.to_model_string()
+        );
+        assert_eq!(closed.to_model_json()["data"], "closed T-ada");
+    }
+}
+
+#[test]
+fn marking_an_argument_the_schema_lacks_is_a_build_error() {
+    let error = DynamicTool::builder("close_ticket")
+        .input_schema(json!({"type": "object", "properties": {"ticket_id": {"type": "string"}}}))
+        .grounded("ticket", "ticket")
+        .handler(|_args, _ctx| async { Ok(json!(null)) })
+        .build()
+        .unwrap_err();
+    assert!(
+        matches!(&error, BuildError::InvalidSchema { path, .. } if path == "/properties/ticket"),
+        "{error:?}"
+    );
+    let error = DynamicTool::builder("close_ticket")
+        .input_schema(json!({"type": "object", "properties": {"card": {"type": "string", "x-sensitive": "yes"}}}))
+        .handler(|_args, _ctx| async { Ok(json!(null)) })
+        .build()
+        .unwrap_err();
+    assert!(
+        matches!(&error, BuildError::InvalidSchema { path, .. } if path == "/properties/card/x-sensitive"),
+        "{error:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_runtime_tool_s_fallback_answers_when_its_attempts_time_out() {
+    let tool = DynamicTool::builder("stock")
+        .description("Units in stock.")
+        .input_schema(json!({"type": "object", "properties": {"sku": {"type": "string"}}}))
+        .effect(Effect::ReadOnly)
+        .timeout(Duration::from_millis(100))
+        .retries(0)
+        .handler(|_args, _ctx| async {
+            tokio::time::sleep(Duration::from_secs(60)).await;
+            Ok(json!(0))
+        })
+        .fallback(|args, _ctx| async move {
+            Ok(json!({"sku": args["sku"], "units": 7, "cached": true}))
+        })
+        .build()
+        .unwrap();
+    let registry = Registry::builder().dynamic_tool(tool).build().unwrap();
+    let outcome = registry
+        .call(ToolCall::new("c1", "stock", r#"{"sku":"S1"}"#))
+        .await;
+    assert!(outcome.is_ok(), "{}", outcome.to_model_string());
+    let envelope = outcome.to_model_json();
+    assert_eq!(envelope["data"]["units"], 7, "{envelope}");
+    assert!(
+        outcome.to_model_string().contains("fallback"),
+        "{}",
+        outcome.to_model_string()
+    );
+}

@@ -1,6 +1,7 @@
 //! The loop: ask the model, run the calls it makes through the registry, send back the outcomes,
 //! until it answers without calls or a limit ends the run.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -38,6 +39,8 @@ struct Inner {
     model: Arc<dyn ChatModel>,
     registry: Registry,
     tools: Value,
+    /// The registry's [`version`](Registry::version) `tools` was exported at.
+    tools_version: u64,
     system: String,
     max_steps: usize,
     deadline: Duration,
@@ -119,9 +122,30 @@ impl Agent {
         &self.inner.system
     }
 
-    /// The tools as the model receives them (the provider's `tools` field).
+    /// The tools as the model receives them (the provider's `tools` field), all of them, as
+    /// they were when the agent was built. A run sends the model only those its session is
+    /// shown, as they are at each step ([`Agent::tools_for`]).
     pub fn tools(&self) -> &Value {
         &self.inner.tools
+    }
+
+    /// The tools a run in `session` sends the model: those the session is shown
+    /// ([`Registry::specs_for`]: it holds their scopes and no predicate hides them), asked again
+    /// at every step, since a predicate may depend on where the conversation is and the
+    /// registry's tools may change while it serves ([`Registry::change`]).
+    pub fn tools_for(&self, session: &Session) -> Cow<'_, Value> {
+        let registry = &self.inner.registry;
+        if registry.version() == self.inner.tools_version
+            && registry.specs_for(session).count() == registry.specs().len()
+        {
+            return Cow::Borrowed(&self.inner.tools);
+        }
+        // Every tool exported when the agent was built, so a subset exports too; a tool added
+        // since (`Registry::change`) was checked by its own builder.
+        match registry.export_for(session, self.inner.model.export()) {
+            Ok(tools) => Cow::Owned(tools),
+            Err(_) => Cow::Borrowed(&self.inner.tools),
+        }
     }
 
     /// The registry the calls run in.
@@ -170,8 +194,12 @@ impl Agent {
                 return run;
             }
             let started = Instant::now();
-            let asked =
-                tokio::time::timeout_at(deadline, self.ask_model(&run.transcript, deadline));
+            // Asked each step: a predicate may show a tool only at some stage of the conversation.
+            let tools = self.tools_for(session);
+            let asked = tokio::time::timeout_at(
+                deadline,
+                self.ask_model(&run.transcript, &tools, deadline),
+            );
             let (turn, attempts) = match asked.await {
                 Err(_) => {
                     run.end = End::Aborted(AbortReason::Deadline);
@@ -287,13 +315,14 @@ impl Agent {
     async fn ask_model(
         &self,
         transcript: &[Message],
+        tools: &Value,
         deadline: Instant,
     ) -> Result<(Turn, u32), ModelError> {
         let inner = &*self.inner;
         let request = ModelRequest {
             system: &inner.system,
             messages: transcript,
-            tools: &inner.tools,
+            tools,
             events: &inner.events,
         };
         inner.budget.deposit(inner.nanos());
@@ -426,6 +455,7 @@ impl AgentBuilder {
     /// The agent; fails if a tool cannot be exported for the model's provider (the error names
     /// every tool and construct).
     pub fn build(self) -> Result<Agent, ExportError> {
+        let tools_version = self.registry.version();
         let tools = self.registry.export(self.model.export())?;
         let system = match (self.system.is_empty(), self.error_contract) {
             (_, false) => self.system,
@@ -437,6 +467,7 @@ impl AgentBuilder {
                 model: self.model,
                 registry: self.registry,
                 tools,
+                tools_version,
                 system,
                 max_steps: self.max_steps,
                 deadline: self.deadline,

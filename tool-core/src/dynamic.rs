@@ -51,12 +51,14 @@ use serde_json::Value;
 
 use crate::call::{Invocation, Session, ToolContext};
 use crate::error::ToolError;
+use crate::guard::provenance::{self, Identifier};
 use crate::outcome::Failure;
 use crate::pipeline::{self, Body, BoxFuture, Shared};
 use crate::providers::{Export, Provider};
 use crate::registry::BuildError;
-use crate::tool::{Effect, StateRequirement, ToolMeta, ToolSpec};
+use crate::tool::{article, Effect, FieldMeta, Grounds, StateRequirement, ToolMeta, ToolSpec};
 use crate::validate::shape::{self, ShapeValidator};
+use crate::validate::Violations;
 
 type Handler =
     dyn Fn(Value, ToolContext) -> BoxFuture<'static, Result<Value, ToolError>> + Send + Sync;
@@ -71,6 +73,7 @@ pub struct DynamicTool {
     output_schema: Value,
     validator: jsonschema::Validator,
     handler: Arc<Handler>,
+    fallback: Option<Arc<Handler>>,
 }
 
 impl fmt::Debug for DynamicTool {
@@ -99,6 +102,10 @@ impl DynamicTool {
             requires_approval: false,
             takes_idempotency_key: false,
             providers: Provider::ALL.to_vec(),
+            fallback: None,
+            sensitive: Vec::new(),
+            grounded: Vec::new(),
+            grounds: Vec::new(),
         }
     }
 
@@ -128,6 +135,7 @@ impl DynamicTool {
         (
             DynamicBody {
                 handler: self.handler,
+                fallback: self.fallback,
             },
             ShapeValidator::compiled(self.validator),
         )
@@ -149,6 +157,12 @@ pub struct DynamicToolBuilder {
     requires_approval: bool,
     takes_idempotency_key: bool,
     providers: Vec<Provider>,
+    fallback: Option<Arc<Handler>>,
+    sensitive: Vec<String>,
+    /// (argument, kind of id)
+    grounded: Vec<(String, String)>,
+    /// (kind of id, path in the result)
+    grounds: Vec<(String, String)>,
 }
 
 impl fmt::Debug for DynamicToolBuilder {
@@ -190,6 +204,45 @@ impl DynamicToolBuilder {
         self.handler = Some(Arc::new(move |args, ctx| {
             Box::pin(handler(args, ctx)) as BoxFuture<'static, _>
         }));
+        self
+    }
+
+    /// The answer when the tool itself cannot give one (as `#[tool(fallback = ..)]`): called
+    /// with the validated arguments after the attempts failed on a transient error (timeout,
+    /// unavailable, rate limited, circuit open), for a read-only or idempotent tool. Its answer
+    /// is marked as a fallback in the envelope.
+    pub fn fallback<F, Fut>(mut self, fallback: F) -> Self
+    where
+        F: Fn(Value, ToolContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Value, ToolError>> + Send + 'static,
+    {
+        self.fallback = Some(Arc::new(move |args, ctx| {
+            Box::pin(fallback(args, ctx)) as BoxFuture<'static, _>
+        }));
+        self
+    }
+
+    /// Marks the top-level argument `field` as sensitive (as `#[arg(sensitive)]`): its value is
+    /// never logged, quoted in an error, kept in the quarantine or shown to a reviewer. The
+    /// schema annotation `"x-sensitive": true` on the property does the same.
+    pub fn sensitive(mut self, field: impl Into<String>) -> Self {
+        self.sensitive.push(field.into());
+        self
+    }
+
+    /// Requires the top-level argument `field` to be an id of `kind` that a tool returned in
+    /// this conversation (as `#[arg(grounded = "kind")]`): a string, an integer, or a list of
+    /// them. The schema annotation `"x-grounded": "kind"` on the property does the same.
+    pub fn grounded(mut self, field: impl Into<String>, kind: impl Into<String>) -> Self {
+        self.grounded.push((field.into(), kind.into()));
+        self
+    }
+
+    /// Remembers the ids of `kind` found at `path` in each successful result (as
+    /// `#[tool(grounds(kind = "path"))]`): field names joined by `.`, arrays walked at every
+    /// step, `""` for the result itself.
+    pub fn grounds(mut self, kind: impl Into<String>, path: impl Into<String>) -> Self {
+        self.grounds.push((kind.into(), path.into()));
         self
     }
 
@@ -279,6 +332,7 @@ impl DynamicToolBuilder {
         if let Err(e) = jsonschema::draft202012::meta::validate(&input_schema) {
             return Err(invalid(e.instance_path().as_str(), e.to_string()));
         }
+        let fields = fields(&mut input_schema, self.sensitive, self.grounded, &invalid)?;
         let validator = jsonschema::draft202012::new(&input_schema)
             .map_err(|e| invalid(e.instance_path().as_str(), e.to_string()))?;
         if let Err(e) = jsonschema::draft202012::meta::validate(&self.output_schema) {
@@ -296,9 +350,19 @@ impl DynamicToolBuilder {
             .map(|s| &*Box::leak(s.into_boxed_str()))
             .collect();
         let scopes: &'static [&'static str] = Box::leak(scopes.into_boxed_slice());
+        let grounds: Vec<Grounds> = self
+            .grounds
+            .into_iter()
+            .map(|(kind, path)| Grounds::new(leak(kind), leak(path)))
+            .collect();
         let mut meta = ToolMeta::new(leaked_name, description)
             .effect(self.effect)
-            .scopes(scopes);
+            .scopes(scopes)
+            .fields(Box::leak(fields.into_boxed_slice()))
+            .grounds(Box::leak(grounds.into_boxed_slice()));
+        if self.fallback.is_some() {
+            meta = meta.fallback();
+        }
         if let Some(retries) = self.retries {
             meta = meta.retries(retries);
         }
@@ -315,6 +379,7 @@ impl DynamicToolBuilder {
             output_schema: self.output_schema,
             validator,
             handler,
+            fallback: self.fallback,
         };
         let spec = tool.spec(Duration::from_secs(1));
         for provider in self.providers {
@@ -332,9 +397,104 @@ impl DynamicToolBuilder {
     }
 }
 
-/// The pipeline's half of a [`DynamicTool`]: its handler.
+/// Kept for the program's life, as the registry's specs hand names out as `&'static str`.
+fn leak(text: String) -> &'static str {
+    Box::leak(text.into_boxed_str())
+}
+
+/// The sensitive and grounded arguments, from the builder and from the `x-sensitive` /
+/// `x-grounded` annotations (removed from the schema, which providers export as written). A
+/// grounded argument's description says, as a `#[tool]`'s does, that it must be an id a tool
+/// returned. Names an argument the schema does not have as an error.
+fn fields(
+    schema: &mut Value,
+    sensitive: Vec<String>,
+    grounded: Vec<(String, String)>,
+    invalid: &dyn Fn(&str, String) -> BuildError,
+) -> Result<Vec<FieldMeta>, BuildError> {
+    let mut marks: Vec<(String, bool, Option<String>)> = Vec::new();
+    let mut mark = |name: &str, sensitive: bool, kind: Option<String>| match marks
+        .iter_mut()
+        .find(|(n, ..)| n == name)
+    {
+        Some(entry) => {
+            entry.1 |= sensitive;
+            if kind.is_some() {
+                entry.2 = kind;
+            }
+        }
+        None => marks.push((name.to_owned(), sensitive, kind)),
+    };
+    let Some(properties) = schema.get_mut("properties").and_then(Value::as_object_mut) else {
+        return Ok(Vec::new());
+    };
+    for (name, property) in properties.iter_mut() {
+        let Some(property) = property.as_object_mut() else {
+            continue;
+        };
+        let path = format!("/properties/{name}");
+        match property.remove("x-sensitive") {
+            None | Some(Value::Bool(false)) => {}
+            Some(Value::Bool(true)) => mark(name, true, None),
+            Some(other) => {
+                return Err(invalid(
+                    &format!("{path}/x-sensitive"),
+                    format!("expected true or false, got {other}"),
+                ))
+            }
+        }
+        match property.remove("x-grounded") {
+            None => {}
+            Some(Value::String(kind)) if !kind.is_empty() => mark(name, false, Some(kind)),
+            Some(other) => {
+                return Err(invalid(
+                    &format!("{path}/x-grounded"),
+                    format!("expected the kind of id as a non-empty string, got {other}"),
+                ))
+            }
+        }
+    }
+    for name in sensitive {
+        mark(&name, true, None);
+    }
+    for (name, kind) in grounded {
+        mark(&name, false, Some(kind));
+    }
+    let mut fields = Vec::with_capacity(marks.len());
+    for (name, sensitive, kind) in marks {
+        let Some(property) = properties.get_mut(&name).and_then(Value::as_object_mut) else {
+            return Err(invalid(
+                &format!("/properties/{name}"),
+                format!(
+                    "`{name}` is marked sensitive or grounded but the schema has no such argument"
+                ),
+            ));
+        };
+        let mut field = FieldMeta::new(leak(name));
+        if sensitive {
+            field = field.sensitive();
+        }
+        if let Some(kind) = kind {
+            let note = format!(
+                "Must be {} id returned by a tool in this conversation; never invent one.",
+                article(&kind)
+            );
+            let description = match property.get("description").and_then(Value::as_str) {
+                Some(d) => format!("{} {note}", d.trim_end()),
+                None => note,
+            };
+            property.insert("description".into(), Value::String(description));
+            field = field.grounded(leak(kind));
+        }
+        fields.push(field);
+    }
+    Ok(fields)
+}
+
+/// The pipeline's half of a [`DynamicTool`]: its handler and fallback.
 pub(crate) struct DynamicBody {
     handler: Arc<Handler>,
+    fallback: Option<Arc<Handler>>,
 }
 
 impl Body for DynamicBody {
@@ -342,7 +502,8 @@ impl Body for DynamicBody {
     // would push it past its size bound.
     type Args = Box<Value>;
     type Output = Value;
-    const FALLBACK: bool = false;
+    // Whether this tool has one is its spec's `has_fallback`.
+    const FALLBACK: bool = true;
 
     fn required_state(&self) -> Vec<StateRequirement> {
         Vec::new()
@@ -353,12 +514,15 @@ impl Body for DynamicBody {
         arguments: &str,
         spec: &ToolSpec,
         validator: &ShapeValidator,
-        _session: &Session,
-        _shared: &Shared,
+        session: &Session,
+        shared: &Shared,
     ) -> Result<Box<Value>, Box<Failure>> {
         let schema = &spec.input_schema;
         match shape::parse::<Value>(arguments) {
-            Ok(value) if validator.is_valid(schema, &value) => Ok(Box::new(value)),
+            Ok(value) if validator.is_valid(schema, &value) => {
+                grounded(&value, spec, session, shared)?;
+                Ok(Box::new(value))
+            }
             Ok(_) => Err(Box::new(shape::failure::<Value>(
                 arguments, None, schema, validator,
             ))),
@@ -388,11 +552,46 @@ impl Body for DynamicBody {
         args: Box<Value>,
         invocation: &Invocation<'_>,
     ) -> impl Future<Output = Result<Value, ToolError>> + Send {
-        let _ = (args, invocation);
-        async {
-            Err(ToolError::unavailable(
-                "a tool defined at run time has no fallback",
-            ))
+        match &self.fallback {
+            Some(fallback) => fallback(*args, invocation.context()),
+            None => Box::pin(async { Err(ToolError::unavailable("this tool has no fallback")) }),
+        }
+    }
+}
+
+/// Provenance of a runtime tool's grounded arguments, as a `#[tool]`'s generated check does it.
+fn grounded(
+    args: &Value,
+    spec: &ToolSpec,
+    session: &Session,
+    shared: &Shared,
+) -> Result<(), Box<Failure>> {
+    let mut report = Violations::default();
+    for field in spec.fields() {
+        if let (Some(kind), Some(value)) = (field.grounded_kind(), args.get(field.name())) {
+            provenance::check(&Ids(value), field.name(), kind, session, &mut report);
+        }
+    }
+    if report.is_empty() {
+        return Ok(());
+    }
+    Err(Box::new(provenance::ungrounded(
+        report.into_vec(),
+        spec.fields(),
+        &shared.finders.read().unwrap_or_else(|e| e.into_inner()),
+    )))
+}
+
+/// The ids in a JSON argument: a string, an integer, or a list of them (`null` holds none).
+struct Ids<'a>(&'a Value);
+
+impl Identifier for Ids<'_> {
+    fn each_id(&self, f: &mut dyn FnMut(std::borrow::Cow<'_, str>)) {
+        match self.0 {
+            Value::String(id) => f(std::borrow::Cow::Borrowed(id)),
+            Value::Number(n) => f(std::borrow::Cow::Owned(n.to_string())),
+            Value::Array(items) => items.iter().for_each(|item| Ids(item).each_id(f)),
+            _ => {}
         }
     }
 }

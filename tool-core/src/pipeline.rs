@@ -47,8 +47,9 @@ pub(crate) struct Shared {
     pub(crate) store: Arc<dyn IdempotencyStore>,
     pub(crate) key_mode: KeyMode,
     pub(crate) argument_log: ArgumentLog,
-    /// For each kind of id, the tools whose results carry it.
-    pub(crate) finders: Finders,
+    /// For each kind of id, the tools whose results carry it (replaced when the tool set
+    /// changes; read only to word an `ungrounded_identifier` failure).
+    pub(crate) finders: std::sync::RwLock<Arc<Finders>>,
     pub(crate) recovery: RecoveryBudget,
     pub(crate) repairer: Option<Arc<dyn Repairer>>,
     /// The deterministic repair rules, tried before the repairer.
@@ -642,7 +643,7 @@ fn validate_typed<T: Tool>(
         return Err(Box::new(provenance::ungrounded(
             report.into_vec(),
             spec.fields(),
-            &shared.finders,
+            &shared.finders.read().unwrap_or_else(|e| e.into_inner()),
         )));
     }
     T::authorize(&args, session)

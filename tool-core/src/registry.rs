@@ -18,8 +18,11 @@ use std::any::Any;
 use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
+
+use tokio::sync::watch;
 
 use futures_util::future::Either;
 use tokio::time::Instant;
@@ -54,13 +57,60 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Tool names are a small fixed set chosen by the application; the model only looks them up, so
 /// a fast non-cryptographic hash is safe here (SipHash was a visible share of a call's cost).
-type ToolMap = HashMap<Arc<str>, Box<dyn DynTool>, foldhash::fast::RandomState>;
+type ToolMap = HashMap<Arc<str>, Slot, foldhash::fast::RandomState>;
 
-struct Inner {
+/// Whether a session is shown a tool: [`RegistryBuilder::visible_when`].
+type ShownTo = Arc<dyn Fn(&Session) -> bool + Send + Sync>;
+
+/// Whether a session is shown a tool, for every tool: [`RegistryBuilder::tool_filter`].
+type Filter = Arc<dyn Fn(&ToolSpec, &Session) -> bool + Send + Sync>;
+
+/// A tool in the table, and who may see it beyond its scopes. A tool that stays through a
+/// change keeps its `Arc` (its breaker, budget and stats) in the new table.
+#[derive(Clone)]
+struct Slot {
+    tool: Arc<dyn DynTool>,
+    shown_to: Option<ShownTo>,
+}
+
+/// One version of the tool table: what a call looks its tool up in.
+struct Table {
     tools: ToolMap,
     specs: Vec<ToolSpec>,
     names: Arc<[String]>,
+}
+
+impl Table {
+    fn new(tools: ToolMap) -> Table {
+        let mut specs: Vec<ToolSpec> = tools.values().map(|t| t.tool.spec().clone()).collect();
+        specs.sort_by(|a, b| a.name.cmp(&b.name));
+        let names = specs.iter().map(|s| s.name.to_string()).collect();
+        Table {
+            tools,
+            specs,
+            names,
+        }
+    }
+}
+
+/// What adding a tool to a built registry needs: the builder's settings.
+struct Making {
+    settings: Settings,
+    breakers: HashMap<String, BreakerPolicy>,
+    origin: Instant,
+}
+
+struct Inner {
+    /// Every version of the tool table; the one in use is at `current`. Old versions stay (a
+    /// map and the specs; the tools are shared), so a call borrows the table it started with
+    /// for as long as it runs, without a lock or a reference count.
+    tables: boxcar::Vec<Table>,
+    current: AtomicUsize,
+    filter: Option<Filter>,
     shared: Shared,
+    /// Held while a change is made, so changes apply one at a time.
+    making: Mutex<Making>,
+    changed: watch::Sender<u64>,
 }
 
 /// The tools a model may call, and the pipeline each call runs through. Cheap to clone.
@@ -95,21 +145,65 @@ impl Registry {
 
     /// Every tool's spec, sorted by name.
     pub fn specs(&self) -> &[ToolSpec] {
-        &self.inner.specs
+        &self.table().specs
     }
 
-    /// The specs of the tools `session` may call (it holds their scopes), in name order: what
-    /// [`Registry::export_for`] exports.
+    /// The specs of the tools `session` is shown, in name order: what
+    /// [`Registry::export_for`] exports. A tool is shown when the session holds every scope it
+    /// declares, its [`visible_when`](RegistryBuilder::visible_when) predicate (if any) says
+    /// yes, and so does the registry's [`tool_filter`](RegistryBuilder::tool_filter).
     pub fn specs_for<'a>(&'a self, session: &'a Session) -> impl Iterator<Item = &'a ToolSpec> {
-        self.inner
-            .specs
-            .iter()
-            .filter(move |spec| guard::visible(spec, session))
+        let table = self.table();
+        table.specs.iter().filter(move |spec| {
+            table
+                .tools
+                .get(spec.name())
+                .is_some_and(|slot| self.shows(slot, session))
+        })
+    }
+
+    /// Whether `session` is shown the tool `name` (see [`Registry::specs_for`]); `false` for a
+    /// name the registry does not have.
+    ///
+    /// ```
+    /// # use toolwright_core::{Registry, Session};
+    /// let registry = Registry::builder().build().unwrap();
+    /// assert!(!registry.is_visible("refund_order", &Session::new("conv-1")));
+    /// ```
+    pub fn is_visible(&self, name: &str, session: &Session) -> bool {
+        self.table()
+            .tools
+            .get(name)
+            .is_some_and(|slot| self.shows(slot, session))
+    }
+
+    /// Whether `session` is shown the tool in `slot`: its scopes, then the predicates.
+    fn shows(&self, slot: &Slot, session: &Session) -> bool {
+        guard::visible(slot.tool.spec(), session) && self.shown(slot, session)
+    }
+
+    /// The tool table in use now.
+    #[inline]
+    fn table(&self) -> &Table {
+        // Every index stored in `current` is of a table already pushed, and tables are never
+        // removed.
+        &self.inner.tables[self.inner.current.load(Ordering::Acquire)]
+    }
+
+    /// Whether the predicates (not the scopes) let `session` see the tool.
+    #[inline]
+    fn shown(&self, slot: &Slot, session: &Session) -> bool {
+        slot.shown_to.as_ref().is_none_or(|shown| shown(session))
+            && self
+                .inner
+                .filter
+                .as_ref()
+                .is_none_or(|filter| filter(slot.tool.spec(), session))
     }
 
     /// One tool's spec.
     pub fn spec(&self, name: &str) -> Option<&ToolSpec> {
-        self.inner.tools.get(name).map(|t| t.spec())
+        self.table().tools.get(name).map(|t| t.tool.spec())
     }
 
     #[cfg(test)]
@@ -119,14 +213,14 @@ impl Registry {
 
     /// The tool names, sorted.
     pub fn names(&self) -> &[String] {
-        &self.inner.names
+        &self.table().names
     }
 
     /// One tool's circuit breaker: its state and stats, and the manual
     /// [`force_open`](BreakerHandle::force_open) and [`reset`](BreakerHandle::reset).
     pub fn breaker(&self, name: &str) -> Option<BreakerHandle> {
-        self.inner.tools.get(name).map(|t| BreakerHandle {
-            breaker: Arc::clone(t.guard().breaker()),
+        self.table().tools.get(name).map(|t| BreakerHandle {
+            breaker: Arc::clone(t.tool.guard().breaker()),
             clock: self.inner.shared.env.clock.clone(),
         })
     }
@@ -145,14 +239,14 @@ impl Registry {
     /// # }
     /// ```
     pub fn stats(&self) -> Stats {
-        let tools = self
-            .inner
+        let table = self.table();
+        let tools = table
             .specs
             .iter()
             .filter_map(|spec| {
-                let tool = self.inner.tools.get(spec.name())?;
+                let slot = table.tools.get(spec.name())?;
                 let breaker = self.breaker(spec.name());
-                Some(tool.stats().snapshot(spec.name(), breaker.as_ref()))
+                Some(slot.tool.stats().snapshot(spec.name(), breaker.as_ref()))
             })
             .collect();
         let unknown = self
@@ -197,17 +291,21 @@ impl Registry {
     ) -> impl Future<Output = Outcome> + Send + 'a {
         let (id, name, arguments, progress) = call.into_parts();
         let shared = &self.inner.shared;
-        match self.inner.tools.get(name.as_str()) {
-            Some(tool) => {
-                Either::Left(tool.dispatch(Call::new(id, arguments, progress), session, shared))
-            }
-            None => Either::Right(std::future::ready(
+        match self.table().tools.get(name.as_str()) {
+            // A tool a predicate hides from this session does not exist for it. (One it lacks
+            // a scope for is `unauthorized`, decided by the pipeline before the arguments.)
+            Some(slot) if self.shown(slot, session) => Either::Left(slot.tool.dispatch(
+                Call::new(id, arguments, progress),
+                session,
+                shared,
+            )),
+            _ => Either::Right(std::future::ready(
                 self.unknown_tool(id, name, arguments, session),
             )),
         }
     }
 
-    /// `unknown_tool`, listing the tools this session may call (and no others).
+    /// `unknown_tool`, listing the tools this session is shown (and no others).
     #[cold]
     fn unknown_tool(
         &self,
@@ -225,15 +323,11 @@ impl Registry {
             ErrorKind::UnknownTool,
             format!("{shown} is not an available tool; call one of available_tools instead"),
         );
-        let visible = self
-            .inner
-            .specs
-            .iter()
-            .filter(|s| guard::visible(s, session));
-        failure.available_tools = Some(if visible.clone().count() == self.inner.specs.len() {
-            Arc::clone(&self.inner.names)
+        let visible: Vec<&ToolSpec> = self.specs_for(session).collect();
+        failure.available_tools = Some(if visible.len() == self.table().specs.len() {
+            Arc::clone(&self.table().names)
         } else {
-            visible.map(|s| s.name().to_owned()).collect()
+            visible.iter().map(|s| s.name().to_owned()).collect()
         });
         let outcome = Outcome::failed(call_id, Arc::from(name), failure);
         // No tool, so no field is known: the arguments are never logged.
@@ -244,12 +338,14 @@ impl Registry {
 impl fmt::Debug for Registry {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Registry")
-            .field("tools", &self.inner.names)
+            .field("tools", &self.table().names)
             .finish()
     }
 }
 
-type Pending = Box<dyn FnOnce(&Settings, BreakerPolicy, Instant) -> Box<dyn DynTool> + Send>;
+/// Makes a tool under its registered name (its own, or prefixed by [`RegistryBuilder::prefixed`]).
+type Pending =
+    Box<dyn FnOnce(Arc<str>, &Settings, BreakerPolicy, Instant) -> Box<dyn DynTool> + Send>;
 
 /// Builds a [`Registry`]: tools, shared state, defaults.
 ///
@@ -260,7 +356,12 @@ type Pending = Box<dyn FnOnce(&Settings, BreakerPolicy, Instant) -> Box<dyn DynT
 /// assert!(registry.specs().is_empty());
 /// ```
 pub struct RegistryBuilder {
-    pending: Vec<(&'static str, Pending)>,
+    /// Each tool's registered name (prefix included), its prefix's length, and its maker.
+    pending: Vec<(String, usize, Pending)>,
+    /// The prefix of tools added now (inside [`RegistryBuilder::prefixed`]).
+    prefix: String,
+    shown_to: HashMap<String, ShownTo>,
+    filter: Option<Filter>,
     state: StateMap,
     settings: Settings,
     breakers: HashMap<String, BreakerPolicy>,
@@ -281,6 +382,9 @@ impl Default for RegistryBuilder {
     fn default() -> Self {
         RegistryBuilder {
             pending: Vec::new(),
+            prefix: String::new(),
+            shown_to: HashMap::new(),
+            filter: None,
             state: StateMap::new(),
             settings: Settings {
                 default_timeout: DEFAULT_TIMEOUT,
@@ -309,20 +413,9 @@ impl Default for RegistryBuilder {
 impl RegistryBuilder {
     /// Adds a tool. Two tools with one name make [`RegistryBuilder::build`] fail.
     pub fn tool<T: Tool>(mut self, tool: T) -> Self {
-        let pending: Pending = Box::new(move |settings, breaker, origin| {
-            let spec = ToolSpec::of::<T>(settings.default_timeout);
-            let guard = Guard::new(
-                Arc::clone(&spec.name),
-                spec.timeout,
-                spec.retries(),
-                spec.idempotent() || spec.takes_idempotency_key(),
-                settings,
-                breaker,
-                origin,
-            );
-            pipeline::entry(tool, spec, guard)
-        });
-        self.pending.push((T::META.name, pending));
+        let name = format!("{}{}", self.prefix, T::META.name);
+        self.pending
+            .push((name, self.prefix.len(), pending_tool(tool)));
         self
     }
 
@@ -330,22 +423,9 @@ impl RegistryBuilder {
     /// through the same pipeline as a `#[tool]`; two tools with one name make
     /// [`RegistryBuilder::build`] fail.
     pub fn dynamic_tool(mut self, tool: crate::dynamic::DynamicTool) -> Self {
-        let name: &'static str = tool.meta_name();
-        let pending: Pending = Box::new(move |settings, breaker, origin| {
-            let spec = tool.spec(settings.default_timeout);
-            let guard = Guard::new(
-                Arc::clone(&spec.name),
-                spec.timeout,
-                spec.retries(),
-                spec.idempotent() || spec.takes_idempotency_key(),
-                settings,
-                breaker,
-                origin,
-            );
-            let (body, shape) = tool.into_parts();
-            pipeline::entry_with(body, spec, shape, guard)
-        });
-        self.pending.push((name, pending));
+        let name = format!("{}{}", self.prefix, tool.meta_name());
+        self.pending
+            .push((name, self.prefix.len(), pending_dynamic(tool)));
         self
     }
 
@@ -358,6 +438,101 @@ impl RegistryBuilder {
     /// As [`RegistryBuilder::toolset`], for an instance the application also keeps a handle to.
     pub fn toolset_shared<S: Toolset>(self, set: Arc<S>) -> Self {
         S::register(set, self)
+    }
+
+    /// Adds the tools `group` adds under a name prefix: two toolsets that both have a `search`
+    /// tool can live in one registry as `crm_search` and `docs_search`. The prefix is part of
+    /// the tool's name everywhere: exports, calls, outcomes, logs, stats, and
+    /// [`breaker_for`](RegistryBuilder::breaker_for) / [`visible_when`](RegistryBuilder::visible_when).
+    /// Prefixes nest. Names that still clash make [`build`](RegistryBuilder::build) fail with
+    /// [`BuildError::DuplicateTool`], and a prefix some provider would refuse (a character other
+    /// than ASCII letters, digits, `_` and `-`, or a name longer than 64 characters) with
+    /// [`BuildError::InvalidName`].
+    ///
+    /// ```
+    /// # use toolwright_core::{Effect, Registry, dynamic::DynamicTool};
+    /// # use serde_json::json;
+    /// let search = |about: &str| {
+    ///     DynamicTool::builder("search")
+    ///         .description(format!("Searches {about}."))
+    ///         .input_schema(json!({"type": "object", "properties": {}}))
+    ///         .effect(Effect::ReadOnly)
+    ///         .handler(|_args, _ctx| async { Ok(json!([])) })
+    ///         .build()
+    ///         .unwrap()
+    /// };
+    /// let registry = Registry::builder()
+    ///     .prefixed("crm_", |b| b.dynamic_tool(search("customers")))
+    ///     .prefixed("docs_", |b| b.dynamic_tool(search("the manual")))
+    ///     .build()
+    ///     .unwrap();
+    /// assert_eq!(registry.names(), ["crm_search", "docs_search"]);
+    /// ```
+    pub fn prefixed(mut self, prefix: &str, group: impl FnOnce(Self) -> Self) -> Self {
+        let outer = self.prefix.len();
+        self.prefix.push_str(prefix);
+        let mut builder = group(self);
+        builder.prefix.truncate(outer);
+        builder
+    }
+
+    /// Shows the tool `name` only to sessions for which `predicate` holds (beyond its scopes):
+    /// tools for some users, some plans, some stages of a conversation. A hidden tool is left
+    /// out of [`Registry::specs_for`] and every per-session export, and calling it is
+    /// `unknown_tool` listing only the tools the session is shown, exactly as for a name that
+    /// does not exist. The predicate runs on every call of the tool and every listing, so keep
+    /// it cheap (a lookup in the session, not a database query). A name the registry does not
+    /// have makes [`build`](RegistryBuilder::build) fail.
+    ///
+    /// A tool whose *scopes* the session lacks is also left out of listings, but calling it is
+    /// `unauthorized` (not `unknown_tool`): the model was told of it in another session, or
+    /// guessed it, and is told plainly it may not.
+    ///
+    /// ```
+    /// # use toolwright_core::{Registry, Session, dynamic::DynamicTool};
+    /// # use serde_json::json;
+    /// let refund = DynamicTool::builder("refund_order")
+    ///     .description("Refunds an order.")
+    ///     .input_schema(json!({"type": "object", "properties": {}}))
+    ///     .handler(|_args, _ctx| async { Ok(json!("refunded")) })
+    ///     .build()
+    ///     .unwrap();
+    /// let registry = Registry::builder()
+    ///     .dynamic_tool(refund)
+    ///     .visible_when("refund_order", |s| s.principal().is_some_and(|p| p.starts_with("staff:")))
+    ///     .build()
+    ///     .unwrap();
+    /// assert!(registry.is_visible("refund_order", &Session::new("c1").with_principal("staff:bo")));
+    /// assert!(!registry.is_visible("refund_order", &Session::new("c2").with_principal("user:al")));
+    /// ```
+    pub fn visible_when(
+        mut self,
+        name: impl Into<String>,
+        predicate: impl Fn(&Session) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.shown_to.insert(name.into(), Arc::new(predicate));
+        self
+    }
+
+    /// One predicate over every tool and session (the "active tools" of a conversation): a
+    /// tool is shown to a session only if it holds. Hidden tools behave as with
+    /// [`visible_when`](RegistryBuilder::visible_when). Cheap checks only: it runs on every call.
+    ///
+    /// ```
+    /// # use toolwright_core::{Registry, Session};
+    /// // Read-only tools for anonymous sessions, everything for signed-in ones.
+    /// let registry = Registry::builder()
+    ///     .tool_filter(|spec, session| session.principal().is_some() || spec.read_only())
+    ///     .build()
+    ///     .unwrap();
+    /// # let _ = registry;
+    /// ```
+    pub fn tool_filter(
+        mut self,
+        filter: impl Fn(&ToolSpec, &Session) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.filter = Some(Arc::new(filter));
+        self
     }
 
     /// Adds shared state, handed to tools that take a [`State<T>`](crate::State) parameter.
@@ -558,38 +733,35 @@ impl RegistryBuilder {
     pub fn build(self) -> Result<Registry, BuildError> {
         let mut tools = ToolMap::with_capacity_and_hasher(self.pending.len(), Default::default());
         let origin = self.env.clock.now();
-        for (name, make) in self.pending {
-            if tools.contains_key(name) {
-                return Err(BuildError::DuplicateTool(name.to_owned()));
-            }
-            let breaker = self
-                .breakers
-                .get(name)
-                .copied()
-                .unwrap_or(self.settings.breaker);
-            let tool = make(&self.settings, breaker, origin);
-            for need in tool.required_state() {
-                if !self.state.contains_key(&need.type_id) {
-                    return Err(BuildError::MissingState {
-                        tool: name.to_owned(),
-                        state: need.type_name,
-                    });
-                }
-            }
-            tools.insert(Arc::clone(&tool.spec().name), tool);
+        let making = Making {
+            settings: self.settings,
+            breakers: self.breakers,
+            origin,
+        };
+        let mut shown_to = self.shown_to;
+        add(
+            &mut tools,
+            self.pending,
+            &mut shown_to,
+            &making,
+            &self.state,
+        )?;
+        if let Some(name) = shown_to.into_keys().next() {
+            return Err(BuildError::UnknownTool {
+                setting: "visible_when",
+                name,
+            });
         }
-        if let Some(name) = self
+        if let Some(name) = making
             .breakers
             .keys()
             .find(|n| !tools.contains_key(n.as_str()))
         {
             return Err(BuildError::UnknownBreakerTool(name.clone()));
         }
-        let mut specs: Vec<ToolSpec> = tools.values().map(|t| t.spec().clone()).collect();
-        specs.sort_by(|a, b| a.name.cmp(&b.name));
-        let names: Arc<[String]> = specs.iter().map(|s| s.name.to_string()).collect();
+        let table = Table::new(tools);
         let shared = Shared {
-            finders: pipeline::finders(&specs),
+            finders: std::sync::RwLock::new(Arc::new(pipeline::finders(&table.specs))),
             state: Arc::new(self.state),
             env: self.env,
             store: self
@@ -606,15 +778,247 @@ impl RegistryBuilder {
             quarantine: Quarantine::new(self.quarantine),
             unknown_calls: std::sync::atomic::AtomicU64::new(0),
         };
+        let tables = boxcar::Vec::new();
+        let first = tables.push(table);
         Ok(Registry {
             inner: Arc::new(Inner {
-                tools,
-                specs,
-                names,
+                tables,
+                current: AtomicUsize::new(first),
+                filter: self.filter,
                 shared,
+                making: Mutex::new(making),
+                changed: watch::Sender::new(0),
             }),
         })
     }
+}
+
+/// Makes the `pending` tools and adds them to `tools`, each with its predicate from `shown_to`:
+/// a name already there, an unportable prefix or missing state fails (and adds nothing more).
+fn add(
+    tools: &mut ToolMap,
+    pending: Vec<(String, usize, Pending)>,
+    shown_to: &mut HashMap<String, ShownTo>,
+    making: &Making,
+    state: &StateMap,
+) -> Result<(), BuildError> {
+    for (name, prefix, make) in pending {
+        if tools.contains_key(name.as_str()) {
+            return Err(BuildError::DuplicateTool(name));
+        }
+        if let Some(why) = invalid_prefixed_name(&name, prefix) {
+            return Err(BuildError::InvalidName { name, why });
+        }
+        let breaker = making
+            .breakers
+            .get(&name)
+            .copied()
+            .unwrap_or(making.settings.breaker);
+        let tool = make(
+            Arc::from(name.as_str()),
+            &making.settings,
+            breaker,
+            making.origin,
+        );
+        if let Some(need) = tool
+            .required_state()
+            .into_iter()
+            .find(|need| !state.contains_key(&need.type_id))
+        {
+            return Err(BuildError::MissingState {
+                tool: name,
+                state: need.type_name,
+            });
+        }
+        let shown_to = shown_to.remove(&name);
+        tools.insert(
+            Arc::clone(&tool.spec().name),
+            Slot {
+                tool: Arc::from(tool),
+                shown_to,
+            },
+        );
+    }
+    Ok(())
+}
+
+/// A change to the tools of a registry that is serving: tools to add, replace or remove, made
+/// with [`Registry::change`]. The whole change applies at once, or (on an error) not at all.
+#[derive(Default)]
+#[must_use = "a change does nothing until `Registry::change` applies it"]
+pub struct Changes {
+    pending: Vec<(String, usize, Pending)>,
+    removed: Vec<String>,
+    shown_to: HashMap<String, ShownTo>,
+}
+
+impl Changes {
+    /// Adds a `#[tool]`. To replace a tool of the same name, [`remove`](Changes::remove) it in
+    /// the same change.
+    pub fn tool<T: Tool>(mut self, tool: T) -> Self {
+        self.pending
+            .push((T::META.name.to_owned(), 0, pending_tool(tool)));
+        self
+    }
+
+    /// Adds a tool defined at run time ([`DynamicTool`](crate::dynamic::DynamicTool)).
+    pub fn dynamic_tool(mut self, tool: crate::dynamic::DynamicTool) -> Self {
+        let name = tool.meta_name().to_owned();
+        self.pending.push((name, 0, pending_dynamic(tool)));
+        self
+    }
+
+    /// Removes the tool `name`: new calls of it are `unknown_tool`; calls already running
+    /// finish. A name the registry does not have fails the change.
+    pub fn remove(mut self, name: impl Into<String>) -> Self {
+        self.removed.push(name.into());
+        self
+    }
+
+    /// Shows the tool `name` (added by this change, or already there) only to sessions for
+    /// which `predicate` holds, as [`RegistryBuilder::visible_when`].
+    pub fn visible_when(
+        mut self,
+        name: impl Into<String>,
+        predicate: impl Fn(&Session) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.shown_to.insert(name.into(), Arc::new(predicate));
+        self
+    }
+}
+
+impl Registry {
+    /// Adds, replaces and removes tools while the registry serves. Calls already running keep
+    /// the table they started with and finish; calls that start after this returns see the new
+    /// one. A tool that stays keeps its breaker, retry budget, stats and idempotency records; a
+    /// replaced tool starts with fresh ones. The change is checked as
+    /// [`RegistryBuilder::build`] checks a registry (duplicate names, missing state, unknown
+    /// names) and applies whole or not at all. Subscribers ([`Registry::subscribe`]) are told;
+    /// the MCP server sends its clients `notifications/tools/list_changed`.
+    ///
+    /// Changes apply one at a time. Each keeps the previous table (its map and specs, not the
+    /// tools) until the registry is dropped, so a call never waits for a lock or counts a
+    /// reference: change a registry when its tool set changes (a plugin loaded, a server
+    /// connected), not per request.
+    ///
+    /// ```
+    /// # use toolwright_core::{Registry, ToolCall, Status, dynamic::DynamicTool};
+    /// # use serde_json::json;
+    /// # async fn demo() -> Result<(), toolwright_core::BuildError> {
+    /// let registry = Registry::builder().build()?;
+    /// let ping = DynamicTool::builder("ping")
+    ///     .description("Answers pong.")
+    ///     .input_schema(json!({"type": "object", "properties": {}}))
+    ///     .handler(|_args, _ctx| async { Ok(json!("pong")) })
+    ///     .build()?;
+    /// registry.change(|c| c.dynamic_tool(ping))?;
+    /// let outcome = registry.call(ToolCall::new("c1", "ping", "{}")).await;
+    /// assert_eq!(outcome.status(), Status::Success);
+    /// registry.change(|c| c.remove("ping"))?;
+    /// assert!(registry.names().is_empty());
+    /// # Ok(()) }
+    /// ```
+    pub fn change(&self, change: impl FnOnce(Changes) -> Changes) -> Result<u64, BuildError> {
+        let Changes {
+            pending,
+            removed,
+            mut shown_to,
+        } = change(Changes::default());
+        let making = self
+            .inner
+            .making
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let mut tools = self.table().tools.clone();
+        for name in removed {
+            if tools.remove(name.as_str()).is_none() {
+                return Err(BuildError::UnknownTool {
+                    setting: "remove",
+                    name,
+                });
+            }
+        }
+        add(
+            &mut tools,
+            pending,
+            &mut shown_to,
+            &making,
+            &self.inner.shared.state,
+        )?;
+        for (name, predicate) in shown_to {
+            match tools.get_mut(name.as_str()) {
+                Some(slot) => slot.shown_to = Some(predicate),
+                None => {
+                    return Err(BuildError::UnknownTool {
+                        setting: "visible_when",
+                        name,
+                    })
+                }
+            }
+        }
+        let table = Table::new(tools);
+        *self
+            .inner
+            .shared
+            .finders
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = Arc::new(pipeline::finders(&table.specs));
+        let index = self.inner.tables.push(table);
+        self.inner.current.store(index, Ordering::Release);
+        let version = index as u64;
+        self.inner.changed.send_replace(version);
+        drop(making);
+        Ok(version)
+    }
+
+    /// The version of the tool set: 0 when built, one more after each
+    /// [`change`](Registry::change).
+    pub fn version(&self) -> u64 {
+        self.inner.current.load(Ordering::Acquire) as u64
+    }
+
+    /// A receiver that sees the version change after each [`change`](Registry::change) (a
+    /// `tokio::sync::watch` channel: `changed().await`, then list the tools again).
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.inner.changed.subscribe()
+    }
+}
+
+/// The maker of a `#[tool]`.
+fn pending_tool<T: Tool>(tool: T) -> Pending {
+    Box::new(move |name, settings, breaker, origin| {
+        let mut spec = ToolSpec::of::<T>(settings.default_timeout);
+        spec.name = name;
+        let guard = Guard::new(
+            Arc::clone(&spec.name),
+            spec.timeout,
+            spec.retries(),
+            spec.idempotent() || spec.takes_idempotency_key(),
+            settings,
+            breaker,
+            origin,
+        );
+        pipeline::entry(tool, spec, guard)
+    })
+}
+
+/// The maker of a tool defined at run time.
+fn pending_dynamic(tool: crate::dynamic::DynamicTool) -> Pending {
+    Box::new(move |name, settings, breaker, origin| {
+        let mut spec = tool.spec(settings.default_timeout);
+        spec.name = name;
+        let guard = Guard::new(
+            Arc::clone(&spec.name),
+            spec.timeout,
+            spec.retries(),
+            spec.idempotent() || spec.takes_idempotency_key(),
+            settings,
+            breaker,
+            origin,
+        );
+        let (body, shape) = tool.into_parts();
+        pipeline::entry_with(body, spec, shape, guard)
+    })
 }
 
 /// Why a registry could not be built.
@@ -632,6 +1036,22 @@ pub enum BuildError {
     },
     /// [`RegistryBuilder::breaker_for`] names a tool the registry does not have.
     UnknownBreakerTool(String),
+    /// A builder setting (`setting`, such as `visible_when`) names a tool the registry does
+    /// not have.
+    UnknownTool {
+        /// The builder method.
+        setting: &'static str,
+        /// The name it was given.
+        name: String,
+    },
+    /// A tool's registered name (with its [`prefixed`](RegistryBuilder::prefixed) prefix)
+    /// is one some provider refuses.
+    InvalidName {
+        /// The name.
+        name: String,
+        /// What is wrong with it.
+        why: &'static str,
+    },
     /// A tool defined at run time has no handler.
     MissingHandler(String),
     /// A tool defined at run time has a schema that is not a valid JSON Schema (draft 2020-12)
@@ -672,6 +1092,13 @@ impl fmt::Display for BuildError {
                     "`breaker_for(\"{name}\", ..)` names no registered tool; check the tool's name"
                 )
             }
+            BuildError::UnknownTool { setting, name } => write!(
+                f,
+                "`{setting}(\"{name}\", ..)` names no registered tool; check the tool's name (with its prefix)"
+            ),
+            BuildError::InvalidName { name, why } => {
+                write!(f, "the tool name `{name}` {why}")
+            }
             BuildError::MissingHandler(name) => {
                 write!(
                     f,
@@ -702,6 +1129,24 @@ impl fmt::Display for BuildError {
 }
 
 impl std::error::Error for BuildError {}
+
+/// Why a prefix (the first `prefix` bytes of `name`) makes a name some provider refuses
+/// (OpenAI and Anthropic accept `^[a-zA-Z0-9_-]{1,64}$`), or `None`. A name without a prefix is
+/// the tool's own, checked where the tool is defined.
+fn invalid_prefixed_name(name: &str, prefix: usize) -> Option<&'static str> {
+    if prefix == 0 {
+        None
+    } else if name.len() > 64 {
+        Some("is longer than the 64 characters OpenAI and Anthropic accept; use a shorter prefix")
+    } else if !name[..prefix]
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    {
+        Some("has a prefix with a character other than ASCII letters, digits, `_` and `-` (what every provider accepts)")
+    } else {
+        None
+    }
+}
 
 /// Tools that are methods of one value: `#[toolset]` on an `impl` block implements it, with one
 /// tool per `#[tool]` method, each holding the same `Arc<Self>`. Register them all with

@@ -8,7 +8,7 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorCode,
     ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{json, Value};
 use toolwright_core::{providers, Outcome, Session, Status, ToolCall};
@@ -25,6 +25,18 @@ pub(crate) struct Handler {
     /// Made at the first request, when the peer (for elicitation) and the caller's grant are
     /// known.
     session: OnceLock<Session>,
+    /// The task that tells this client when the registry's tool set changes; stopped when the
+    /// session ends (rmcp drops its handler).
+    watcher: OnceLock<AbortOnDrop>,
+}
+
+/// A task aborted when its owner is dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 impl Handler {
@@ -32,6 +44,7 @@ impl Handler {
         Handler {
             shared,
             session: OnceLock::new(),
+            watcher: OnceLock::new(),
         }
     }
 
@@ -72,17 +85,26 @@ impl Handler {
         }
     }
 
-    fn visible<'a>(&'a self, session: &'a Session) -> impl Iterator<Item = &'a crate::Listed> {
-        self.shared
+    /// The tools this session is shown, as `tools/list` lists them.
+    fn visible(&self, session: &Session) -> Vec<rmcp::model::Tool> {
+        let listed = self.shared.tools();
+        listed
             .tools
             .iter()
-            .filter(move |tool| tool.scopes.iter().all(|scope| session.has_scope(scope)))
+            .filter(|tool| self.shared.registry.is_visible(&tool.name, session))
+            .map(|tool| tool.tool.clone())
+            .collect()
     }
 
     /// `-32602` with the tools this session may call, in the message (clients often show only
     /// the message) and in `data`, so a model can still pick a real tool.
     fn unknown_tool(&self, session: &Session, name: &str) -> ErrorData {
-        let available: Vec<&str> = self.visible(session).map(|t| t.name.as_str()).collect();
+        let available: Vec<String> = self
+            .shared
+            .registry
+            .specs_for(session)
+            .map(|spec| spec.name().to_owned())
+            .collect();
         let shown: String = name.chars().take(64).collect();
         ErrorData::invalid_params(
             format!(
@@ -122,8 +144,12 @@ pub(crate) fn call_tool_result(outcome: &Outcome) -> CallToolResult {
 
 impl ServerHandler for Handler {
     fn get_info(&self) -> ServerConfig {
-        let mut config = ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(self.shared.implementation.clone());
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .build();
+        let mut config =
+            ServerConfig::new(capabilities).with_server_info(self.shared.implementation.clone());
         if let Some(instructions) = &self.shared.instructions {
             config = config.with_instructions(instructions.clone());
         }
@@ -136,14 +162,30 @@ impl ServerHandler for Handler {
         Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
     }
 
+    /// Tells the client `notifications/tools/list_changed` after each change of the registry's
+    /// tool set ([`Registry::change`](toolwright_core::Registry::change)), for as long as the
+    /// session lives.
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let peer = context.peer;
+        let mut changes = self.shared.registry.subscribe();
+        changes.mark_unchanged();
+        let task = tokio::spawn(async move {
+            while changes.changed().await.is_ok() {
+                if peer.notify_tool_list_changed().await.is_err() {
+                    break;
+                }
+            }
+        });
+        let _ = self.watcher.set(AbortOnDrop(task));
+    }
+
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let session = self.session(&context)?;
-        let tools = self.visible(session).map(|t| t.tool.clone()).collect();
-        Ok(ListToolsResult::with_all_items(tools))
+        Ok(ListToolsResult::with_all_items(self.visible(session)))
     }
 
     async fn call_tool(
@@ -153,7 +195,7 @@ impl ServerHandler for Handler {
     ) -> Result<CallToolResponse, ErrorData> {
         let session = self.session(&context)?;
         let name = request.name;
-        if !self.visible(session).any(|t| t.name == name) {
+        if !self.shared.registry.is_visible(&name, session) {
             return Err(self.unknown_tool(session, &name));
         }
         let arguments = match &request.arguments {

@@ -9,7 +9,9 @@
 //!   `Mcp-Session-Id`): grounded ids, recovery budgets and idempotency scopes belong to that
 //!   client, never shared with another.
 //! - **`tools/list`** is the registry's MCP export (title, annotations, input and output
-//!   schema), filtered to the tools whose `#[tool(scopes = [..])]` the session holds.
+//!   schema), filtered to the tools the session is shown ([`Registry::is_visible`]: it holds
+//!   the tool's `#[tool(scopes = [..])]`, and the registry's `visible_when` / `tool_filter`
+//!   predicates allow it).
 //! - **`tools/call`** runs [`Registry::call_in`]. Every outcome, a failure included, is a
 //!   result: the envelope as text and as `structuredContent`, `isError: true` when the call
 //!   failed, so the model reads why and recovers (MCP 2025-11-25, "Tool Execution Errors";
@@ -51,6 +53,8 @@
 mod approval;
 mod handler;
 mod progress;
+#[cfg(feature = "proxy")]
+pub mod proxy;
 mod streamable;
 
 use std::fmt;
@@ -141,23 +145,73 @@ impl fmt::Debug for McpServer {
     }
 }
 
-/// A tool as `tools/list` shows it, with the scopes a session needs to see it.
+/// A tool as `tools/list` shows it (to the sessions [`Registry::is_visible`] allows).
 pub(crate) struct Listed {
     pub(crate) name: String,
-    pub(crate) scopes: &'static [&'static str],
     pub(crate) tool: rmcp::model::Tool,
+}
+
+/// The tools as `tools/list` shows them, for one version of the registry's tool set.
+pub(crate) struct ListedTools {
+    pub(crate) version: u64,
+    pub(crate) tools: Vec<Listed>,
+}
+
+/// The MCP definition of every tool of the registry's current tool set. At start an export
+/// error stops the server; after a change (the registry serving already) a tool that cannot be
+/// exported is left out of the list and logged, and the rest are listed.
+fn list(registry: &Registry, export: &Export, strict: bool) -> Result<ListedTools, ServeError> {
+    let version = registry.version();
+    let mut tools = Vec::with_capacity(registry.specs().len());
+    for spec in registry.specs() {
+        let listed = export
+            .tool(spec)
+            .map_err(ServeError::Export)
+            .and_then(|definition| {
+                serde_json::from_value(definition)
+                    .map_err(|e| ServeError::Protocol(format!("tool '{}': {e}", spec.name())))
+            });
+        match listed {
+            Ok(tool) => tools.push(Listed {
+                name: spec.name().to_owned(),
+                tool,
+            }),
+            Err(e) if strict => return Err(e),
+            Err(e) => {
+                tracing::warn!(target: "toolwright::mcp", tool = spec.name(), error = %e, "a tool added to the registry cannot be listed over MCP; it is left out")
+            }
+        }
+    }
+    Ok(ListedTools { version, tools })
 }
 
 /// What every session of one server shares.
 pub(crate) struct Shared {
     pub(crate) registry: Registry,
-    pub(crate) tools: Vec<Listed>,
+    export: Export,
+    listed: std::sync::Mutex<Arc<ListedTools>>,
     pub(crate) implementation: Implementation,
     pub(crate) instructions: Option<String>,
     pub(crate) max_argument_bytes: usize,
     pub(crate) session_factory: Option<Arc<SessionFactory>>,
     pub(crate) fallback_approver: Option<Arc<dyn Approver>>,
     pub(crate) approval_timeout: Duration,
+}
+
+impl Shared {
+    /// The tools of the registry's current tool set, listed again after a change.
+    pub(crate) fn tools(&self) -> Arc<ListedTools> {
+        let mut listed = self
+            .listed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if listed.version != self.registry.version() {
+            if let Ok(fresh) = list(&self.registry, &self.export, false) {
+                *listed = Arc::new(fresh);
+            }
+        }
+        Arc::clone(&listed)
+    }
 }
 
 impl McpServer {
@@ -286,20 +340,11 @@ impl McpServer {
     }
 
     fn shared(&self) -> Result<Arc<Shared>, ServeError> {
-        let mut tools = Vec::with_capacity(self.registry.specs().len());
-        for spec in self.registry.specs() {
-            let definition = self.export.tool(spec).map_err(ServeError::Export)?;
-            let tool = serde_json::from_value(definition)
-                .map_err(|e| ServeError::Protocol(format!("tool '{}': {e}", spec.name())))?;
-            tools.push(Listed {
-                name: spec.name().to_owned(),
-                scopes: spec.scopes(),
-                tool,
-            });
-        }
+        let listed = list(&self.registry, &self.export, true)?;
         Ok(Arc::new(Shared {
             registry: self.registry.clone(),
-            tools,
+            export: self.export.clone(),
+            listed: std::sync::Mutex::new(Arc::new(listed)),
             implementation: self.implementation.clone(),
             instructions: self.instructions.clone(),
             max_argument_bytes: self.max_argument_bytes,

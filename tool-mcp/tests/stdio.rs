@@ -87,6 +87,89 @@ async fn tools_a_session_lacks_the_scopes_for_are_not_listed_nor_callable() {
 }
 
 #[tokio::test]
+async fn tools_a_predicate_hides_from_the_session_are_not_listed_nor_callable() {
+    let registry = common::builder(Counters::default())
+        .visible_when("echo", |session| session.principal() == Some("vip"))
+        .build()
+        .unwrap();
+    let client = duplex(
+        McpServer::new(registry).session_factory(|session| session.with_principal("guest")),
+        Elicitor::without_elicitation(),
+    )
+    .await;
+    let tools = client.list_all_tools().await.expect("tools/list");
+    assert!(tools.iter().all(|t| t.name != "echo"), "{tools:?}");
+    let error = protocol_error(client.call_tool(call("echo", json!({"text": "hi"}))).await);
+    assert_eq!(error.code, ErrorCode::INVALID_PARAMS);
+    assert!(
+        error.message.starts_with("Unknown tool: 'echo'"),
+        "{}",
+        error.message
+    );
+    assert!(!error.message.contains("echo,"), "{}", error.message);
+
+    let vip = duplex(
+        McpServer::new(
+            common::builder(Counters::default())
+                .visible_when("echo", |session| session.principal() == Some("vip"))
+                .build()
+                .unwrap(),
+        )
+        .session_factory(|session| session.with_principal("vip")),
+        Elicitor::without_elicitation(),
+    )
+    .await;
+    let tools = vip.list_all_tools().await.expect("tools/list");
+    assert!(tools.iter().any(|t| t.name == "echo"));
+}
+
+#[tokio::test]
+async fn a_change_of_the_registry_is_announced_and_listed() {
+    let registry = common::registry(Counters::default());
+    let elicitor = Elicitor::without_elicitation();
+    let announced = Arc::clone(&elicitor.list_changed);
+    let client = duplex(
+        McpServer::new(registry.clone())
+            .session_factory(|session| session.with_scopes(["refunds:write"])),
+        elicitor,
+    )
+    .await;
+    let info = client.peer_info().expect("initialized");
+    assert_eq!(
+        info.capabilities
+            .tools
+            .as_ref()
+            .and_then(|t| t.list_changed),
+        Some(true)
+    );
+    // One request first, so the server has seen `notifications/initialized`.
+    client.list_all_tools().await.expect("tools/list");
+
+    registry
+        .change(|c| c.remove("echo"))
+        .expect("echo is there");
+    tokio::time::timeout(Duration::from_secs(10), announced.notified())
+        .await
+        .expect("notifications/tools/list_changed within 10 s");
+    let tools = client.list_all_tools().await.expect("tools/list");
+    assert!(tools.iter().all(|t| t.name != "echo"), "{tools:?}");
+    let error = protocol_error(client.call_tool(call("echo", json!({"text": "hi"}))).await);
+    assert_eq!(error.code, ErrorCode::INVALID_PARAMS);
+
+    registry
+        .change(|c| c.tool(common::Echo))
+        .expect("echo comes back");
+    tokio::time::timeout(Duration::from_secs(10), announced.notified())
+        .await
+        .expect("a second notification");
+    let result = client
+        .call_tool(call("echo", json!({"text": "hi"})))
+        .await
+        .expect("tools/call");
+    assert_eq!(result.is_error, Some(false));
+}
+
+#[tokio::test]
 async fn a_good_call_is_a_result_with_the_envelope_as_text_and_structured_content() {
     let client = duplex(
         server(&Counters::default()),

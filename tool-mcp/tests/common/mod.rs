@@ -121,11 +121,11 @@ async fn count(ctx: ToolContext, to: u32) -> Result<u32, ToolError> {
 
 /// Echo a text back (for size and load tests).
 #[tool(timeout_ms = 5000, read_only)]
-async fn echo(text: String) -> Result<usize, ToolError> {
+pub async fn echo(text: String) -> Result<usize, ToolError> {
     Ok(text.len())
 }
 
-pub fn registry(counters: Counters) -> Registry {
+pub fn builder(counters: Counters) -> toolwright::RegistryBuilder {
     Registry::builder()
         .tool(SearchOrders)
         .tool(GetOrder)
@@ -134,8 +134,10 @@ pub fn registry(counters: Counters) -> Registry {
         .tool(Count)
         .tool(Echo)
         .state(counters)
-        .build()
-        .expect("the test registry builds")
+}
+
+pub fn registry(counters: Counters) -> Registry {
+    builder(counters).build().expect("the test registry builds")
 }
 
 /// A client that answers every elicitation with `action` and records the messages.
@@ -145,6 +147,8 @@ pub struct Elicitor {
     pub asked: Arc<Mutex<Vec<String>>>,
     /// Every `notifications/progress` received, in order.
     pub progress: Arc<Mutex<Vec<ProgressNotificationParam>>>,
+    /// Each `notifications/tools/list_changed` received.
+    pub list_changed: Arc<tokio::sync::Notify>,
 }
 
 impl Elicitor {
@@ -154,6 +158,7 @@ impl Elicitor {
             action: Some(action),
             asked: Arc::default(),
             progress: Arc::default(),
+            list_changed: Arc::default(),
         }
     }
 
@@ -163,6 +168,7 @@ impl Elicitor {
             action: None,
             asked: Arc::default(),
             progress: Arc::default(),
+            list_changed: Arc::default(),
         }
     }
 
@@ -193,6 +199,10 @@ impl ClientHandler for Elicitor {
         if let Ok(mut progress) = self.progress.lock() {
             progress.push(params);
         }
+    }
+
+    async fn on_tool_list_changed(&self, _context: rmcp::service::NotificationContext<RoleClient>) {
+        self.list_changed.notify_one();
     }
 
     async fn create_elicitation(
