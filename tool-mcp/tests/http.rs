@@ -163,32 +163,12 @@ async fn binding_beyond_loopback_needs_allow_remote() {
 async fn a_dropped_http_connection_cancels_the_call() {
     let counters = Counters::default();
     let server = start(&counters).await;
-    let init = post(&server)
-        .bearer_auth("support-token")
-        .send()
-        .await
-        .expect("initialize");
-    let session = init
-        .headers()
-        .get("mcp-session-id")
-        .and_then(|v| v.to_str().ok())
-        .expect("a session id")
-        .to_owned();
-    drop(init);
+    let session = session_id(&server).await;
     let http = reqwest::Client::builder()
         .pool_max_idle_per_host(0)
         .build()
         .expect("client");
-    let send = |body: &'static str| {
-        http.post(server.url())
-            .bearer_auth("support-token")
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-session-id", &session)
-            .header("mcp-protocol-version", "2025-11-25")
-            .body(body)
-            .send()
-    };
+    let send = |body: &'static str| in_session(&http, &server, &session, body).send();
     drop(send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).await);
     let call = send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow_report","arguments":{"steps":200}}}"#)
         .await
@@ -236,31 +216,41 @@ async fn garbage_over_http_is_answered_and_the_server_stays_up() {
     common::ping(&client).await.expect("still serving");
 }
 
-/// The raw SSE body of one `tools/call` in a fresh session.
-async fn raw_call(server: &HttpServer, body: &'static str) -> String {
+/// A raw JSON-RPC POST in an existing MCP session.
+fn in_session(
+    http: &reqwest::Client,
+    server: &HttpServer,
+    session: &str,
+    body: &'static str,
+) -> reqwest::RequestBuilder {
+    http.post(server.url())
+        .bearer_auth("support-token")
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", session)
+        .header("mcp-protocol-version", "2025-11-25")
+        .body(body)
+}
+
+/// A new MCP session's id, from a raw `initialize`.
+async fn session_id(server: &HttpServer) -> String {
     let init = post(server)
         .bearer_auth("support-token")
         .send()
         .await
         .expect("initialize");
-    let session = init
-        .headers()
+    init.headers()
         .get("mcp-session-id")
         .and_then(|v| v.to_str().ok())
         .expect("a session id")
-        .to_owned();
-    drop(init);
+        .to_owned()
+}
+
+/// The raw SSE body of one `tools/call` in a fresh session.
+async fn raw_call(server: &HttpServer, body: &'static str) -> String {
+    let session = session_id(server).await;
     let http = reqwest::Client::new();
-    let send = |body: &'static str| {
-        http.post(server.url())
-            .bearer_auth("support-token")
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-session-id", &session)
-            .header("mcp-protocol-version", "2025-11-25")
-            .body(body)
-            .send()
-    };
+    let send = |body: &'static str| in_session(&http, server, &session, body).send();
     drop(send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).await);
     send(body)
         .await

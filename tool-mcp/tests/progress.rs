@@ -17,14 +17,20 @@ fn with_token(name: &str, arguments: Value, token: i64) -> rmcp::model::CallTool
     params
 }
 
-#[tokio::test]
-async fn a_call_with_a_progress_token_receives_every_step_before_its_result() {
+/// A client recording the notifications it receives, connected to the test server.
+async fn connect() -> (Elicitor, common::Client) {
     let client_handler = Elicitor::without_elicitation();
     let client = duplex(
         McpServer::new(registry(Counters::default())),
         client_handler.clone(),
     )
     .await;
+    (client_handler, client)
+}
+
+#[tokio::test]
+async fn a_call_with_a_progress_token_receives_every_step_before_its_result() {
+    let (client_handler, client) = connect().await;
     let result = client
         .call_tool(with_token("slow_report", json!({"steps": 6}), 7))
         .await
@@ -51,12 +57,7 @@ async fn a_call_with_a_progress_token_receives_every_step_before_its_result() {
 
 #[tokio::test]
 async fn a_tight_loop_of_reports_does_not_flood_the_client() {
-    let client_handler = Elicitor::without_elicitation();
-    let client = duplex(
-        McpServer::new(registry(Counters::default())),
-        client_handler.clone(),
-    )
-    .await;
+    let (client_handler, client) = connect().await;
     let result = client
         .call_tool(with_token("count", json!({"to": 10000}), 8))
         .await
