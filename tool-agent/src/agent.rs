@@ -13,6 +13,7 @@ use toolwright_core::execute::budget::Budget;
 use toolwright_core::execute::{RandomSource, RetryBudget, RetryPolicy, ThreadRandom};
 use toolwright_core::providers::ExportError;
 use toolwright_core::{ErrorKind, Outcome, Registry, Session, Status, ToolCall, ERROR_CONTRACT};
+use tracing::Instrument;
 
 use crate::message::{AssistantTurn, Message, Usage};
 use crate::model::{AgentEvent, ChatModel, Events, ModelError, ModelRequest, Turn};
@@ -165,7 +166,9 @@ impl Agent {
             pending: None,
             exhausted: Vec::new(),
         };
-        self.drive(session, run).await
+        self.drive(session, run)
+            .instrument(agent_span(session))
+            .await
     }
 
     /// Continues a run that ended [`End::Pending`] once a person decided: the calls that waited
@@ -176,7 +179,9 @@ impl Agent {
         if run.pending.is_none() {
             return run;
         }
-        self.drive(session, run).await
+        self.drive(session, run)
+            .instrument(agent_span(session))
+            .await
     }
 
     async fn drive(&self, session: &Session, mut run: Run) -> Run {
@@ -196,9 +201,16 @@ impl Agent {
             let started = Instant::now();
             // Asked each step: a predicate may show a tool only at some stage of the conversation.
             let tools = self.tools_for(session);
+            // The model's turn, as the OpenTelemetry GenAI conventions name it.
+            let chat = tracing::info_span!(
+                target: "toolwright::span",
+                "chat",
+                gen_ai.operation.name = "chat"
+            );
             let asked = tokio::time::timeout_at(
                 deadline,
-                self.ask_model(&run.transcript, &tools, deadline),
+                self.ask_model(&run.transcript, &tools, deadline)
+                    .instrument(chat),
             );
             let (turn, attempts) = match asked.await {
                 Err(_) => {
@@ -656,4 +668,17 @@ impl Run {
         }
         None
     }
+}
+
+/// The span of a run (or a resumed run): `invoke_agent` after the OpenTelemetry GenAI
+/// conventions. The model's turns (`chat`) and the tool calls (`execute_tool`) are its
+/// children, so a trace shows each call inside the run that made it.
+fn agent_span(session: &Session) -> tracing::Span {
+    tracing::info_span!(
+        target: "toolwright::span",
+        "invoke_agent",
+        otel.name = "invoke_agent",
+        gen_ai.operation.name = "invoke_agent",
+        gen_ai.conversation.id = session.id(),
+    )
 }

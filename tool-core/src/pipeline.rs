@@ -26,6 +26,7 @@ use crate::error::ToolError;
 use crate::execute::fallback::{self, FallbackFuture, Interpreted};
 use crate::execute::{contain, AttemptInfo, Env, Executed, Guard, Step};
 use crate::guard::approval::{self, ApprovalRequest, Refusal};
+use crate::guard::output;
 use crate::guard::provenance::{self, Finders};
 use crate::idempotency::{self, Fingerprint, IdempotencyKey, IdempotencyStore, KeyMode, Lease};
 use crate::interpret;
@@ -61,6 +62,12 @@ pub(crate) struct Shared {
     pub(crate) quarantine: Quarantine,
     /// Calls of names no tool has.
     pub(crate) unknown_calls: std::sync::atomic::AtomicU64,
+    /// The cap on a result's JSON text, in bytes.
+    pub(crate) max_result_bytes: Option<usize>,
+    /// The application's check of every validated call.
+    pub(crate) call_guard: Option<Arc<dyn crate::guard::policy::CallGuard>>,
+    /// The application's check of every result.
+    pub(crate) result_guard: Option<Arc<dyn crate::guard::output::ResultGuard>>,
 }
 
 /// A registered tool with its type erased, so one table can hold every tool.
@@ -243,7 +250,16 @@ impl<T: Body> DynTool for Entry<T> {
         session: &'a Session,
         shared: &'a Shared,
     ) -> BoxFuture<'a, Outcome> {
-        Box::pin(self.run(call, session, shared))
+        // The same one box either way: an untraced call carries no span in its future.
+        let span = observe::span::call(self.spec.name(), &call.id, session);
+        if span.is_disabled() {
+            Box::pin(self.run(call, session, shared))
+        } else {
+            Box::pin(observe::span::Traced::new(
+                span,
+                self.run(call, session, shared),
+            ))
+        }
     }
 }
 
@@ -294,6 +310,11 @@ impl<T: Body> Entry<T> {
                 },
             };
             let repaired = !repaired_by.is_empty();
+            if let Some(guard) = shared.call_guard.as_deref() {
+                if let Err(failure) = policy(guard, spec, session, &call) {
+                    return rejected((spec, stats), call, *failure, session, shared);
+                }
+            }
             // The stages before the attempt that wait on something else (the idempotency store,
             // a reviewer) run in one boxed future of their own, entered only by calls that need
             // one, so the call's future holds none of their state.
@@ -322,7 +343,13 @@ impl<T: Body> Entry<T> {
             let executed = self
                 .execute(&call, args, key.as_ref(), begin, session, shared)
                 .await;
-            let mut executed = executed.and_then(|value| interpret::result(spec.name(), &value));
+            let mut executed = executed.and_then(|value| {
+                let answer = interpret::result(spec.name(), &value)?;
+                if shared.max_result_bytes.is_none() && shared.result_guard.is_none() {
+                    return Ok(answer);
+                }
+                output::check(answer, spec, session, &call.id, shared)
+            });
             // Behind a constant: a tool that declares no fallback compiles none of its machinery
             // (rustc does not instantiate code under a branch on a constant), and the call's future
             // holds only a `dyn` box for it.
@@ -831,6 +858,23 @@ fn rejected(
     )
 }
 
+/// The application's [`CallGuard`](crate::guard::policy::CallGuard) on a validated call.
+#[cold]
+fn policy(
+    guard: &dyn crate::guard::policy::CallGuard,
+    spec: &ToolSpec,
+    session: &Session,
+    call: &Call,
+) -> Result<(), Box<Failure>> {
+    let check = crate::guard::policy::CallCheck {
+        tool: spec,
+        session,
+        call_id: &call.id,
+        arguments: &call.arguments,
+    };
+    guard.check(&check).map_err(|e| Box::new(e.into_failure()))
+}
+
 /// A call the idempotency store answered: a replay, or a refusal (`duplicate_in_flight`,
 /// `idempotency_mismatch`, the store unreachable).
 #[cold]
@@ -989,8 +1033,14 @@ mod size {
         }
     }
 
-    /// The size of a compiled tool's call future, as `dispatch` boxes it.
+    /// The size of a compiled tool's call future, as `dispatch` boxes it untraced.
     fn call_future_size<T: Tool>(tool: T) -> usize {
+        call_future_size_with(tool, false)
+    }
+
+    /// The size of a compiled tool's call future, as `dispatch` boxes it (with its span when
+    /// `traced`).
+    fn call_future_size_with<T: Tool>(tool: T, traced: bool) -> usize {
         let registry = Registry::builder()
             .build()
             .unwrap_or_else(|e| panic!("{e}"));
@@ -1006,7 +1056,11 @@ mod size {
         };
         let session = Session::anonymous();
         let future = entry.run(Call::new("c".into(), "{}".into(), None), &session, shared);
-        std::mem::size_of_val(&future)
+        if traced {
+            std::mem::size_of_val(&observe::span::Traced::new(tracing::Span::none(), future))
+        } else {
+            std::mem::size_of_val(&future)
+        }
     }
 
     /// The call future is boxed once per call. Past 1,016 bytes the allocation leaves glibc's
@@ -1018,6 +1072,15 @@ mod size {
         let size = call_future_size(Quote);
         assert!(size <= 960, "the call future is {size} bytes");
         println!("call future, four arguments: {size} bytes");
+    }
+
+    /// A traced call boxes its span beside the future: still under 1 KiB for a tool with a
+    /// few arguments. (An untraced call boxes the future alone.)
+    #[test]
+    fn a_traced_call_future_stays_under_one_kib() {
+        let traced = call_future_size_with(Quote, true);
+        assert!(traced < 1024, "the traced call future is {traced} bytes");
+        println!("traced call future, four arguments: {traced} bytes");
     }
 
     /// The call future of a one-argument tool: well under 1 KiB.

@@ -36,8 +36,10 @@ use crate::execute::{
     Settings,
 };
 use crate::guard;
+use crate::guard::output::ResultGuard;
+use crate::guard::policy::CallGuard;
 use crate::idempotency::{IdempotencyStore, KeyMode, MemoryStore};
-use crate::observe::{ArgumentLog, Quarantine, QuarantinePolicy, Stats};
+use crate::observe::{self, ArgumentLog, Quarantine, QuarantinePolicy, Stats};
 use crate::outcome::{ErrorKind, Failure, Outcome};
 use crate::pipeline::{self, Call, DynTool, Shared};
 use crate::tool::{Tool, ToolSpec};
@@ -228,7 +230,7 @@ impl Registry {
     /// Every tool's stats so far (sorted by name): calls by status and `error_type`, retries,
     /// repairs, the recovery-required rate, fallbacks, replays, the breaker, latency
     /// percentiles. Serializable; its `Display` is a compact table. See
-    /// [`observe::Stats`](crate::observe::Stats).
+    /// [`observe::Stats`].
     ///
     /// ```
     /// # use toolwright_core::{Registry, ToolCall};
@@ -329,9 +331,16 @@ impl Registry {
         } else {
             visible.iter().map(|s| s.name().to_owned()).collect()
         });
+        // A name longer than any tool's may be anything the model sent: the span keeps 64 chars.
+        let cut = name.char_indices().nth(64).map_or(name.len(), |(i, _)| i);
+        let span = observe::span::call(&name[..cut], &call_id, session);
+        let _entered = span.enter();
         let outcome = Outcome::failed(call_id, Arc::from(name), failure);
         // No tool, so no field is known: the arguments are never logged.
-        pipeline::finalize(None, outcome, arguments, None, session, &self.inner.shared)
+        let outcome =
+            pipeline::finalize(None, outcome, arguments, None, session, &self.inner.shared);
+        observe::span::record(&span, &outcome);
+        outcome
     }
 }
 
@@ -376,6 +385,9 @@ pub struct RegistryBuilder {
     approval_timeout: Duration,
     max_argument_bytes: usize,
     quarantine: QuarantinePolicy,
+    max_result_bytes: Option<usize>,
+    result_guard: Option<Arc<dyn ResultGuard>>,
+    call_guard: Option<Arc<dyn CallGuard>>,
 }
 
 impl Default for RegistryBuilder {
@@ -406,6 +418,9 @@ impl Default for RegistryBuilder {
             approval_timeout: DEFAULT_APPROVAL_TIMEOUT,
             max_argument_bytes: crate::validate::DEFAULT_MAX_ARGUMENT_BYTES,
             quarantine: QuarantinePolicy::new(),
+            max_result_bytes: None,
+            result_guard: None,
+            call_guard: None,
         }
     }
 }
@@ -633,7 +648,7 @@ impl RegistryBuilder {
 
     /// Whether the `tracing` events of failed calls carry their arguments (default: never);
     /// [`ArgumentLog::Redacted`] shows them with every `#[arg(sensitive)]` field replaced. The
-    /// events are described in the [`observe`](crate::observe) module.
+    /// events are described in the [`observe`] module.
     pub fn log_arguments(mut self, mode: ArgumentLog) -> Self {
         self.argument_log = mode;
         self
@@ -729,6 +744,30 @@ impl RegistryBuilder {
         self
     }
 
+    /// Refuses a tool's result whose JSON text is longer than `bytes`, as `invalid_result`
+    /// with `retryable: true` and a message that says the size and the limit and asks for less
+    /// (a model's context is finite; one huge answer can crowd out the conversation). No limit
+    /// by default.
+    pub fn max_result_bytes(mut self, bytes: usize) -> Self {
+        self.max_result_bytes = Some(bytes);
+        self
+    }
+
+    /// Checks every successful result before it becomes the envelope: keep it, replace it (a
+    /// redacted copy) or refuse it. See [`guard::output`].
+    pub fn result_guard(mut self, guard: impl ResultGuard) -> Self {
+        self.result_guard = Some(Arc::new(guard));
+        self
+    }
+
+    /// Checks every call once its arguments are valid, before approval, the idempotency store
+    /// and the tool: a registry-wide policy that refuses with a kind of its own. See
+    /// [`guard::policy`].
+    pub fn call_guard(mut self, guard: impl CallGuard) -> Self {
+        self.call_guard = Some(Arc::new(guard));
+        self
+    }
+
     /// Builds the registry; fails on duplicate names and on missing shared state.
     pub fn build(self) -> Result<Registry, BuildError> {
         let mut tools = ToolMap::with_capacity_and_hasher(self.pending.len(), Default::default());
@@ -777,6 +816,9 @@ impl RegistryBuilder {
             max_argument_bytes: self.max_argument_bytes,
             quarantine: Quarantine::new(self.quarantine),
             unknown_calls: std::sync::atomic::AtomicU64::new(0),
+            max_result_bytes: self.max_result_bytes,
+            result_guard: self.result_guard,
+            call_guard: self.call_guard,
         };
         let tables = boxcar::Vec::new();
         let first = tables.push(table);

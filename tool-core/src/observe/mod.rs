@@ -24,9 +24,55 @@
 //! let registry = Registry::builder().log_arguments(ArgumentLog::Redacted).build().unwrap();
 //! # let _ = registry;
 //! ```
+//!
+//! # Spans
+//!
+//! Every call also runs inside one span named and attributed after the OpenTelemetry semantic
+//! conventions for generative AI (<https://opentelemetry.io/docs/specs/semconv/gen-ai/>), so a
+//! tool call shows up inside the model's turn in a tracing backend:
+//!
+//! | field | value |
+//! |---|---|
+//! | span name | `execute_tool`, and `otel.name` = `execute_tool {tool}`, the name the conventions give it |
+//! | `otel.kind` | `internal` |
+//! | `gen_ai.operation.name` | `execute_tool` |
+//! | `gen_ai.tool.name` | the tool's name (for an unknown tool, the name the model sent) |
+//! | `gen_ai.tool.call.id` | the call id |
+//! | `gen_ai.tool.type` | `function` |
+//! | `gen_ai.conversation.id` | the [`Session`](crate::Session)'s id, for a call inside a conversation |
+//! | `error.type` | the `error_type` of a failed call (absent otherwise) |
+//! | `otel.status_code` | `ERROR` for a failed call |
+//! | `toolwright.status`, `toolwright.seam`, `toolwright.attempts`, `toolwright.degraded_by`, `toolwright.replayed` | what the outcome says |
+//!
+//! Its target is `toolwright::span`, its level `INFO`. The events above that a call causes land
+//! inside it: the breaker's transitions, the repair pass, the retries, one `toolwright::attempt`
+//! event per attempt (number, wait, elapsed, classification, idempotency key) and the
+//! `toolwright::call` event. No span field carries an argument value. With
+//! `tracing-opentelemetry`'s layer on an OpenTelemetry tracer, each span becomes an OTel span
+//! and each event a span event; the `otel.*` fields set the OTel span's name, kind and status.
+//!
+//! When no subscriber wants the span (none is installed, or a filter leaves out
+//! `toolwright::span` at `INFO`), a call runs exactly as it would without it: the check is the
+//! callsite's cached interest, no field is evaluated and nothing is allocated.
+//!
+//! The span current where the call is made (where [`Registry::call`](crate::Registry::call) is
+//! called) is its parent, for instance the model's turn:
+//!
+//! ```
+//! use toolwright_core::{Registry, ToolCall};
+//! use tracing::Instrument;
+//!
+//! # async fn turn(registry: &Registry) {
+//! let turn = tracing::info_span!("chat", gen_ai.operation.name = "chat");
+//! let call = ToolCall::new("call_1", "search_orders", r#"{"query":"ada"}"#);
+//! let outcome = async { registry.call(call).await }.instrument(turn).await;
+//! # let _ = outcome;
+//! # }
+//! ```
 
 mod quarantine;
 pub(crate) mod redact;
+pub(crate) mod span;
 mod stats;
 
 pub use quarantine::{Quarantine, QuarantineEntry, QuarantinePolicy};
