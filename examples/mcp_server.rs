@@ -11,8 +11,8 @@
 //!
 //! `refund_order` requires approval: a client that supports elicitation asks its user; for one
 //! that does not, refunds up to $50 are approved and larger ones denied. `slow_report` works in
-//! 100 ms steps and `report_stats` tells how many steps ran, so a client can cancel a call and
-//! see that the tool stopped.
+//! 100 ms steps, reporting progress after each, and `report_stats` tells how many steps ran, so
+//! a client can watch a call's progress, cancel it and see that the tool stopped.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -160,14 +160,22 @@ async fn refund_order(
 #[tool(timeout_ms = 60000, read_only)]
 async fn slow_report(
     shop: State<Shop>,
+    ctx: ToolContext,
     /// How long the report takes.
     #[arg(range(min = 1, max = 30))]
     seconds: u32,
 ) -> Result<String, ToolError> {
     shop.reports_started.fetch_add(1, Ordering::SeqCst);
-    for _ in 0..seconds * 10 {
+    let steps = seconds * 10;
+    for step in 1..=steps {
         tokio::time::sleep(Duration::from_millis(100)).await;
         shop.report_steps.fetch_add(1, Ordering::SeqCst);
+        // A `notifications/progress` when the client sent a progressToken.
+        ctx.progress(
+            f64::from(step),
+            Some(f64::from(steps)),
+            format!("step {step} of {steps}"),
+        );
     }
     shop.reports_finished.fetch_add(1, Ordering::SeqCst);
     Ok(format!("sales report: {} orders", shop.orders.len()))

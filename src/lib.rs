@@ -289,17 +289,17 @@
 
 // The crate root: what a tool author and an application name every day.
 pub use toolwright_core::{
-    ArgumentLog, AttemptRecord, BuildError, Effect, ErrorKind, IdempotencyKey, IdempotencyStore,
-    Invocation, KeyMode, MemoryStore, Outcome, Registry, RegistryBuilder, RetryStop, Seam, Session,
-    State, Status, Tool, ToolCall, ToolContext, ToolError, ToolMeta, ToolSpec, Toolset, Violation,
-    ERROR_CONTRACT,
+    ArgumentLog, AttemptRecord, BuildError, Content, Effect, ErrorKind, IdempotencyKey,
+    IdempotencyStore, Invocation, KeyMode, MemoryStore, Outcome, Registry, RegistryBuilder,
+    RetryStop, Seam, Session, State, Status, Tool, ToolCall, ToolContext, ToolError, ToolMeta,
+    ToolSpec, Toolset, Violation, ERROR_CONTRACT,
 };
 pub use toolwright_macros::{data, tool, toolset};
 
 // One module per stage of a call, as the runtime lays them out.
 pub use toolwright_core::{
-    call, conversation, dynamic, error, execute, guard, idempotency, interpret, observe, outcome,
-    providers, registry, replay, tool, validate,
+    call, content, conversation, dynamic, error, execute, guard, idempotency, interpret, observe,
+    outcome, progress, providers, registry, replay, tool, validate,
 };
 
 /// A tool defined at run time: name, description, JSON Schema, async handler

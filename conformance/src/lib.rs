@@ -230,6 +230,29 @@ pub async fn supplier_stock(
         .with_retry_after(Duration::from_secs(30)))
 }
 
+/// Draw a product's sales chart, with a spoken summary and a link to the data: a result of
+/// content blocks (text, image, audio, resource link) next to JSON data.
+#[tool(read_only, timeout_ms = 1000)]
+async fn sales_chart(
+    /// The product's SKU.
+    sku: String,
+) -> Result<toolwright::Content, ToolError> {
+    // A 1x1 PNG.
+    const PNG: &[u8] = &[
+        0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44,
+        0x52, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00, 0x00, 0x1f,
+        0x15, 0xc4, 0x89, 0x00, 0x00, 0x00, 0x0a, 0x49, 0x44, 0x41, 0x54, 0x78, 0x9c, 0x63, 0x00,
+        0x01, 0x00, 0x00, 0x05, 0x00, 0x01, 0x0d, 0x0a, 0x2d, 0xb4, 0x00, 0x00, 0x00, 0x00, 0x49,
+        0x45, 0x4e, 0x44, 0xae, 0x42, 0x60, 0x82,
+    ];
+    Ok(toolwright::Content::new()
+        .text(format!("Sales of {sku}, last 12 months."))
+        .image(PNG, "image/png")
+        .audio(b"RIFF\0\0\0\0WAVE", "audio/wav")
+        .resource_link(format!("https://example.com/sales/{sku}.csv"), "sales.csv")
+        .data(json!({"units": 1200})))
+}
+
 /// The fixture tool set.
 pub fn registry() -> Registry {
     Registry::builder()
@@ -238,6 +261,7 @@ pub fn registry() -> Registry {
         .tool(AdjustStock)
         .tool(SetLabels)
         .tool(SupplierStock)
+        .tool(SalesChart)
         .build()
         .expect("the fixture tools have distinct names and need no state")
 }
@@ -329,6 +353,7 @@ pub fn targets() -> Vec<(&'static str, Export, &'static str, &'static [&'static 
 /// Retry-After.
 fn calls() -> Vec<ToolCall> {
     vec![
+        ToolCall::new("call_chart", "sales_chart", r#"{"sku":"SKU-0001"}"#),
         ToolCall::new(
             "call_ok",
             "search_products",

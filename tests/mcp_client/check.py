@@ -87,6 +87,21 @@ async def refund(session):
     return envelope(result)
 
 
+async def progress(session, label):
+    seen = []
+
+    async def on_progress(done, total, message):
+        seen.append((done, total, message))
+
+    result = await session.call_tool("slow_report", {"seconds": 1}, progress_callback=on_progress)
+    check(envelope(result)["status"] == "success", f"{label}: a call with a progressToken succeeds")
+    check(len(seen) >= 2, f"{label}: progress notifications arrived before the result ({len(seen)})")
+    check(all(a[0] < b[0] for a, b in zip(seen, seen[1:])), f"{label}: progress increases")
+    check(seen[-1][0] == 10 and seen[-1][1] == 10 and seen[-1][2] == "step 10 of 10",
+          f"{label}: the last progress report (10 of 10) is delivered")
+    check(len(seen) <= 10, f"{label}: at most one report per 100 ms step")
+
+
 async def cancel_slow(session, label):
     before = envelope(await session.call_tool("report_stats", {}))["data"]
     task = asyncio.create_task(session.call_tool("slow_report", {"seconds": 3}))
@@ -115,6 +130,7 @@ async def stdio(binary):
             body = await refund(session)
             check(body["error_type"] == "approval_denied",
                   "stdio: no elicitation, a large refund is denied by the fallback approver")
+            await progress(session, "stdio")
             await cancel_slow(session, "stdio")
 
     for action, expected in [("accept", "success"), ("decline", "approval_denied")]:
@@ -161,6 +177,7 @@ async def http(binary):
                 async with ClientSession(read, write) as session:
                     await session.initialize()
                     await main_cases(session, "http")
+                    await progress(session, "http")
                     await cancel_slow(session, "http")
 
                     # a second client at the same time: its own session

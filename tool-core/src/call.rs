@@ -16,6 +16,7 @@ use crate::conversation::{ConversationMemory, ConversationStore, Grounding, InMe
 use crate::execute::clock::ClockHandle;
 use crate::guard::approval::{Approvals, Approver};
 use crate::idempotency::{IdempotencyKey, KeyMode};
+use crate::progress::{self, ProgressHandle};
 
 /// A call the model proposed: the provider's call id, the tool name, and the argument text
 /// exactly as the model wrote it (parsed by the registry, never trusted).
@@ -31,6 +32,9 @@ pub struct ToolCall {
     id: String,
     name: String,
     arguments: String,
+    /// Where the tool's progress reports go; one pointer, `None` for most calls.
+    #[serde(skip)]
+    progress: Option<ProgressHandle>,
 }
 
 impl ToolCall {
@@ -44,7 +48,30 @@ impl ToolCall {
             id: id.into(),
             name: name.into(),
             arguments: arguments.into(),
+            progress: None,
         }
+    }
+
+    /// Sends the tool's progress reports ([`ToolContext::progress`]) to `handle`, which
+    /// rate-limits them; without one, a report is a `tracing` event. See
+    /// [the `progress` module](crate::progress).
+    ///
+    /// ```
+    /// use toolwright_core::progress::{Progress, ProgressHandle};
+    /// use toolwright_core::ToolCall;
+    ///
+    /// let handle = ProgressHandle::new(|p: Progress| println!("{} of {:?}", p.done, p.total));
+    /// let call = ToolCall::new("call_1", "import_rows", "{}").with_progress(handle);
+    /// assert!(call.progress().is_some());
+    /// ```
+    pub fn with_progress(mut self, handle: ProgressHandle) -> Self {
+        self.progress = Some(handle);
+        self
+    }
+
+    /// The progress handle attached with [`ToolCall::with_progress`].
+    pub fn progress(&self) -> Option<&ProgressHandle> {
+        self.progress.as_ref()
     }
 
     /// The provider's call id (OpenAI `tool_call_id`, Anthropic `tool_use_id`, ...).
@@ -62,8 +89,8 @@ impl ToolCall {
         &self.arguments
     }
 
-    pub(crate) fn into_parts(self) -> (String, String, String) {
-        (self.id, self.name, self.arguments)
+    pub(crate) fn into_parts(self) -> (String, String, String, Option<ProgressHandle>) {
+        (self.id, self.name, self.arguments, self.progress)
     }
 }
 
@@ -461,6 +488,7 @@ pub struct Invocation<'a> {
     pub(crate) state: &'a Arc<StateMap>,
     /// The registry's clock, so `remaining` reads the time line the deadline is on.
     pub(crate) clock: &'a ClockHandle,
+    pub(crate) progress: Option<&'a ProgressHandle>,
 }
 
 impl Invocation<'_> {
@@ -514,6 +542,18 @@ impl Invocation<'_> {
         any.downcast::<T>().ok().map(State)
     }
 
+    /// Reports how far the call got; see [`ToolContext::progress`].
+    pub fn progress(&self, done: f64, total: Option<f64>, message: impl Into<String>) {
+        report(
+            self.progress,
+            self.tool,
+            self.call_id,
+            done,
+            total,
+            message.into(),
+        );
+    }
+
     /// An owned snapshot of this invocation, for tool bodies that take a [`ToolContext`].
     pub fn context(&self) -> ToolContext {
         ToolContext {
@@ -526,7 +566,23 @@ impl Invocation<'_> {
             attempt_deadline: self.attempt_deadline,
             state: Arc::clone(self.state),
             clock: self.clock.clone(),
+            progress: self.progress.cloned(),
         }
+    }
+}
+
+/// A report to the call's handle, or a `tracing` event when it has none.
+fn report(
+    handle: Option<&ProgressHandle>,
+    tool: &str,
+    call_id: &str,
+    done: f64,
+    total: Option<f64>,
+    message: String,
+) {
+    match handle {
+        Some(handle) => handle.report(done, total, (!message.is_empty()).then_some(message)),
+        None => progress::untracked(tool, call_id, done, total, &message),
     }
 }
 
@@ -551,6 +607,7 @@ pub struct ToolContext {
     attempt_deadline: Instant,
     state: Arc<StateMap>,
     clock: ClockHandle,
+    progress: Option<ProgressHandle>,
 }
 
 impl ToolContext {
@@ -599,6 +656,34 @@ impl ToolContext {
     pub fn state<T: Send + Sync + 'static>(&self) -> Option<State<T>> {
         let any = self.state.get(&TypeId::of::<T>())?.clone();
         any.downcast::<T>().ok().map(State)
+    }
+
+    /// Reports how far the call got: `done` of `total` (if known), with a message for a person
+    /// (empty for none). `done` should grow with every report. Under MCP, when the client asked
+    /// for progress, it becomes a `notifications/progress`; with a handle from
+    /// [`ToolCall::with_progress`] it goes there; otherwise it is a `tracing` event. Reports are
+    /// rate-limited (see [the `progress` module](crate::progress)), so report as often as is convenient.
+    ///
+    /// ```
+    /// use toolwright_core::{ToolContext, ToolError};
+    ///
+    /// async fn import(ctx: &ToolContext, rows: &[String]) -> Result<usize, ToolError> {
+    ///     for (i, _row) in rows.iter().enumerate() {
+    ///         // ... write the row ...
+    ///         ctx.progress((i + 1) as f64, Some(rows.len() as f64), "importing rows");
+    ///     }
+    ///     Ok(rows.len())
+    /// }
+    /// ```
+    pub fn progress(&self, done: f64, total: Option<f64>, message: impl Into<String>) {
+        report(
+            self.progress.as_ref(),
+            &self.tool,
+            &self.call_id,
+            done,
+            total,
+            message.into(),
+        );
     }
 }
 

@@ -126,6 +126,7 @@ impl DynamicTool {
             input_schema: Arc::new(self.input_schema.clone()),
             output_schema: Arc::new(self.output_schema.clone()),
             timeout: self.timeout.unwrap_or(default_timeout),
+            returns_content: false,
         }
     }
 

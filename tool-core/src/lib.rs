@@ -10,6 +10,7 @@
 //! | [`error`] | all | [`ToolError`]: how a tool body says what went wrong |
 //! | [`tool`] | all | the [`Tool`] trait, [`ToolSpec`], [`ToolMeta`], [`Effect`], field metadata |
 //! | [`call`] | proposal | [`ToolCall`], [`Session`], what a tool body sees ([`Invocation`], [`ToolContext`], [`State`]) |
+//! | [`content`] | return | [`Content`]: results of text, images, audio and resource links |
 //! | [`conversation`] | all | what a conversation remembers: grounded ids, recovery counts, the recovery budget |
 //! | [`validate`] | validation | shape errors with paths, field rules, the repair pass |
 //! | [`guard`] | validation | scopes and authorization, provenance of ids, approval |
@@ -18,6 +19,7 @@
 //! | [`interpret`] | interpretation | result shape, empty vs success |
 //! | `pipeline` | all | the stages in order, and the finalizer every call ends with |
 //! | [`registry`] | all | [`Registry`], its builder, auto-collection |
+//! | [`progress`] | execution | a tool's progress reports, rate-limited, to the sink its caller attached |
 //! | [`observe`] | all | the `tracing` events, redaction of arguments |
 //! | [`providers`] | proposal, return | export to OpenAI, Anthropic, Gemini and MCP; parse their calls; format outcomes back |
 //! | [`replay`] | all | record calls, replay them against a changed registry |
@@ -26,6 +28,7 @@
 #![forbid(unsafe_code)]
 
 pub mod call;
+pub mod content;
 pub mod conversation;
 pub mod dynamic;
 pub mod error;
@@ -36,6 +39,7 @@ pub mod interpret;
 pub mod observe;
 pub mod outcome;
 mod pipeline;
+pub mod progress;
 pub mod providers;
 pub mod registry;
 pub mod replay;
@@ -45,6 +49,7 @@ pub mod tool;
 pub mod validate;
 
 pub use call::{Invocation, Session, State, ToolCall, ToolContext};
+pub use content::Content;
 pub use error::ToolError;
 pub use idempotency::{IdempotencyKey, IdempotencyStore, KeyMode, MemoryStore};
 pub use observe::ArgumentLog;

@@ -629,6 +629,15 @@ impl Outcome {
         self.data.as_deref()
     }
 
+    /// The blocks of a tool that returned [`Content`](crate::content::Content); `None` for any
+    /// other tool, or when the call did not succeed.
+    pub fn content(&self) -> Option<crate::content::Content> {
+        if !self.marks.has(Marks::CONTENT) {
+            return None;
+        }
+        self.data_as()
+    }
+
     /// The result deserialized into a type of your choice, for applications that call tools
     /// themselves. `None` when the call did not succeed or the data has another shape.
     pub fn data_as<T: serde::de::DeserializeOwned>(&self) -> Option<T> {
@@ -967,6 +976,8 @@ pub(crate) struct Marks(u8);
 impl Marks {
     /// Answered from the idempotency store: the tool body did not run for this call.
     pub(crate) const REPLAYED: u8 = 1;
+    /// The data is a [`Content`](crate::content::Content) the tool returned.
+    pub(crate) const CONTENT: u8 = 2;
 
     pub(crate) fn has(self, mark: u8) -> bool {
         self.0 & mark != 0

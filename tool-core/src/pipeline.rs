@@ -32,7 +32,8 @@ use crate::guard::provenance::{self, Finders};
 use crate::idempotency::{self, Fingerprint, IdempotencyKey, IdempotencyStore, KeyMode, Lease};
 use crate::interpret;
 use crate::observe::{self, ArgumentLog, Quarantine, ToolStats};
-use crate::outcome::{ErrorKind, Failure, Fix, Fixes, Outcome, Status};
+use crate::outcome::{ErrorKind, Failure, Fix, Fixes, Marks, Outcome, Status};
+use crate::progress::ProgressHandle;
 use crate::tool::{Effect, StateRequirement, Tool, ToolSpec};
 use crate::validate::repair::{self, DeterministicRepair, RepairRequest, Repairer};
 use crate::validate::shape::{self, ShapeValidator};
@@ -98,6 +99,8 @@ pub(crate) struct Call {
     /// The argument text; after a repair, the repaired text (what runs, what the key covers).
     pub(crate) arguments: String,
     pub(crate) arrived: Instant,
+    /// Where the tool's progress reports go, when the caller attached a handle.
+    pub(crate) progress: Option<ProgressHandle>,
 }
 
 impl Call {
@@ -110,15 +113,17 @@ impl Call {
                 id: String::new(),
                 arguments: String::new(),
                 arrived,
+                progress: None,
             },
         )
     }
 
-    pub(crate) fn new(id: String, arguments: String) -> Call {
+    pub(crate) fn new(id: String, arguments: String, progress: Option<ProgressHandle>) -> Call {
         Call {
             id,
             arguments,
             arrived: Instant::now(),
+            progress,
         }
     }
 }
@@ -420,6 +425,11 @@ impl<T: Body> Entry<T> {
                 .await;
             }
             outcome.repaired_by = repaired_by;
+            // The tool is done: a report still waiting out its interval goes now, before the
+            // outcome, and none after it.
+            if let Some(progress) = &call.progress {
+                progress.finish();
+            }
             finalize(
                 Some((spec, stats)),
                 outcome,
@@ -855,6 +865,7 @@ fn invocation<'a>(
         attempt_deadline: info.attempt_deadline,
         state: &shared.state,
         clock: &shared.env.clock,
+        progress: call.progress.as_ref(),
     }
 }
 
@@ -1042,6 +1053,9 @@ fn conclude(
     outcome.elapsed = finished.saturating_duration_since(arrived);
     if outcome.failure.is_none() {
         outcome.degraded = degraded;
+        if spec.returns_content && degraded.is_none() {
+            outcome.marks.set(Marks::CONTENT);
+        }
     }
     outcome
 }
@@ -1174,7 +1188,7 @@ mod size {
             stats: ToolStats::default(),
         };
         let session = Session::anonymous();
-        let future = entry.run(Call::new("c".into(), "{}".into()), &session, shared);
+        let future = entry.run(Call::new("c".into(), "{}".into(), None), &session, shared);
         if traced {
             std::mem::size_of_val(&observe::span::Traced::new(tracing::Span::none(), future))
         } else {
@@ -1234,7 +1248,7 @@ mod size {
             stats: ToolStats::default(),
         };
         let session = Session::anonymous();
-        let future = entry.run(Call::new("c".into(), "{}".into()), &session, shared);
+        let future = entry.run(Call::new("c".into(), "{}".into(), None), &session, shared);
         let size = std::mem::size_of_val(&future);
         assert!(
             size < 1024,

@@ -295,13 +295,13 @@ impl Registry {
         session: &'a Session,
         call: ToolCall,
     ) -> impl Future<Output = Outcome> + Send + 'a {
-        let (id, name, arguments) = call.into_parts();
+        let (id, name, arguments, progress) = call.into_parts();
         let shared = &self.inner.shared;
         match self.table().tools.get(name.as_str()) {
             // A tool a predicate hides from this session does not exist for it. (One it lacks
             // a scope for is `unauthorized`, decided by the pipeline before the arguments.)
             Some(slot) if self.shown(slot, session) => Either::Left(slot.tool.dispatch(
-                Call::new(id, arguments),
+                Call::new(id, arguments, progress),
                 session,
                 shared,
             )),

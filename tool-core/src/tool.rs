@@ -463,6 +463,8 @@ pub struct ToolSpec {
     pub(crate) input_schema: Arc<Value>,
     pub(crate) output_schema: Arc<Value>,
     pub(crate) timeout: Duration,
+    /// The tool returns [`Content`](crate::content::Content): formatters carry its blocks.
+    pub(crate) returns_content: bool,
 }
 
 impl ToolSpec {
@@ -501,6 +503,8 @@ impl ToolSpec {
             input_schema: Arc::new(input),
             output_schema: Arc::new(root_schema::<T::Output>()),
             timeout: meta.timeout.unwrap_or(default_timeout),
+            returns_content: std::any::TypeId::of::<T::Output>()
+                == std::any::TypeId::of::<crate::content::Content>(),
         }
     }
 

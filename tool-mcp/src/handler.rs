@@ -11,7 +11,7 @@ use rmcp::model::{
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{json, Value};
-use toolwright_core::{Outcome, Session, Status, ToolCall};
+use toolwright_core::{providers, Outcome, Session, Status, ToolCall};
 
 use crate::approval::ElicitingApprover;
 use crate::streamable::{Disconnected, Grant};
@@ -122,7 +122,16 @@ impl Handler {
 
 /// The `CallToolResult` of an outcome: the envelope as text and as `structuredContent`;
 /// `isError` when the call failed, so the model reads why and can recover.
+///
+/// A tool that returned [`Content`](toolwright_core::Content) answers with its blocks (text,
+/// image, audio, resource link) as the result's `content`.
 pub(crate) fn call_tool_result(outcome: &Outcome) -> CallToolResult {
+    if outcome.content().is_some() {
+        // The blocks have MCP's shapes: rmcp reads them as its own.
+        if let Ok(result) = serde_json::from_value(providers::mcp::call_tool_result(outcome)) {
+            return result;
+        }
+    }
     let text = vec![ContentBlock::text(outcome.to_model_string())];
     let mut result = if outcome.status() == Status::Error {
         CallToolResult::error(text)
@@ -209,6 +218,11 @@ impl ServerHandler for Handler {
             ));
         }
         let call = ToolCall::new(request_id(&context), name, arguments);
+        let progress_token = request
+            .meta
+            .as_ref()
+            .and_then(|meta| meta.get_progress_token())
+            .or_else(|| context.meta.get_progress_token());
         let disconnected = context
             .extensions
             .get::<http::request::Parts>()
@@ -221,7 +235,13 @@ impl ServerHandler for Handler {
             biased;
             () = context.ct.cancelled() => Err(cancelled()),
             () = disconnected.cancelled() => Err(cancelled()),
-            outcome = self.shared.registry.call_in(session, call) => {
+            outcome = crate::progress::call_reporting(
+                &self.shared.registry,
+                session,
+                call,
+                progress_token,
+                &context.peer,
+            ) => {
                 Ok(call_tool_result(&outcome).into())
             }
         }

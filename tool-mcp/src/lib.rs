@@ -22,6 +22,10 @@
 //!   `-32602` naming the limit; malformed JSON-RPC and unknown methods are rmcp's `-32600`,
 //!   `-32601` and `-32602`. Input that is not JSON at all has no id to answer and is dropped,
 //!   as every official SDK does; the server keeps serving.
+//! - **Progress**: when a `tools/call` carries a `progressToken`, what the tool reports through
+//!   [`ToolContext::progress`](toolwright_core::ToolContext::progress) becomes
+//!   `notifications/progress`, at most one per 100 ms and the last one always, all before the
+//!   result.
 //! - **Cancellation**: `notifications/cancelled`, an HTTP response stream the client drops and
 //!   a closed connection drop the call's future; no result is sent. The registry counts a
 //!   dropped call neither as a success nor as a failure, and leaves a non-idempotent call's key
@@ -48,6 +52,7 @@
 
 mod approval;
 mod handler;
+mod progress;
 #[cfg(feature = "proxy")]
 pub mod proxy;
 mod streamable;

@@ -51,7 +51,7 @@ async fn a_client_lists_and_calls_tools_over_http() {
     let server = start(&Counters::default()).await;
     let client = connect(&server, "support-token").await;
     let tools = client.list_all_tools().await.expect("tools/list");
-    assert_eq!(tools.len(), 5);
+    assert_eq!(tools.len(), 6);
     let result = client
         .call_tool(call("get_order", json!({"order_id": "A9999"})))
         .await
@@ -67,7 +67,7 @@ async fn a_token_without_the_scope_does_not_see_the_tool() {
     let guest = connect(&server, "guest-token").await;
     let tools = guest.list_all_tools().await.expect("tools/list");
     assert!(tools.iter().all(|t| t.name != "refund_order"));
-    assert_eq!(tools.len(), 4);
+    assert_eq!(tools.len(), 5);
 }
 
 #[tokio::test]
@@ -163,32 +163,12 @@ async fn binding_beyond_loopback_needs_allow_remote() {
 async fn a_dropped_http_connection_cancels_the_call() {
     let counters = Counters::default();
     let server = start(&counters).await;
-    let init = post(&server)
-        .bearer_auth("support-token")
-        .send()
-        .await
-        .expect("initialize");
-    let session = init
-        .headers()
-        .get("mcp-session-id")
-        .and_then(|v| v.to_str().ok())
-        .expect("a session id")
-        .to_owned();
-    drop(init);
+    let session = session_id(&server).await;
     let http = reqwest::Client::builder()
         .pool_max_idle_per_host(0)
         .build()
         .expect("client");
-    let send = |body: &'static str| {
-        http.post(server.url())
-            .bearer_auth("support-token")
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-session-id", &session)
-            .header("mcp-protocol-version", "2025-11-25")
-            .body(body)
-            .send()
-    };
+    let send = |body: &'static str| in_session(&http, &server, &session, body).send();
     drop(send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).await);
     let call = send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow_report","arguments":{"steps":200}}}"#)
         .await
@@ -234,4 +214,74 @@ async fn garbage_over_http_is_answered_and_the_server_stays_up() {
     }
     let client = connect(&server, "support-token").await;
     common::ping(&client).await.expect("still serving");
+}
+
+/// A raw JSON-RPC POST in an existing MCP session.
+fn in_session(
+    http: &reqwest::Client,
+    server: &HttpServer,
+    session: &str,
+    body: &'static str,
+) -> reqwest::RequestBuilder {
+    http.post(server.url())
+        .bearer_auth("support-token")
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", session)
+        .header("mcp-protocol-version", "2025-11-25")
+        .body(body)
+}
+
+/// A new MCP session's id, from a raw `initialize`.
+async fn session_id(server: &HttpServer) -> String {
+    let init = post(server)
+        .bearer_auth("support-token")
+        .send()
+        .await
+        .expect("initialize");
+    init.headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .expect("a session id")
+        .to_owned()
+}
+
+/// The raw SSE body of one `tools/call` in a fresh session.
+async fn raw_call(server: &HttpServer, body: &'static str) -> String {
+    let session = session_id(server).await;
+    let http = reqwest::Client::new();
+    let send = |body: &'static str| in_session(&http, server, &session, body).send();
+    drop(send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).await);
+    send(body)
+        .await
+        .expect("tools/call")
+        .text()
+        .await
+        .expect("the response stream")
+}
+
+#[tokio::test]
+async fn progress_goes_out_only_for_a_call_with_a_progress_token_and_before_its_result() {
+    let server = start(&Counters::default()).await;
+    let with = raw_call(
+        &server,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow_report","arguments":{"steps":4},"_meta":{"progressToken":"report-1"}}}"#,
+    )
+    .await;
+    let first = with.find("notifications/progress").expect(&with);
+    let result = with.find(r#""id":2"#).expect(&with);
+    assert!(first < result, "progress before the result: {with}");
+    assert!(with.contains(r#""progressToken":"report-1""#), "{with}");
+    assert!(
+        with.contains(r#""message":"step 4""#),
+        "the last report: {with}"
+    );
+
+    let without = raw_call(
+        &server,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow_report","arguments":{"steps":4}}}"#,
+    )
+    .await;
+    assert!(without.contains(r#""id":2"#), "{without}");
+    assert!(!without.contains("notifications/progress"), "{without}");
 }

@@ -49,6 +49,7 @@ async fn tools_list_is_the_registry_export_with_annotations_and_schemas() {
     assert_eq!(
         names,
         [
+            "count",
             "echo",
             "get_order",
             "refund_order",
@@ -56,7 +57,7 @@ async fn tools_list_is_the_registry_export_with_annotations_and_schemas() {
             "slow_report"
         ]
     );
-    let search = &tools[3];
+    let search = &tools[4];
     let listed = serde_json::to_value(search).expect("a tool serializes");
     assert_eq!(listed["annotations"]["readOnlyHint"], true);
     assert_eq!(listed["title"], "Search orders");
@@ -241,7 +242,7 @@ async fn an_unknown_tool_is_invalid_params_listing_the_available_tools() {
     assert!(error.message.contains("get_order"));
     let data = error.data.expect("data");
     assert_eq!(data["error_type"], "unknown_tool");
-    assert_eq!(data["available_tools"].as_array().map(Vec::len), Some(5));
+    assert_eq!(data["available_tools"].as_array().map(Vec::len), Some(6));
 }
 
 #[tokio::test]

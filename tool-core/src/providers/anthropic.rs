@@ -7,7 +7,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{argument_text, Node, ParseError, ParseErrorKind, Provider};
+use super::{argument_text, carriage, Node, ParseError, ParseErrorKind, Provider};
 use crate::call::ToolCall;
 use crate::outcome::{Outcome, Status};
 use crate::tool::ToolSpec;
@@ -68,8 +68,25 @@ pub fn parse_calls(message: &Value) -> Result<Vec<ToolCall>, ParseError> {
 }
 
 /// The `tool_result` block answering a call: the envelope as content, `is_error` when the call
-/// failed.
+/// failed. A [`Content`](crate::content::Content) result's images follow the envelope as image
+/// blocks; what Anthropic cannot carry (audio) is named in the envelope
+/// ([`Carriage`](super::Carriage) tells the application).
 pub fn tool_result(outcome: &Outcome) -> Value {
+    if let Some(rendered) = carriage::render(outcome, Provider::Anthropic) {
+        let mut content = vec![json!({"type": "text", "text": rendered.text()})];
+        content.extend(rendered.media.into_iter().map(|m| {
+            json!({
+                "type": "image",
+                "source": {"type": "base64", "media_type": m.mime_type, "data": m.data},
+            })
+        }));
+        return json!({
+            "type": "tool_result",
+            "tool_use_id": outcome.call_id(),
+            "content": content,
+            "is_error": false,
+        });
+    }
     json!({
         "type": "tool_result",
         "tool_use_id": outcome.call_id(),

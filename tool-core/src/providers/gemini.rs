@@ -14,7 +14,7 @@ use std::sync::OnceLock;
 
 use serde_json::{json, Map, Value};
 
-use super::{argument_text, Node, ParseError, ParseErrorKind, Provider};
+use super::{argument_text, carriage, Node, ParseError, ParseErrorKind, Provider};
 use crate::call::ToolCall;
 use crate::outcome::{Outcome, Status};
 use crate::tool::ToolSpec;
@@ -190,8 +190,27 @@ pub fn model_content<'a>(calls: impl IntoIterator<Item = &'a GeminiCall>) -> Val
 }
 
 /// The `functionResponse` part answering a call: the envelope under `response.output`, or
-/// under `response.error` when the call failed.
+/// under `response.error` when the call failed. A [`Content`](crate::content::Content)
+/// result's images go in the response's `parts` as `inlineData`; audio, which Gemini's
+/// function responses do not take, is named in the envelope ([`Carriage`](super::Carriage)).
 pub fn function_response(outcome: &Outcome) -> Value {
+    if let Some(rendered) = carriage::render(outcome, Provider::Gemini) {
+        let mut response = Map::new();
+        if !outcome.call_id().starts_with(MINTED_ID_PREFIX) {
+            response.insert("id".into(), Value::from(outcome.call_id()));
+        }
+        response.insert("name".into(), Value::from(outcome.tool()));
+        response.insert("response".into(), json!({ "output": rendered.envelope }));
+        if !rendered.media.is_empty() {
+            let parts: Vec<Value> = rendered
+                .media
+                .into_iter()
+                .map(|m| json!({"inlineData": {"mimeType": m.mime_type, "data": m.data}}))
+                .collect();
+            response.insert("parts".into(), Value::Array(parts));
+        }
+        return json!({ "functionResponse": response });
+    }
     let key = if outcome.status() == Status::Error {
         "error"
     } else {

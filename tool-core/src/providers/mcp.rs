@@ -175,13 +175,15 @@ fn call_from(params: Node<'_>, id: String) -> Result<ToolCall, ParseError> {
 
 /// The `CallToolResult` for an outcome: the envelope as text `content` and as
 /// `structuredContent`, `isError` when the call failed (a tool error the model should see, not
-/// a protocol error).
+/// a protocol error). A [`Content`](crate::content::Content) result's `content` is its blocks,
+/// as they are (they have MCP's shapes); `structuredContent` stays the envelope.
 pub fn call_tool_result(outcome: &Outcome) -> Value {
     let mut result = Map::new();
-    result.insert(
-        "content".into(),
-        json!([{"type": "text", "text": outcome.to_model_string()}]),
-    );
+    let content = match outcome.content() {
+        Some(content) => serde_json::to_value(content.blocks()).unwrap_or_else(|_| json!([])),
+        None => json!([{"type": "text", "text": outcome.to_model_string()}]),
+    };
+    result.insert("content".into(), content);
     result.insert("structuredContent".into(), outcome.to_model_json());
     result.insert(
         "isError".into(),

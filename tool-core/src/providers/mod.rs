@@ -60,7 +60,10 @@ use crate::call::Session;
 use crate::registry::Registry;
 use crate::tool::ToolSpec;
 
+pub use carriage::{Carriage, Carried};
+
 pub mod anthropic;
+mod carriage;
 pub mod gemini;
 pub mod mcp;
 pub mod openai;

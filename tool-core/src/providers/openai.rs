@@ -9,7 +9,7 @@
 
 use serde_json::{json, Value};
 
-use super::{Node, ParseError, ParseErrorKind, Provider};
+use super::{carriage, Node, ParseError, ParseErrorKind, Provider};
 use crate::call::ToolCall;
 use crate::outcome::Outcome;
 use crate::tool::ToolSpec;
@@ -123,18 +123,43 @@ pub fn parse_response_calls(response: &Value) -> Result<Vec<ToolCall>, ParseErro
 }
 
 /// The Chat Completions message answering a call: `{"role": "tool", "tool_call_id", "content"}`
-/// with the outcome's envelope as content.
+/// with the outcome's envelope as content. A tool message carries text only: a
+/// [`Content`](crate::content::Content) result's images and audio are named in the envelope as
+/// not carried ([`Carriage`](super::Carriage) tells the application).
 pub fn tool_message(outcome: &Outcome) -> Value {
+    let content = match carriage::render(outcome, Provider::OpenAi) {
+        Some(rendered) => rendered.text(),
+        None => outcome.to_model_string(),
+    };
     json!({
         "role": "tool",
         "tool_call_id": outcome.call_id(),
-        "content": outcome.to_model_string(),
+        "content": content,
     })
 }
 
 /// The Responses API input item answering a call: `{"type": "function_call_output", "call_id",
 /// "output"}` with the outcome's envelope as output.
+///
+/// A [`Content`](crate::content::Content) result's output is a list of content parts: the
+/// envelope as `input_text`, then each image as `input_image` (a data URL); audio, which the
+/// format cannot carry, is named in the envelope ([`Carriage`](super::Carriage)).
 pub fn function_call_output(outcome: &Outcome) -> Value {
+    if let Some(rendered) = carriage::render(outcome, Provider::OpenAiResponses) {
+        let mut output = vec![json!({"type": "input_text", "text": rendered.text()})];
+        output.extend(rendered.media.into_iter().map(|m| {
+            json!({
+                "type": "input_image",
+                "detail": "auto",
+                "image_url": format!("data:{};base64,{}", m.mime_type, m.data),
+            })
+        }));
+        return json!({
+            "type": "function_call_output",
+            "call_id": outcome.call_id(),
+            "output": output,
+        });
+    }
     json!({
         "type": "function_call_output",
         "call_id": outcome.call_id(),

@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams,
-    ElicitResult, ElicitationAction, Implementation,
+    ElicitResult, ElicitationAction, Implementation, ProgressNotificationParam,
 };
-use rmcp::service::{RequestContext, RunningService};
+use rmcp::service::{NotificationContext, RequestContext, RunningService};
 use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
 use serde_json::{json, Value};
 use toolwright::prelude::*;
@@ -89,16 +89,34 @@ async fn refund_order(
     Ok(format!("refunded {amount} on {order_id}"))
 }
 
-/// A slow report, in 50 ms steps.
+/// A slow report, in 50 ms steps, reporting progress after each.
 #[tool(timeout_ms = 30000, read_only)]
-async fn slow_report(counters: State<Counters>, steps: u32) -> Result<String, ToolError> {
+async fn slow_report(
+    counters: State<Counters>,
+    ctx: ToolContext,
+    steps: u32,
+) -> Result<String, ToolError> {
     counters.started.fetch_add(1, Ordering::SeqCst);
-    for _ in 0..steps {
+    for step in 1..=steps {
         tokio::time::sleep(Duration::from_millis(50)).await;
         counters.steps.fetch_add(1, Ordering::SeqCst);
+        ctx.progress(
+            f64::from(step),
+            Some(f64::from(steps)),
+            format!("step {step}"),
+        );
     }
     counters.finished.fetch_add(1, Ordering::SeqCst);
     Ok("done".into())
+}
+
+/// Count to `to` as fast as it can, reporting every number (a tight loop of progress).
+#[tool(timeout_ms = 5000, read_only)]
+async fn count(ctx: ToolContext, to: u32) -> Result<u32, ToolError> {
+    for n in 1..=to {
+        ctx.progress(f64::from(n), Some(f64::from(to)), "");
+    }
+    Ok(to)
 }
 
 /// Echo a text back (for size and load tests).
@@ -113,6 +131,7 @@ pub fn builder(counters: Counters) -> toolwright::RegistryBuilder {
         .tool(GetOrder)
         .tool(RefundOrder)
         .tool(SlowReport)
+        .tool(Count)
         .tool(Echo)
         .state(counters)
 }
@@ -126,6 +145,8 @@ pub fn registry(counters: Counters) -> Registry {
 pub struct Elicitor {
     pub action: Option<ElicitationAction>,
     pub asked: Arc<Mutex<Vec<String>>>,
+    /// Every `notifications/progress` received, in order.
+    pub progress: Arc<Mutex<Vec<ProgressNotificationParam>>>,
     /// Each `notifications/tools/list_changed` received.
     pub list_changed: Arc<tokio::sync::Notify>,
 }
@@ -136,6 +157,7 @@ impl Elicitor {
         Elicitor {
             action: Some(action),
             asked: Arc::default(),
+            progress: Arc::default(),
             list_changed: Arc::default(),
         }
     }
@@ -145,12 +167,17 @@ impl Elicitor {
         Elicitor {
             action: None,
             asked: Arc::default(),
+            progress: Arc::default(),
             list_changed: Arc::default(),
         }
     }
 
     pub fn asked(&self) -> Vec<String> {
         self.asked.lock().map(|a| a.clone()).unwrap_or_default()
+    }
+
+    pub fn progress(&self) -> Vec<ProgressNotificationParam> {
+        self.progress.lock().map(|p| p.clone()).unwrap_or_default()
     }
 }
 
@@ -162,6 +189,16 @@ impl ClientHandler for Elicitor {
             ClientCapabilities::default()
         };
         ClientConfig::new(capabilities, Implementation::new("toolwright-test", "0"))
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        if let Ok(mut progress) = self.progress.lock() {
+            progress.push(params);
+        }
     }
 
     async fn on_tool_list_changed(&self, _context: rmcp::service::NotificationContext<RoleClient>) {

@@ -1,0 +1,52 @@
+//! A tool that returns `Content`, served to rmcp's own client: the result's `content` is its
+//! blocks, typed by rmcp as image, audio and resource-link blocks, and `structuredContent` is
+//! the envelope.
+
+mod common;
+
+use common::{call, duplex, Elicitor};
+use rmcp::model::ContentBlock;
+use serde_json::json;
+use toolwright::prelude::*;
+use toolwright::Content;
+use toolwright_mcp::McpServer;
+
+/// Draw a chart of the month, with a sound and a link to the data.
+#[tool(read_only, timeout_ms = 1000)]
+async fn chart(
+    /// The month.
+    month: String,
+) -> Result<Content, ToolError> {
+    Ok(Content::new()
+        .text(format!("Chart for {month}."))
+        .image(&[0x89, b'P', b'N', b'G'], "image/png")
+        .audio(b"RIFF", "audio/wav")
+        .resource_link("https://example.com/data.csv", "data.csv"))
+}
+
+#[tokio::test]
+async fn a_content_result_reaches_the_client_as_typed_blocks() {
+    let registry = Registry::builder()
+        .tool(Chart)
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let client = duplex(McpServer::new(registry), Elicitor::without_elicitation()).await;
+    let result = client
+        .call_tool(call("chart", json!({"month": "2025-07"})))
+        .await
+        .expect("tools/call");
+    assert_eq!(result.is_error, Some(false));
+    let blocks = &result.content;
+    assert_eq!(blocks.len(), 4, "{blocks:?}");
+    assert!(matches!(&blocks[0], ContentBlock::Text(t) if t.text == "Chart for 2025-07."));
+    assert!(
+        matches!(&blocks[1], ContentBlock::Image(i) if i.mime_type == "image/png" && i.data == "iVBORw==")
+    );
+    assert!(matches!(&blocks[2], ContentBlock::Audio(a) if a.mime_type == "audio/wav"));
+    assert!(
+        matches!(&blocks[3], ContentBlock::ResourceLink(r) if r.uri == "https://example.com/data.csv")
+    );
+    let envelope = result.structured_content.expect("structuredContent");
+    assert_eq!(envelope["status"], "success");
+    assert_eq!(envelope["data"]["content"][1]["type"], "image");
+}
