@@ -406,15 +406,21 @@ async fn failed(
 ) -> Response {
     let (status, message) = match &error {
         DecideError::Invalid(outcome) => {
-            let mut message = outcome.message().unwrap_or("invalid arguments").to_owned();
-            for v in outcome.violations() {
-                let _ = write!(
-                    message,
-                    "\n{}: {}",
-                    if v.path.is_empty() { "/" } else { &v.path },
-                    v.message
-                );
-            }
+            // One line per violation, with the field's path; the outcome's own message when
+            // the failure is not about one field (an ungrounded id, a business rule).
+            let lines: Vec<String> = outcome
+                .violations()
+                .iter()
+                .map(|v| {
+                    let path = if v.path.is_empty() { "/" } else { &v.path };
+                    format!("{path}: {}", v.message)
+                })
+                .collect();
+            let message = if lines.is_empty() {
+                outcome.message().unwrap_or("invalid arguments").to_owned()
+            } else {
+                lines.join("\n")
+            };
             (StatusCode::UNPROCESSABLE_ENTITY, message)
         }
         DecideError::AlreadyDecided(state) => (
@@ -462,6 +468,16 @@ enum Field {
     Approve,
     Reason,
     Arguments,
+}
+
+impl Field {
+    fn name(self) -> &'static str {
+        match self {
+            Field::Approve => "approve",
+            Field::Reason => "reason",
+            Field::Arguments => "arguments",
+        }
+    }
 }
 
 /// What the page says besides the list.
@@ -627,7 +643,8 @@ fn ticket_html(
     let error_for = |field: Field| match note {
         Some((f, message, _)) if f == field => {
             format!(
-                "<p class=\"error\" role=\"alert\">{}</p>",
+                "<p class=\"error\" role=\"alert\" data-field=\"{}\">{}</p>",
+                field.name(),
                 escape(message).replace('\n', "<br>")
             )
         }
