@@ -27,6 +27,7 @@ use crate::error::ToolError;
 use crate::execute::fallback::{self, FallbackFuture, Interpreted};
 use crate::execute::{contain, AttemptInfo, Env, Executed, Guard, Step};
 use crate::guard::approval::{self, ApprovalRequest, Refusal};
+use crate::guard::output;
 use crate::guard::provenance::{self, Finders};
 use crate::idempotency::{self, Fingerprint, IdempotencyKey, IdempotencyStore, KeyMode, Lease};
 use crate::interpret;
@@ -61,6 +62,12 @@ pub(crate) struct Shared {
     pub(crate) quarantine: Quarantine,
     /// Calls of names no tool has.
     pub(crate) unknown_calls: std::sync::atomic::AtomicU64,
+    /// The cap on a result's JSON text, in bytes.
+    pub(crate) max_result_bytes: Option<usize>,
+    /// The application's check of every validated call.
+    pub(crate) call_guard: Option<Arc<dyn crate::guard::policy::CallGuard>>,
+    /// The application's check of every result.
+    pub(crate) result_guard: Option<Arc<dyn crate::guard::output::ResultGuard>>,
 }
 
 /// A registered tool with its type erased, so one table can hold every tool.
@@ -327,6 +334,11 @@ impl<T: Body> Entry<T> {
                 },
             };
             let repaired = !repaired_by.is_empty();
+            if let Some(guard) = shared.call_guard.as_deref() {
+                if let Err(failure) = policy(guard, spec, session, &call) {
+                    return rejected((spec, stats), call, *failure, session, shared);
+                }
+            }
             // The stages before the attempt that wait on something else (the idempotency store,
             // a reviewer) run in one boxed future of their own, entered only by calls that need
             // one, so the call's future holds none of their state.
@@ -355,7 +367,13 @@ impl<T: Body> Entry<T> {
             let executed = self
                 .execute(&call, args, key.as_ref(), begin, session, shared)
                 .await;
-            let mut executed = executed.and_then(|value| interpret::result(spec.name(), &value));
+            let mut executed = executed.and_then(|value| {
+                let answer = interpret::result(spec.name(), &value)?;
+                if shared.max_result_bytes.is_none() && shared.result_guard.is_none() {
+                    return Ok(answer);
+                }
+                output::check(answer, spec, session, &call.id, shared)
+            });
             // Behind a constant: a tool that declares no fallback compiles none of its machinery
             // (rustc does not instantiate code under a branch on a constant), and the call's future
             // holds only a `dyn` box for it.
@@ -950,6 +968,23 @@ fn rejected(
         session,
         shared,
     )
+}
+
+/// The application's [`CallGuard`](crate::guard::policy::CallGuard) on a validated call.
+#[cold]
+fn policy(
+    guard: &dyn crate::guard::policy::CallGuard,
+    spec: &ToolSpec,
+    session: &Session,
+    call: &Call,
+) -> Result<(), Box<Failure>> {
+    let check = crate::guard::policy::CallCheck {
+        tool: spec,
+        session,
+        call_id: &call.id,
+        arguments: &call.arguments,
+    };
+    guard.check(&check).map_err(|e| Box::new(e.into_failure()))
 }
 
 /// A call the idempotency store answered: a replay, or a refusal (`duplicate_in_flight`,

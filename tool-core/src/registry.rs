@@ -38,6 +38,8 @@ use crate::execute::{
 };
 use crate::guard;
 use crate::guard::approval::{Approvals, DecideError};
+use crate::guard::output::ResultGuard;
+use crate::guard::policy::CallGuard;
 use crate::idempotency::Fingerprint;
 use crate::idempotency::{IdempotencyStore, KeyMode, MemoryStore};
 use crate::observe::{ArgumentLog, Quarantine, QuarantinePolicy, Stats};
@@ -471,6 +473,9 @@ pub struct RegistryBuilder {
     approval_timeout: Duration,
     max_argument_bytes: usize,
     quarantine: QuarantinePolicy,
+    max_result_bytes: Option<usize>,
+    result_guard: Option<Arc<dyn ResultGuard>>,
+    call_guard: Option<Arc<dyn CallGuard>>,
 }
 
 impl Default for RegistryBuilder {
@@ -501,6 +506,9 @@ impl Default for RegistryBuilder {
             approval_timeout: DEFAULT_APPROVAL_TIMEOUT,
             max_argument_bytes: crate::validate::DEFAULT_MAX_ARGUMENT_BYTES,
             quarantine: QuarantinePolicy::new(),
+            max_result_bytes: None,
+            result_guard: None,
+            call_guard: None,
         }
     }
 }
@@ -824,6 +832,30 @@ impl RegistryBuilder {
         self
     }
 
+    /// Refuses a tool's result whose JSON text is longer than `bytes`, as `invalid_result`
+    /// with `retryable: true` and a message that says the size and the limit and asks for less
+    /// (a model's context is finite; one huge answer can crowd out the conversation). No limit
+    /// by default.
+    pub fn max_result_bytes(mut self, bytes: usize) -> Self {
+        self.max_result_bytes = Some(bytes);
+        self
+    }
+
+    /// Checks every successful result before it becomes the envelope: keep it, replace it (a
+    /// redacted copy) or refuse it. See [`guard::output`].
+    pub fn result_guard(mut self, guard: impl ResultGuard) -> Self {
+        self.result_guard = Some(Arc::new(guard));
+        self
+    }
+
+    /// Checks every call once its arguments are valid, before approval, the idempotency store
+    /// and the tool: a registry-wide policy that refuses with a kind of its own. See
+    /// [`guard::policy`].
+    pub fn call_guard(mut self, guard: impl CallGuard) -> Self {
+        self.call_guard = Some(Arc::new(guard));
+        self
+    }
+
     /// Builds the registry; fails on duplicate names and on missing shared state.
     pub fn build(self) -> Result<Registry, BuildError> {
         let mut tools = ToolMap::with_capacity_and_hasher(self.pending.len(), Default::default());
@@ -872,6 +904,9 @@ impl RegistryBuilder {
             max_argument_bytes: self.max_argument_bytes,
             quarantine: Quarantine::new(self.quarantine),
             unknown_calls: std::sync::atomic::AtomicU64::new(0),
+            max_result_bytes: self.max_result_bytes,
+            result_guard: self.result_guard,
+            call_guard: self.call_guard,
         };
         let tables = boxcar::Vec::new();
         let first = tables.push(table);

@@ -48,6 +48,8 @@
 
 mod approval;
 mod handler;
+#[cfg(feature = "proxy")]
+pub mod proxy;
 mod streamable;
 
 use std::fmt;

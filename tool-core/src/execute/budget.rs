@@ -216,4 +216,17 @@ mod tests {
         let budget = Budget::new(RetryBudget::unlimited());
         assert!((0..1000).all(|_| budget.withdraw(0)));
     }
+
+    #[test]
+    fn the_policy_reports_what_it_was_given() {
+        assert_eq!(RetryBudget::new(0.3).ratio(), 0.3);
+        assert_eq!(RetryBudget::default().ratio(), 0.2);
+        // Nonsense ratios mean no retries earned, not a panic or a negative budget.
+        for nonsense in [-1.0, f64::NAN, f64::INFINITY, 0.0] {
+            assert_eq!(RetryBudget::new(nonsense).ratio(), 0.0, "{nonsense}");
+        }
+        assert!(RetryBudget::unlimited().is_unlimited());
+        assert!(!RetryBudget::new(0.2).is_unlimited());
+        assert!(!RetryBudget::default().is_unlimited());
+    }
 }

@@ -697,6 +697,35 @@ mod tests {
     }
 
     #[test]
+    fn each_number_has_one_spelling_at_every_boundary() {
+        // The spellings at the edges of each branch of the exact writer: a point inside the
+        // digits, just before them, zeros spelled out up to the limit, then an exponent.
+        assert_eq!(canon("0.5"), "0.5");
+        assert_eq!(canon("5e-1"), "0.5");
+        assert_eq!(canon("12.5"), "12.5");
+        assert_eq!(canon("0.05"), "0.05");
+        assert_eq!(canon("1e40"), format!("1{}", "0".repeat(40)));
+        assert_eq!(canon("1e41"), "1e41");
+        assert_eq!(canon("1e-41"), format!("0.{}1", "0".repeat(40)));
+        assert_eq!(canon("1e-42"), "1e-42");
+        assert_eq!(canon("-1.5e-42"), "-1.5e-42");
+        // A float field: integral values below 2^53 as integers, 2^53 and above as floats.
+        let schema = schema();
+        assert_eq!(
+            canon_with(&schema, r#"{"fields":{},"ratio":9007199254740991.0}"#),
+            r#"{"fields":{},"mode":"fast","ratio":9007199254740991}"#
+        );
+        assert_eq!(
+            canon_with(&schema, r#"{"fields":{},"ratio":9007199254740992}"#),
+            r#"{"fields":{},"mode":"fast","ratio":9007199254740992.0}"#
+        );
+        // A space is text, a control character is not valid JSON text.
+        assert_eq!(canon(r#""a b""#), r#""a b""#);
+        assert!(Fingerprint::canonical_text(r#""\u0001""#).is_some());
+        assert!(Fingerprint::canonical_text("\"\x01\"").is_none());
+    }
+
+    #[test]
     fn big_integers_stay_exact_with_a_schema() {
         let schema = schema();
         let a = r#"{"fields":{},"big":100000000000000000000000000000}"#;

@@ -1,0 +1,235 @@
+//! The proxy in front of an MCP server that misbehaves on purpose: a hand-written JSON-RPC
+//! server over an in-process pipe that hangs, fails, answers malformed results, errors once
+//! and then succeeds. Every call gets a classified outcome, bad arguments never reach it, a
+//! side-effecting call carries one idempotency key and runs once, and the proxy keeps serving.
+#![cfg(feature = "proxy")]
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream};
+use toolwright::prelude::*;
+use toolwright::Registry;
+use toolwright_mcp::proxy::{Upstream, IDEMPOTENCY_META_KEY};
+
+/// Every `tools/call` the upstream received: (tool, arguments, `_meta`).
+type Received = Arc<Mutex<Vec<(String, Value, Value)>>>;
+
+fn tools() -> Value {
+    let text = json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"], "additionalProperties": false});
+    let empty = json!({"type": "object", "properties": {}});
+    let amount = json!({"type": "object", "properties": {"amount": {"type": "integer", "minimum": 1}}, "required": ["amount"]});
+    json!([
+        {"name": "echo", "description": "Echo the text.", "inputSchema": text, "annotations": {"readOnlyHint": true}},
+        {"name": "hang", "description": "Never answers.", "inputSchema": empty, "annotations": {"readOnlyHint": true}},
+        {"name": "fail", "description": "Always fails.", "inputSchema": empty, "annotations": {"idempotentHint": true}},
+        {"name": "malformed", "description": "Answers nonsense.", "inputSchema": empty, "annotations": {"readOnlyHint": true}},
+        {"name": "flaky", "description": "Fails once, then works.", "inputSchema": empty, "annotations": {"idempotentHint": true}},
+        {"name": "pay", "description": "Takes a payment.", "inputSchema": amount},
+        {"name": "bad.name!", "description": "A name providers refuse.", "inputSchema": empty}
+    ])
+}
+
+/// The misbehaving server: one JSON-RPC message per line.
+async fn serve(io: DuplexStream, received: Received) {
+    let (read, mut write) = tokio::io::split(io);
+    let mut lines = BufReader::new(read).lines();
+    let mut flaky_failed = false;
+    while let Ok(Some(line)) = lines.next_line().await {
+        let Ok(message) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
+        let id = message["id"].clone();
+        let params = &message["params"];
+        let answer = match message["method"].as_str().unwrap_or_default() {
+            "initialize" => json!({"jsonrpc": "2.0", "id": id, "result": {
+                "protocolVersion": params["protocolVersion"],
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "misbehaving", "version": "0"}
+            }}),
+            "tools/list" => {
+                json!({"jsonrpc": "2.0", "id": id, "result": {"tools": tools()}})
+            }
+            "ping" => json!({"jsonrpc": "2.0", "id": id, "result": {}}),
+            "tools/call" => {
+                let name = params["name"].as_str().unwrap_or_default().to_owned();
+                let arguments = params["arguments"].clone();
+                received.lock().unwrap().push((
+                    name.clone(),
+                    arguments.clone(),
+                    params["_meta"].clone(),
+                ));
+                let ok = |content: Value, structured: Option<Value>| {
+                    let mut result = json!({"content": content, "isError": false});
+                    if let Some(s) = structured {
+                        result["structuredContent"] = s;
+                    }
+                    json!({"jsonrpc": "2.0", "id": id, "result": result})
+                };
+                match name.as_str() {
+                    "echo" => ok(
+                        json!([{"type": "text", "text": arguments.to_string()}]),
+                        Some(arguments),
+                    ),
+                    "hang" => continue,
+                    "fail" => json!({"jsonrpc": "2.0", "id": id, "result": {
+                        "content": [{"type": "text", "text": "card declined"}], "isError": true}}),
+                    "malformed" => {
+                        json!({"jsonrpc": "2.0", "id": id, "result": {"content": "not a list"}})
+                    }
+                    "flaky" if !flaky_failed => {
+                        flaky_failed = true;
+                        json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": "database restarting"}})
+                    }
+                    "flaky" => ok(json!([{"type": "text", "text": "{\"ok\":true}"}]), None),
+                    "pay" => ok(json!([{"type": "text", "text": "paid"}]), None),
+                    _ => {
+                        json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32602, "message": "no such tool"}})
+                    }
+                }
+            }
+            _ if id.is_null() => continue, // a notification
+            _ => {
+                json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "method not found"}})
+            }
+        };
+        let mut text = answer.to_string();
+        text.push('\n');
+        if write.write_all(text.as_bytes()).await.is_err() {
+            break;
+        }
+    }
+}
+
+async fn proxy() -> (Registry, Received, Vec<String>) {
+    let (server_io, client_io) = tokio::io::duplex(1 << 20);
+    let received = Received::default();
+    tokio::spawn(serve(server_io, Arc::clone(&received)));
+    let (read, write) = tokio::io::split(client_io);
+    let upstream = Upstream::connect((read, write))
+        .await
+        .expect("the upstream initializes")
+        .timeout(Duration::from_millis(300));
+    let proxied = upstream.tools();
+    let refused = proxied.refused.iter().map(|(n, _)| n.clone()).collect();
+    let registry = proxied
+        .tools
+        .into_iter()
+        .fold(Registry::builder(), |b, tool| b.dynamic_tool(tool))
+        .build()
+        .expect("the proxied tools build");
+    (registry, received, refused)
+}
+
+fn calls_of(received: &Received, tool: &str) -> usize {
+    received
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(name, ..)| name == tool)
+        .count()
+}
+
+#[tokio::test]
+async fn every_upstream_tool_is_proxied_with_its_effect_and_a_bad_name_is_refused() {
+    let (registry, _, refused) = proxy().await;
+    assert_eq!(
+        registry.names(),
+        ["echo", "fail", "flaky", "hang", "malformed", "pay"]
+    );
+    assert_eq!(refused, ["bad.name!"]);
+    assert!(registry.spec("echo").unwrap().read_only());
+    assert!(registry.spec("fail").unwrap().idempotent());
+    assert!(!registry.spec("pay").unwrap().idempotent());
+}
+
+#[tokio::test]
+async fn arguments_are_validated_before_they_reach_the_upstream() {
+    let (registry, received, _) = proxy().await;
+    let outcome = registry
+        .call(ToolCall::new("c1", "echo", r#"{"text":5,"colour":"red"}"#))
+        .await;
+    assert_eq!(outcome.error_kind(), Some(ErrorKind::SchemaMismatch));
+    let envelope = outcome.to_model_json();
+    assert_eq!(
+        envelope["errors"].as_array().unwrap().len(),
+        2,
+        "{envelope}"
+    );
+    assert_eq!(calls_of(&received, "echo"), 0);
+    let outcome = registry
+        .call(ToolCall::new("c2", "echo", r#"{"text":"hi"}"#))
+        .await;
+    assert_eq!(outcome.status(), Status::Success);
+    assert_eq!(outcome.to_model_json()["data"], json!({"text": "hi"}));
+}
+
+#[tokio::test]
+async fn a_hang_a_failure_and_a_malformed_answer_are_classified_and_the_proxy_keeps_serving() {
+    let (registry, received, _) = proxy().await;
+    let hang = registry.call(ToolCall::new("c1", "hang", "{}")).await;
+    assert_eq!(hang.error_kind(), Some(ErrorKind::Timeout));
+
+    let fail = registry.call(ToolCall::new("c2", "fail", "{}")).await;
+    assert_eq!(fail.error_kind(), Some(ErrorKind::BadRequest));
+    assert!(fail.to_model_string().contains("card declined"));
+    assert_eq!(calls_of(&received, "fail"), 1, "a refusal is not retried");
+
+    let malformed = registry.call(ToolCall::new("c3", "malformed", "{}")).await;
+    assert!(
+        matches!(
+            malformed.error_kind(),
+            Some(ErrorKind::InvalidResult | ErrorKind::Timeout | ErrorKind::Unavailable)
+        ),
+        "{}",
+        malformed.to_model_string()
+    );
+
+    let echo = registry
+        .call(ToolCall::new("c4", "echo", r#"{"text":"still here"}"#))
+        .await;
+    assert_eq!(echo.status(), Status::Success, "{}", echo.to_model_string());
+}
+
+#[tokio::test]
+async fn a_transient_upstream_error_is_retried_for_an_idempotent_tool() {
+    let (registry, received, _) = proxy().await;
+    let outcome = registry.call(ToolCall::new("c1", "flaky", "{}")).await;
+    assert_eq!(
+        outcome.status(),
+        Status::Success,
+        "{}",
+        outcome.to_model_string()
+    );
+    assert_eq!(outcome.attempts(), 2);
+    assert_eq!(outcome.to_model_json()["data"], json!({"ok": true}));
+    assert_eq!(calls_of(&received, "flaky"), 2);
+}
+
+#[tokio::test]
+async fn a_side_effecting_call_carries_one_key_and_runs_once() {
+    let (registry, received, _) = proxy().await;
+    let session = Session::new("conv-1");
+    let pay = || ToolCall::new("call-9", "pay", r#"{"amount":5}"#);
+    let first = registry.call_in(&session, pay()).await;
+    assert_eq!(
+        first.status(),
+        Status::Success,
+        "{}",
+        first.to_model_string()
+    );
+    let again = registry.call_in(&session, pay()).await;
+    assert_eq!(again.status(), Status::Success);
+    assert_eq!(calls_of(&received, "pay"), 1, "the repeat is replayed");
+    let meta = received.lock().unwrap()[0].2.clone();
+    let key = meta[IDEMPOTENCY_META_KEY]
+        .as_str()
+        .expect("the key is sent");
+    assert!(!key.is_empty());
+    let refused = registry
+        .call_in(&session, ToolCall::new("call-10", "pay", r#"{"amount":0}"#))
+        .await;
+    assert_eq!(refused.error_kind(), Some(ErrorKind::SchemaMismatch));
+    assert_eq!(calls_of(&received, "pay"), 1);
+}
