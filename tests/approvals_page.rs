@@ -232,6 +232,17 @@ fn ticket_css(ticket: &str, inner: &str) -> String {
     format!("section[data-ticket=\"{ticket}\"] {inner}")
 }
 
+/// Edits a ticket's arguments in the page; the error shown next to the field.
+async fn edit_refused(browser: &Browser, ticket: &str, arguments: &str) -> String {
+    browser
+        .type_into(&ticket_css(ticket, "textarea.arguments"), arguments)
+        .await;
+    browser.click(&ticket_css(ticket, "button.edit")).await;
+    browser
+        .text(&ticket_css(ticket, ".error[data-field=arguments]"))
+        .await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_person_approves_denies_and_edits_in_a_real_browser() {
     let ledger = shop::Ledger::default();
@@ -374,17 +385,12 @@ async fn a_person_approves_denies_and_edits_in_a_real_browser() {
     assert_eq!(ledger.ran("O-bob"), 0);
 
     // Edit out of range: refused next to the field, nothing decided.
-    let arguments = ticket_css(&cat.ticket, "textarea.arguments");
-    browser
-        .type_into(
-            &arguments,
-            r#"{"order_id":"O-cat","amount":900,"reason":"wrong colour","card_last4":"4242"}"#,
-        )
-        .await;
-    browser.click(&ticket_css(&cat.ticket, "button.edit")).await;
-    let error = browser
-        .text(&ticket_css(&cat.ticket, ".error[data-field=arguments]"))
-        .await;
+    let error = edit_refused(
+        &browser,
+        &cat.ticket,
+        r#"{"order_id":"O-cat","amount":900,"reason":"wrong colour","card_last4":"4242"}"#,
+    )
+    .await;
     assert!(
         error.contains("/amount"),
         "the error names the field: {error}"
@@ -398,35 +404,27 @@ async fn a_person_approves_denies_and_edits_in_a_real_browser() {
     std::fs::write("docs/approvals.png", browser.screenshot().await).expect("write the screenshot");
 
     // An order the customer's conversation never saw is refused with the reason.
-    browser
-        .type_into(
-            &arguments,
-            r#"{"order_id":"O-zed","amount":20,"reason":"wrong colour","card_last4":"4242"}"#,
-        )
-        .await;
-    browser.click(&ticket_css(&cat.ticket, "button.edit")).await;
-    let error = browser
-        .text(&ticket_css(&cat.ticket, ".error[data-field=arguments]"))
-        .await;
+    let error = edit_refused(
+        &browser,
+        &cat.ticket,
+        r#"{"order_id":"O-zed","amount":20,"reason":"wrong colour","card_last4":"4242"}"#,
+    )
+    .await;
     assert!(error.contains("O-zed"), "{error}");
 
     // A value still reading [redacted] is refused too: it would run in place of the secret.
-    browser
-        .type_into(
-            &arguments,
-            r#"{"order_id":"O-cat","amount":20,"reason":"wrong colour","card_last4":"[redacted]"}"#,
-        )
-        .await;
-    browser.click(&ticket_css(&cat.ticket, "button.edit")).await;
-    let error = browser
-        .text(&ticket_css(&cat.ticket, ".error[data-field=arguments]"))
-        .await;
+    let error = edit_refused(
+        &browser,
+        &cat.ticket,
+        r#"{"order_id":"O-cat","amount":20,"reason":"wrong colour","card_last4":"[redacted]"}"#,
+    )
+    .await;
     assert!(error.contains("/card_last4"), "{error}");
 
     // A valid edit is approved, and the edited call is what runs.
     browser
         .type_into(
-            &arguments,
+            &ticket_css(&cat.ticket, "textarea.arguments"),
             r#"{"order_id":"O-cat","amount":20,"reason":"wrong colour","card_last4":"4242"}"#,
         )
         .await;
