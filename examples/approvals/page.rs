@@ -14,8 +14,9 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::body::Bytes;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{Path, RawQuery, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::middleware::{self, Next};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::Router;
@@ -44,13 +45,17 @@ pub fn router(registry: Registry, approvals: Approvals, token: impl Into<Arc<str
         approvals,
         token: token.into(),
     };
-    Router::new()
-        .route("/", get(index))
+    // Everything but the front door (which takes the token once) needs it on every request.
+    let guarded = Router::new()
         .route("/version", get(version))
         .route("/tickets/{id}/approve", post(approve))
         .route("/tickets/{id}/deny", post(deny))
         .route("/tickets/{id}/edit", post(edit))
-        .with_state(review)
+        .route_layer(middleware::from_fn_with_state(
+            review.clone(),
+            require_token,
+        ));
+    guarded.route("/", get(index)).with_state(review)
 }
 
 /// A fresh random token, 128 bits in hex.
@@ -89,6 +94,14 @@ fn authorized(review: &Review, headers: &HeaderMap) -> bool {
         .into_iter()
         .flatten()
         .any(|given| same(given, &review.token))
+}
+
+async fn require_token(State(review): State<Review>, request: Request, next: Next) -> Response {
+    if authorized(&review, request.headers()) {
+        next.run(request).await
+    } else {
+        unauthorized()
+    }
 }
 
 fn unauthorized() -> Response {
@@ -200,14 +213,7 @@ async fn index(
 }
 
 /// The ids of the waiting tickets on the first page: the script reloads when they change.
-async fn version(
-    State(review): State<Review>,
-    RawQuery(q): RawQuery,
-    headers: HeaderMap,
-) -> Response {
-    if !authorized(&review, &headers) {
-        return StatusCode::UNAUTHORIZED.into_response();
-    }
+async fn version(State(review): State<Review>, RawQuery(q): RawQuery) -> Response {
     let filters = Filters::parse(q.as_deref());
     match review.approvals.waiting(&filters.query()).await {
         Ok(page) => version_of(&page.tickets).into_response(),
@@ -227,11 +233,7 @@ async fn approve(
     State(review): State<Review>,
     Path(id): Path<String>,
     RawQuery(q): RawQuery,
-    headers: HeaderMap,
 ) -> Response {
-    if !authorized(&review, &headers) {
-        return unauthorized();
-    }
     let result = review.approvals.approve(&id).await;
     decided(
         &review,
@@ -248,12 +250,8 @@ async fn deny(
     State(review): State<Review>,
     Path(id): Path<String>,
     RawQuery(q): RawQuery,
-    headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    if !authorized(&review, &headers) {
-        return unauthorized();
-    }
     let filters = Filters::parse(q.as_deref());
     let reason = field(&body, "reason").trim().to_owned();
     if reason.is_empty() {
@@ -279,12 +277,8 @@ async fn edit(
     State(review): State<Review>,
     Path(id): Path<String>,
     RawQuery(q): RawQuery,
-    headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    if !authorized(&review, &headers) {
-        return unauthorized();
-    }
     let filters = Filters::parse(q.as_deref());
     let arguments = field(&body, "arguments");
     let result = match redacted_path(&arguments) {
