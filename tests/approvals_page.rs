@@ -6,6 +6,7 @@
 //!
 //! chromedriver is required: without it the test fails and says how to install it
 //! (`apt-get install -y chromium chromium-driver`; CI installs both in .ci/run).
+#![cfg(unix)]
 
 #[path = "../examples/approvals/page.rs"]
 mod page;
@@ -13,6 +14,7 @@ mod page;
 mod shop;
 
 use std::net::{Ipv4Addr, SocketAddr, TcpListener};
+use std::os::unix::process::CommandExt as _;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -84,7 +86,11 @@ struct Browser {
 }
 
 impl Drop for Browser {
+    /// Chromium outlives a killed chromedriver: chromedriver leads a process group of its
+    /// own, and the whole group (the browser included) is terminated, on a panic too.
     fn drop(&mut self) {
+        let group = format!("-{}", self.driver.id());
+        let _ = Command::new("kill").args(["-TERM", "--", &group]).status();
         let _ = self.driver.kill();
         let _ = self.driver.wait();
     }
@@ -96,6 +102,7 @@ impl Browser {
         let port = free_port();
         let driver = Command::new(&binary)
             .arg(format!("--port={port}"))
+            .process_group(0)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -138,6 +145,7 @@ impl Browser {
         };
         let request = match method {
             "GET" => self.http.get(&url),
+            "DELETE" => self.http.delete(&url),
             _ => self.http.post(&url).json(&body),
         };
         let response = request.send().await.expect("chromedriver answers");
@@ -438,6 +446,9 @@ async fn a_person_approves_denies_and_edits_in_a_real_browser() {
         ran.data()
     );
     assert_eq!(ledger.ran("O-cat"), 1);
+
+    // Closing the session quits the browser; the drop ends what is left.
+    browser.send("DELETE", "", Value::Null).await;
 
     // Dan's call was never decided: it still waits.
     assert_eq!(
