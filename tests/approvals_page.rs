@@ -187,18 +187,54 @@ impl Browser {
         .await
     }
 
-    async fn text(&self, css: &str) -> String {
-        let element = self.find(css).await;
-        let text = self
-            .send("GET", &format!("/element/{element}/text"), Value::Null)
-            .await;
-        text.as_str().unwrap_or_default().to_owned()
+    /// One WebDriver command; its `value`, or `None` when the driver refused it (an element
+    /// that went stale because the page reloaded, say).
+    async fn try_send(&self, method: &str, path: &str) -> Option<Value> {
+        let url = format!("{}/session/{}{path}", self.base, self.session);
+        let request = match method {
+            "GET" => self.http.get(&url),
+            _ => self.http.post(&url).json(&json!({})),
+        };
+        let response = request.send().await.ok()?;
+        if !response.status().is_success() {
+            return None;
+        }
+        let mut answer: Value = response.json().await.ok()?;
+        Some(answer["value"].take())
     }
 
+    /// The text of the first element matching `css`. The page reloads itself when tickets
+    /// change, so an element found may go stale before it is read: it is looked up again.
+    async fn text(&self, css: &str) -> String {
+        wait_for(&format!("the text of `{css}`"), || async {
+            let element = self.all(css).await.into_iter().next()?;
+            let text = self
+                .try_send("GET", &format!("/element/{element}/text"))
+                .await?;
+            Some(text.as_str().unwrap_or_default().to_owned())
+        })
+        .await
+    }
+
+    /// Clicks a form's button and waits for the page the form answers with: the clicked
+    /// element goes stale when the new page replaces the old, so nothing is read from the page
+    /// the click left.
     async fn click(&self, css: &str) {
-        let element = self.find(css).await;
-        self.send("POST", &format!("/element/{element}/click"), json!({}))
-            .await;
+        let element = wait_for(&format!("a click on `{css}`"), || async {
+            let element = self.all(css).await.into_iter().next()?;
+            self.try_send("POST", &format!("/element/{element}/click"))
+                .await?;
+            Some(element)
+        })
+        .await;
+        wait_for(&format!("the page after clicking `{css}`"), || async {
+            let gone = self
+                .try_send("GET", &format!("/element/{element}/name"))
+                .await
+                .is_none();
+            gone.then_some(())
+        })
+        .await;
     }
 
     async fn type_into(&self, css: &str, text: &str) {
