@@ -1088,6 +1088,7 @@ mod soak {
         decided: Arc<Mutex<HashSet<usize>>>,
         told: Arc<Vec<Notify>>,
         lost_races: Arc<AtomicU64>,
+        ledger: Ledger,
     ) {
         while !stop.load(Ordering::SeqCst) {
             let page = match approvals
@@ -1108,9 +1109,11 @@ mod soak {
             }
             for ticket in page.tickets {
                 let i = index_of(&ticket.conversation);
-                // One decision per conversation: a second ticket (a call whose approval was
-                // used but whose reply was lost) is never approved again.
-                if decided.lock().unwrap().contains(&i) {
+                // One decision per conversation, unless its refund never ran: a call that took
+                // its approval and then lost the store (the restart) before running is put to a
+                // person again, and a person who sees in the payments (the ledger) that nothing
+                // ran approves again. A refund that ran is never approved a second time.
+                if decided.lock().unwrap().contains(&i) && ledger.ran(&format!("O-c{i}")) > 0 {
                     continue;
                 }
                 let result = if denied(i) {
@@ -1160,6 +1163,7 @@ mod soak {
                     Arc::clone(&decided),
                     Arc::clone(&told),
                     Arc::clone(&lost_races),
+                    ledger.clone(),
                 ))
             })
             .collect();
