@@ -193,7 +193,7 @@ impl Registry {
 
     /// Whether `session` is shown the tool in `slot`: its scopes, then the predicates.
     fn shows(&self, slot: &Slot, session: &Session) -> bool {
-        guard::visible(slot.tool.spec(), session) && self.shown(slot, session)
+        guard::visible(slot.tool.spec(), session) && self.predicates_allow(slot, session)
     }
 
     /// The tool table in use now.
@@ -206,7 +206,7 @@ impl Registry {
 
     /// Whether the predicates (not the scopes) let `session` see the tool.
     #[inline]
-    fn shown(&self, slot: &Slot, session: &Session) -> bool {
+    fn predicates_allow(&self, slot: &Slot, session: &Session) -> bool {
         slot.shown_to.as_ref().is_none_or(|shown| shown(session))
             && self
                 .inner
@@ -308,7 +308,7 @@ impl Registry {
         match self.table().tools.get(name.as_str()) {
             // A tool a predicate hides from this session does not exist for it. (One it lacks
             // a scope for is `unauthorized`, decided by the pipeline before the arguments.)
-            Some(slot) if self.shown(slot, session) => Either::Left(slot.tool.dispatch(
+            Some(slot) if self.predicates_allow(slot, session) => Either::Left(slot.tool.dispatch(
                 Call::new(id, arguments, progress),
                 session,
                 shared,
