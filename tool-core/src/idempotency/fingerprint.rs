@@ -726,6 +726,26 @@ mod tests {
     }
 
     #[test]
+    fn literals_nesting_and_the_public_views_are_exact() {
+        assert_eq!(canon("[true, false, null]"), "[true,false,null]");
+        // 128 levels of nesting are read; one more is refused (no stack overflow on hostile text).
+        let nested = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+        assert_eq!(canon(&nested(128)), nested(128));
+        assert!(Fingerprint::canonical_text(&nested(129)).is_none());
+        let schema = schema();
+        let text = r#"{ "fields": {}, "ratio": 2.50 }"#;
+        assert_eq!(
+            Fingerprint::canonical_text_with(&schema, text).as_deref(),
+            Some(canon_with(&schema, text).as_str())
+        );
+        let a = Fingerprint::of("t", r#"{"a":1}"#);
+        let b = Fingerprint::of("t", r#"{"a":2}"#);
+        let hex: String = a.as_bytes().iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(hex, a.to_string());
+        assert_ne!(a.as_bytes(), b.as_bytes());
+    }
+
+    #[test]
     fn big_integers_stay_exact_with_a_schema() {
         let schema = schema();
         let a = r#"{"fields":{},"big":100000000000000000000000000000}"#;
