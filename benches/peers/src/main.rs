@@ -30,7 +30,8 @@
 //! registry exports), parse included on both sides. See `validation.rs` for what each side
 //! times.
 //!
-//! `cargo bench --manifest-path benches/peers/Cargo.toml` (optionally `-- ROUNDS N`).
+//! `cargo bench --manifest-path benches/peers/Cargo.toml` (optionally `-- ROUNDS N`; `-- profile
+//! CASE N` runs only N toolwright calls of one case, for a profiler).
 
 mod rig_side;
 mod rmcp_side;
@@ -300,6 +301,9 @@ fn main() {
         .collect();
     let rounds = numbers.first().copied().unwrap_or(400);
     let n = numbers.get(1).copied().unwrap_or(200);
+    // `-- profile CASE N`: only N toolwright calls of case CASE (0 to 3, in the order printed),
+    // rendered with `to_model_string()`, for a profiler such as callgrind.
+    let profile = std::env::args().any(|a| a == "profile");
 
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_time()
@@ -312,6 +316,14 @@ fn main() {
             rig: Rig::new(),
         };
         check(&peers).await;
+        if profile {
+            let case = CASES[rounds.min(CASES.len() - 1)];
+            let mut out = Vec::with_capacity(1);
+            for _ in 0..n {
+                time(&peers, Side::ToolwrightString, case, 1, &mut out).await;
+            }
+            return;
+        }
         println!("peers: {rounds} rounds x {n} calls per side per case; x floor = median of per-round ratios");
         for case in CASES {
             dispatch(&peers, case, rounds, n).await;
