@@ -92,16 +92,7 @@ fn quote_floor(text: &str) -> String {
 }
 
 fn shipment_floor(text: &str) -> String {
-    floor_of(text, |a: CreateShipmentArgs| {
-        tools::shipment(
-            &a.order_id,
-            &a.from,
-            &a.to,
-            &a.parcels,
-            a.speed,
-            a.insurance.as_ref(),
-        )
-    })
+    floor_of(text, |a: CreateShipmentArgs| tools::ship(&a))
 }
 
 const CASES: [Case; 4] = [

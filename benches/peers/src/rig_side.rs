@@ -68,14 +68,7 @@ impl Tool for RigShipment {
         _context: &mut ToolContext,
         args: Self::Args,
     ) -> Result<Self::Output, Self::Error> {
-        Ok(tools::shipment(
-            &args.order_id,
-            &args.from,
-            &args.to,
-            &args.parcels,
-            args.speed,
-            args.insurance.as_ref(),
-        ))
+        Ok(tools::ship(&args))
     }
 }
 

@@ -46,14 +46,7 @@ impl Server {
         &self,
         Parameters(args): Parameters<CreateShipmentArgs>,
     ) -> Result<Json<Quote>, String> {
-        Ok(Json(tools::shipment(
-            &args.order_id,
-            &args.from,
-            &args.to,
-            &args.parcels,
-            args.speed,
-            args.insurance.as_ref(),
-        )))
+        Ok(Json(tools::ship(&args)))
     }
 }
 

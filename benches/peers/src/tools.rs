@@ -151,6 +151,18 @@ pub fn shipment(
     }
 }
 
+/// [`shipment`] of the generated argument struct: what rmcp's, rig's and the floor's bodies call.
+pub fn ship(args: &CreateShipmentArgs) -> Quote {
+    shipment(
+        &args.order_id,
+        &args.from,
+        &args.to,
+        &args.parcels,
+        args.speed,
+        args.insurance.as_ref(),
+    )
+}
+
 /// Book a shipment of one or more parcels for an order.
 #[tool(idempotent = true, timeout_ms = 5000)]
 pub async fn create_shipment(
