@@ -83,14 +83,21 @@ pub(crate) trait DynTool: Send + Sync {
         session: &'a Session,
         shared: &'a Shared,
     ) -> BoxFuture<'a, Outcome>;
-    /// Checks `arguments` as a call in `session` would (without its scopes): a reviewer's
-    /// edited arguments. `Err`: the failure's outcome.
-    fn revalidate<'a>(
+    /// The typed checks of `arguments` (shape, field rules, semantic rule, provenance,
+    /// authorization), the parsed arguments dropped.
+    fn check(
+        &self,
+        arguments: &str,
+        session: &Session,
+        shared: &Shared,
+    ) -> Result<(), Box<Failure>>;
+    /// The call through every stage, on the session's memory as it is (no store read first).
+    fn run_boxed<'a>(
         &'a self,
-        arguments: &'a str,
+        call: Call,
         session: &'a Session,
         shared: &'a Shared,
-    ) -> BoxFuture<'a, Result<(), Outcome>>;
+    ) -> BoxFuture<'a, Outcome>;
 }
 
 /// One call as it moves through the stages.
@@ -269,36 +276,30 @@ impl<T: Body> DynTool for Entry<T> {
                 span,
                 self.run(call, session, shared),
             )),
-            (Some(store), true) => Box::pin(self.run_durable(call, session, &**store, shared)),
+            (Some(store), true) => Box::pin(run_durable(self, call, session, &**store, shared)),
             (Some(store), false) => Box::pin(observe::span::Traced::new(
                 span,
-                self.run_durable(call, session, &**store, shared),
+                run_durable(self, call, session, &**store, shared),
             )),
         }
     }
 
-    fn revalidate<'a>(
+    fn check(
+        &self,
+        arguments: &str,
+        session: &Session,
+        shared: &Shared,
+    ) -> Result<(), Box<Failure>> {
+        self.validate(arguments, session, shared).map(drop)
+    }
+
+    fn run_boxed<'a>(
         &'a self,
-        arguments: &'a str,
+        call: Call,
         session: &'a Session,
         shared: &'a Shared,
-    ) -> BoxFuture<'a, Result<(), Outcome>> {
-        Box::pin(async move {
-            let failure = match self.grounding(arguments, session, None, shared).await {
-                Ok((in_call, _, _)) => match self.validate(arguments, &in_call, shared) {
-                    Ok(_) => return Ok(()),
-                    Err(failure) => failure,
-                },
-                Err(failure) => failure,
-            };
-            let mut failure = *failure;
-            checks::redact_failure(&mut failure, self.spec.fields(), arguments);
-            Err(Outcome::failed(
-                String::new(),
-                Arc::clone(&self.spec.name),
-                failure,
-            ))
-        })
+    ) -> BoxFuture<'a, Outcome> {
+        Box::pin(self.run(call, session, shared))
     }
 }
 
@@ -477,100 +478,6 @@ impl<T: Body> Entry<T> {
             }
         }
         Ok(lease)
-    }
-
-    /// The store-backed path: the ids the call's grounded arguments hold, and the arguments a
-    /// reviewer approved in place of its own, are read from the store first (one round trip,
-    /// only when there are any); the stages run unchanged on a memory of this call
-    /// ([`Overlay`](durable::Overlay)); what the call left is written back after (one round
-    /// trip, only when it left something). A store that cannot be read refuses the call
-    /// (`unavailable`) before anything runs, outside the breaker's count.
-    async fn run_durable(
-        &self,
-        mut call: Call,
-        session: &Session,
-        store: &dyn ConversationStore,
-        shared: &Shared,
-    ) -> Outcome {
-        let spec = &self.spec;
-        // A call that requires approval may have been approved with edited arguments: asked
-        // in the same round trip as its grounded ids.
-        let edited_for = spec.requires_approval().then(|| {
-            (
-                session.principal().map(str::to_owned),
-                Fingerprint::for_tool(spec, &call.arguments).to_string(),
-            )
-        });
-        let (in_call, overlay) = match self
-            .grounding(&call.arguments, session, edited_for, shared)
-            .await
-        {
-            Ok((in_call, overlay, None)) => (in_call, overlay),
-            // The edited call is the one that runs, and is checked (its own ids asked again).
-            Ok((_, _, Some(edited))) => {
-                call.arguments = edited;
-                match self.grounding(&call.arguments, session, None, shared).await {
-                    Ok((in_call, overlay, _)) => (in_call, overlay),
-                    Err(failure) => {
-                        return rejected((spec, &self.stats), call, *failure, session, shared)
-                    }
-                }
-            }
-            Err(failure) => {
-                return rejected((spec, &self.stats), call, *failure, session, shared);
-            }
-        };
-        let mut outcome = self.run(call, &in_call, shared).await;
-        durable::settle(
-            store,
-            session.id(),
-            &overlay,
-            &shared.recovery,
-            spec.idempotent(),
-            &mut outcome,
-        )
-        .await;
-        outcome
-    }
-
-    /// The session for one store-backed call of `arguments`: its memory knows which of the
-    /// ids its grounded arguments hold are grounded, asked of the store in one round trip
-    /// together with the arguments approved in place of these (`edited_for`: the principal
-    /// and the call's fingerprint), which come back third. `Err`: `unavailable`, the store
-    /// could not be read.
-    async fn grounding(
-        &self,
-        arguments: &str,
-        session: &Session,
-        edited_for: Option<(Option<String>, String)>,
-        shared: &Shared,
-    ) -> Result<(Session, Arc<durable::Overlay>, Option<String>), Box<Failure>> {
-        let spec = &self.spec;
-        let mut asked = Vec::new();
-        if spec.fields().iter().any(|f| f.grounded_kind().is_some()) {
-            // The checks run once to learn which ids they ask about (every one taken as known).
-            let probe = Arc::new(durable::Overlay::probe());
-            let _ = self.validate(arguments, &session.in_call(probe.clone()), shared);
-            asked = probe.asked();
-        }
-        let (overlay, edited) = match session.store() {
-            Some(store) if !asked.is_empty() || edited_for.is_some() => {
-                let prepare = Prepare {
-                    ids: asked,
-                    edited_for,
-                };
-                match store.prepare(session.id(), &prepare).await {
-                    Ok(prepared) => {
-                        let overlay = durable::Overlay::knowing(prepare.ids, &prepared);
-                        (overlay, prepared.edited)
-                    }
-                    Err(e) => return Err(Box::new(durable::unreachable(spec.name(), &e))),
-                }
-            }
-            _ => (durable::Overlay::default(), None),
-        };
-        let overlay = Arc::new(overlay);
-        Ok((session.in_call(overlay.clone()), overlay, edited))
     }
 
     /// Scopes, the size limit, then [`Entry::validate`].
@@ -767,6 +674,123 @@ impl<T: Body> Entry<T> {
     }
 }
 
+/// The store-backed path: the ids the call's grounded arguments hold, and the arguments a
+/// reviewer approved in place of its own, are read from the store first (one round trip,
+/// only when there are any); the stages run unchanged on a memory of this call
+/// ([`Overlay`](durable::Overlay)); what the call left is written back after (one round
+/// trip, only when it left something). A store that cannot be read refuses the call
+/// (`unavailable`) before anything runs, outside the breaker's count.
+pub(crate) async fn run_durable(
+    tool: &dyn DynTool,
+    mut call: Call,
+    session: &Session,
+    store: &dyn ConversationStore,
+    shared: &Shared,
+) -> Outcome {
+    let spec = tool.spec();
+    // A call that requires approval may have been approved with edited arguments: asked
+    // in the same round trip as its grounded ids.
+    let edited_for = spec.requires_approval().then(|| {
+        (
+            session.principal().map(str::to_owned),
+            Fingerprint::for_tool(spec, &call.arguments).to_string(),
+        )
+    });
+    let (in_call, overlay) =
+        match grounding(tool, &call.arguments, session, edited_for, shared).await {
+            Ok((in_call, overlay, None)) => (in_call, overlay),
+            // The edited call is the one that runs, and is checked (its own ids asked again).
+            Ok((_, _, Some(edited))) => {
+                call.arguments = edited;
+                match grounding(tool, &call.arguments, session, None, shared).await {
+                    Ok((in_call, overlay, _)) => (in_call, overlay),
+                    Err(failure) => {
+                        return rejected((spec, tool.stats()), call, *failure, session, shared)
+                    }
+                }
+            }
+            Err(failure) => {
+                return rejected((spec, tool.stats()), call, *failure, session, shared);
+            }
+        };
+    let mut outcome = tool.run_boxed(call, &in_call, shared).await;
+    durable::settle(
+        store,
+        session.id(),
+        &overlay,
+        &shared.recovery,
+        spec.idempotent(),
+        &mut outcome,
+    )
+    .await;
+    outcome
+}
+
+/// The session for one store-backed call of `arguments`: its memory knows which of the
+/// ids its grounded arguments hold are grounded, asked of the store in one round trip
+/// together with the arguments approved in place of these (`edited_for`: the principal
+/// and the call's fingerprint), which come back third. `Err`: `unavailable`, the store
+/// could not be read.
+pub(crate) async fn grounding(
+    tool: &dyn DynTool,
+    arguments: &str,
+    session: &Session,
+    edited_for: Option<(Option<String>, String)>,
+    shared: &Shared,
+) -> Result<(Session, Arc<durable::Overlay>, Option<String>), Box<Failure>> {
+    let spec = tool.spec();
+    let mut asked = Vec::new();
+    if spec.fields().iter().any(|f| f.grounded_kind().is_some()) {
+        // The checks run once to learn which ids they ask about (every one taken as known).
+        let probe = Arc::new(durable::Overlay::probe());
+        let _ = tool.check(arguments, &session.in_call(probe.clone()), shared);
+        asked = probe.asked();
+    }
+    let (overlay, edited) = match session.store() {
+        Some(store) if !asked.is_empty() || edited_for.is_some() => {
+            let prepare = Prepare {
+                ids: asked,
+                edited_for,
+            };
+            match store.prepare(session.id(), &prepare).await {
+                Ok(prepared) => {
+                    let overlay = durable::Overlay::knowing(prepare.ids, &prepared);
+                    (overlay, prepared.edited)
+                }
+                Err(e) => return Err(Box::new(durable::unreachable(spec.name(), &e))),
+            }
+        }
+        _ => (durable::Overlay::default(), None),
+    };
+    let overlay = Arc::new(overlay);
+    Ok((session.in_call(overlay.clone()), overlay, edited))
+}
+
+/// Checks `arguments` as a call in `session` would (without its scopes): a reviewer's edited
+/// arguments. `Err`: the failure's outcome.
+pub(crate) async fn revalidate(
+    tool: &dyn DynTool,
+    arguments: &str,
+    session: &Session,
+    shared: &Shared,
+) -> Result<(), Outcome> {
+    let failure = match grounding(tool, arguments, session, None, shared).await {
+        Ok((in_call, _, _)) => match tool.check(arguments, &in_call, shared) {
+            Ok(()) => return Ok(()),
+            Err(failure) => failure,
+        },
+        Err(failure) => failure,
+    };
+    let mut failure = *failure;
+    let spec = tool.spec();
+    checks::redact_failure(&mut failure, spec.fields(), arguments);
+    Err(Outcome::failed(
+        String::new(),
+        Arc::clone(&spec.name),
+        failure,
+    ))
+}
+
 /// The checks of a compiled tool: its text parsed straight into `T::Args`, then its field
 /// rules, semantic rule, provenance and authorization.
 fn validate_typed<T: Tool>(
@@ -779,8 +803,7 @@ fn validate_typed<T: Tool>(
     let args = match shape::parse::<T::Args>(arguments) {
         Ok(args) => args,
         Err(e) => {
-            let failure =
-                shape::failure::<T::Args>(arguments, e.as_ref(), &spec.input_schema, shape);
+            let failure = shape::failure(arguments, e.as_ref(), &spec.input_schema, shape);
             return Err(Box::new(failure));
         }
     };

@@ -403,7 +403,7 @@ impl Registry {
         if let Err(outcome) = checked {
             return Err(DecideError::Invalid(Box::new(outcome)));
         }
-        if let Err(outcome) = tool.revalidate(arguments, &session, shared).await {
+        if let Err(outcome) = pipeline::revalidate(&**tool, arguments, &session, shared).await {
             return Err(DecideError::Invalid(Box::new(outcome)));
         }
         let spec = tool.spec();
