@@ -360,7 +360,14 @@ impl<T: Body> Entry<T> {
             // one, so the call's future holds none of their state.
             let lease =
                 if matches!(spec.effect(), Effect::SideEffecting) || spec.requires_approval() {
-                    match Box::pin(self.admit(&mut call, session, shared)).await {
+                    match Box::pin(admit(
+                        (spec, &self.guard, stats),
+                        &mut call,
+                        session,
+                        shared,
+                    ))
+                    .await
+                    {
                         Ok(lease) => lease,
                         Err(outcome) => return outcome,
                     }
@@ -440,44 +447,6 @@ impl<T: Body> Entry<T> {
                 shared,
             )
         }
-    }
-
-    /// The idempotency key of a side-effecting call, then approval. A side-effecting call
-    /// begins its key before approval: a call that already ran under it is answered from the
-    /// store, never asked about again. `Err`: the call's finished outcome (a replay, a refusal
-    /// by the store, a denial or a pending ticket).
-    async fn admit(
-        &self,
-        call: &mut Call,
-        session: &Session,
-        shared: &Shared,
-    ) -> Result<Option<Box<Lease>>, Outcome> {
-        let (spec, stats) = (&self.spec, &self.stats);
-        let lease = match spec.effect() {
-            // Boxed: the lease waits out every attempt, in the call's future.
-            Effect::SideEffecting => match begin(spec, &self.guard, call, session, shared).await {
-                Ok(lease) => Some(Box::new(lease)),
-                Err(outcome) => {
-                    let call = call.take();
-                    return Err(answered_by_store(
-                        (spec, stats),
-                        call,
-                        outcome,
-                        session,
-                        shared,
-                    ));
-                }
-            },
-            _ => None,
-        };
-        if spec.requires_approval() {
-            if let Err(refusal) = approve(spec, call, session, shared).await {
-                let call = call.take();
-                let tool = (spec, stats);
-                return Err(not_approved(tool, call, lease, refusal, session, shared).await);
-            }
-        }
-        Ok(lease)
     }
 
     /// Scopes, the size limit, then [`Entry::validate`].
@@ -622,22 +591,19 @@ impl<T: Body> Entry<T> {
                     Step::Done(executed) => return executed,
                     Step::RetryAt(wake) => wake,
                 };
-            Box::pin(guard.retry(
-                env,
-                run,
-                wake,
-                |info| {
-                    // `Args` is not `Clone`: a retry parses the validated text again
-                    // (deterministic).
-                    let args = self.tool.reparse(&call.arguments);
-                    let invocation = invocation(&self.spec, call, key, session, shared, info);
-                    async move { self.tool.invoke(args?, &invocation).await }
-                },
-                move |message: &str| {
-                    observe::scrubbed(message, &call.arguments, self.spec.fields())
-                },
-            ))
-            .await
+            // The retry loop is compiled once per output type, not once per tool: it runs each
+            // attempt's future boxed (retries are rare; a box beside a network call is nothing).
+            let mut attempt = |info| -> BoxFuture<'a, Result<T::Output, ToolError>> {
+                // `Args` is not `Clone`: a retry parses the validated text again
+                // (deterministic).
+                let args = self.tool.reparse(&call.arguments);
+                let invocation = invocation(&self.spec, call, key, session, shared, info);
+                Box::pin(async move { self.tool.invoke(args?, &invocation).await })
+            };
+            let scrub = move |message: &str| {
+                observe::scrubbed(message, &call.arguments, self.spec.fields())
+            };
+            Box::pin(guard.retry(env, run, wake, &mut attempt, &scrub)).await
         }
     }
 
@@ -789,6 +755,43 @@ pub(crate) async fn revalidate(
         Arc::clone(&spec.name),
         failure,
     ))
+}
+
+/// The idempotency key of a side-effecting call, then approval. A side-effecting call
+/// begins its key before approval: a call that already ran under it is answered from the
+/// store, never asked about again. `Err`: the call's finished outcome (a replay, a refusal
+/// by the store, a denial or a pending ticket).
+async fn admit(
+    (spec, guard, stats): (&ToolSpec, &Guard, &ToolStats),
+    call: &mut Call,
+    session: &Session,
+    shared: &Shared,
+) -> Result<Option<Box<Lease>>, Outcome> {
+    let lease = match spec.effect() {
+        // Boxed: the lease waits out every attempt, in the call's future.
+        Effect::SideEffecting => match begin(spec, guard, call, session, shared).await {
+            Ok(lease) => Some(Box::new(lease)),
+            Err(outcome) => {
+                let call = call.take();
+                return Err(answered_by_store(
+                    (spec, stats),
+                    call,
+                    outcome,
+                    session,
+                    shared,
+                ));
+            }
+        },
+        _ => None,
+    };
+    if spec.requires_approval() {
+        if let Err(refusal) = approve(spec, call, session, shared).await {
+            let call = call.take();
+            let tool = (spec, stats);
+            return Err(not_approved(tool, call, lease, refusal, session, shared).await);
+        }
+    }
+    Ok(lease)
 }
 
 /// The checks of a compiled tool: its text parsed straight into `T::Args`, then its field

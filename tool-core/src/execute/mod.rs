@@ -92,6 +92,7 @@ pub use retry::{RetryPolicy, RetryStop};
 use crate::error::ToolError;
 pub use crate::outcome::AttemptRecord;
 use crate::outcome::{Attempts, ErrorKind, Failure};
+use crate::pipeline::BoxFuture;
 pub(crate) use breaker::Rejection;
 use breaker::{Breaker, Permit, Verdict};
 use budget::Budget;
@@ -483,19 +484,17 @@ impl Guard {
 
     /// The attempts after the first: waits until `wake`, runs the next attempt, and so on until
     /// one settles the call. `body` makes the future of one attempt.
-    pub(crate) async fn retry<T, F, Fut, S>(
+    ///
+    /// Generic over the output alone (not the body): one copy serves every tool that returns
+    /// the same type.
+    pub(crate) async fn retry<'f, T>(
         &self,
         env: &Env,
         mut run: Run,
         wake: Instant,
-        mut body: F,
-        scrub: S,
-    ) -> Executed<T>
-    where
-        F: FnMut(AttemptInfo) -> Fut,
-        Fut: Future<Output = Result<T, ToolError>>,
-        S: Fn(&str) -> String,
-    {
+        body: &mut (dyn FnMut(AttemptInfo) -> BoxFuture<'f, Result<T, ToolError>> + Send),
+        scrub: &(dyn Fn(&str) -> String + Sync),
+    ) -> Executed<T> {
         let mut wake = wake;
         loop {
             env.clock.sleep_until(wake).await;
@@ -509,7 +508,7 @@ impl Guard {
                 .clock
                 .run_until(cut, contain(|| body(admitted.info)))
                 .await;
-            match self.settle(env, &mut run, admitted, output, waited, &scrub) {
+            match self.settle(env, &mut run, admitted, output, waited, scrub) {
                 Step::Done(executed) => return executed,
                 Step::RetryAt(at) => wake = at,
             }
