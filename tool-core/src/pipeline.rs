@@ -329,25 +329,24 @@ impl<T: Body> Entry<T> {
             // future's state through every later await, beside the args moved out of it.)
             let (args, repaired_by) = match self.checked(&call, session, shared) {
                 Ok(args) => (args, Fixes::EMPTY),
-                // The deterministic rules first: a mechanical slip costs no model round trip.
-                Err(failure) => match self.repaired_by_rules(&mut call, failure, session, shared) {
-                    Ok(repaired) => repaired,
-                    Err(failure) => {
-                        let text = match shared.repairer.as_deref() {
-                            Some(repairer) if repair::repairable(failure.kind) => {
-                                Box::pin(ask_repairer(repairer, spec, &call, &failure, shared))
-                                    .await
-                            }
-                            _ => None,
-                        };
-                        match self.repaired(&mut call, failure, text, session, shared) {
-                            Ok(args) => (args, Fixes::EMPTY.with(Fix::Model)),
-                            Err(failure) => {
-                                return rejected((spec, stats), call, *failure, session, shared)
-                            }
+                Err(failure) if shared.rules.is_none() && shared.repairer.is_none() => {
+                    return rejected((spec, stats), call, *failure, session, shared)
+                }
+                // The repair pass is an ordinary stage over the type-erased tool, boxed (few
+                // calls need it); its text, once it passed, is read into the typed arguments.
+                Err(failure) => {
+                    let repair: BoxFuture<'_, Result<Fixes, Box<Failure>>> =
+                        Box::pin(repair_call(self, &mut call, failure, session, shared));
+                    let repaired = repair.await.and_then(|fixes| {
+                        Ok((self.validate(&call.arguments, session, shared)?, fixes))
+                    });
+                    match repaired {
+                        Ok(repaired) => repaired,
+                        Err(failure) => {
+                            return rejected((spec, stats), call, *failure, session, shared)
                         }
                     }
-                },
+                }
             };
             let repaired = !repaired_by.is_empty();
             if let Some(guard) = shared.call_guard.as_deref() {
@@ -472,70 +471,6 @@ impl<T: Body> Entry<T> {
     ) -> Result<T::Args, Box<Failure>> {
         self.tool
             .validate(arguments, &self.spec, &self.shape, session, shared)
-    }
-
-    /// The repair pass: one more try at arguments that failed on their form. The question to
-    /// the repairer is an ordinary stage ([`ask_repairer`]); only validating its answer is
-    /// typed. On success the call carries the repaired text; otherwise the model gets its own
-    /// arguments' failure.
-    fn repaired(
-        &self,
-        call: &mut Call,
-        failure: Box<Failure>,
-        text: Option<String>,
-        session: &Session,
-        shared: &Shared,
-    ) -> Result<T::Args, Box<Failure>> {
-        let Some(text) = text else {
-            return Err(failure);
-        };
-        let model = ("model", Fixes::EMPTY.with(Fix::Model));
-        self.revalidated(call, failure, text, model, session, shared)
-    }
-
-    /// The deterministic rules' try, when the registry has them and one applies: synchronous,
-    /// and typed only for validating the result again. The repaired arguments and the rules
-    /// that made them, or the original failure.
-    fn repaired_by_rules(
-        &self,
-        call: &mut Call,
-        failure: Box<Failure>,
-        session: &Session,
-        shared: &Shared,
-    ) -> Result<(T::Args, Fixes), Box<Failure>> {
-        let Some(rules) = shared.rules.as_ref() else {
-            return Err(failure);
-        };
-        let Some(repaired) = repair::by_rules(rules, &self.spec, &call.arguments, &failure) else {
-            return Err(failure);
-        };
-        let fixes = repaired.fixes();
-        let text = repaired.into_text();
-        let args = self.revalidated(call, failure, text, ("rules", fixes), session, shared)?;
-        Ok((args, fixes))
-    }
-
-    /// A repair's text validated again, whole, and logged: on success the call carries it;
-    /// otherwise the model gets its own arguments' failure, never the repair's.
-    fn revalidated(
-        &self,
-        call: &mut Call,
-        failure: Box<Failure>,
-        text: String,
-        by: (&str, Fixes),
-        session: &Session,
-        shared: &Shared,
-    ) -> Result<T::Args, Box<Failure>> {
-        let args = self.validate(&text, session, shared);
-        let result = if args.is_ok() {
-            "repaired"
-        } else {
-            "still invalid"
-        };
-        repair::log(self.spec.name(), &call.id, failure.kind, by, result);
-        let args = args.map_err(|_| failure)?;
-        call.arguments = text;
-        Ok(args)
     }
 
     /// The execution seam: a breaker permit, then attempts bounded by the timeout and one
@@ -835,6 +770,69 @@ fn validate_typed<T: Tool>(
     T::authorize(&args, session)
         .map_err(|e| crate::guard::validation_failure(e, ErrorKind::Unauthorized))?;
     Ok(args)
+}
+
+/// The repair pass: one more try at arguments that failed on their form, by the deterministic
+/// rules first (a mechanical slip costs no model round trip), then by the repairer. A repaired
+/// text is validated again, whole, and logged; on success the call carries it and the fixes
+/// that made it come back. Otherwise the model gets its own arguments' failure, never the
+/// repair's.
+async fn repair_call(
+    tool: &dyn DynTool,
+    call: &mut Call,
+    failure: Box<Failure>,
+    session: &Session,
+    shared: &Shared,
+) -> Result<Fixes, Box<Failure>> {
+    let spec = tool.spec();
+    let by_rules = shared
+        .rules
+        .as_ref()
+        .and_then(|rules| repair::by_rules(rules, spec, &call.arguments, &failure));
+    let failure = match by_rules {
+        Some(repaired) => {
+            let fixes = repaired.fixes();
+            let text = repaired.into_text();
+            match accept_repair(tool, call, failure, text, ("rules", fixes), session, shared) {
+                Ok(()) => return Ok(fixes),
+                Err(failure) => failure,
+            }
+        }
+        None => failure,
+    };
+    let text = match shared.repairer.as_deref() {
+        Some(repairer) if repair::repairable(failure.kind) => {
+            ask_repairer(repairer, spec, call, &failure, shared).await
+        }
+        _ => None,
+    };
+    let Some(text) = text else {
+        return Err(failure);
+    };
+    let model = Fixes::EMPTY.with(Fix::Model);
+    accept_repair(tool, call, failure, text, ("model", model), session, shared)?;
+    Ok(model)
+}
+
+/// A repair's text validated again, whole, and logged: on success the call carries it;
+/// otherwise the call's own failure comes back.
+fn accept_repair(
+    tool: &dyn DynTool,
+    call: &mut Call,
+    failure: Box<Failure>,
+    text: String,
+    by: (&str, Fixes),
+    session: &Session,
+    shared: &Shared,
+) -> Result<(), Box<Failure>> {
+    let passed = tool.check(&text, session, shared).is_ok();
+    let result = if passed { "repaired" } else { "still invalid" };
+    repair::log(tool.spec().name(), &call.id, failure.kind, by, result);
+    if !passed {
+        return Err(failure);
+    }
+    call.arguments = text;
+    Ok(())
 }
 
 /// The repair stage's question: the repairer's corrected text, or `None` (logged) when it gave

@@ -538,17 +538,8 @@ pub(super) fn add(
 /// The maker of a `#[tool]`.
 pub(super) fn pending_tool<T: Tool>(tool: T) -> Pending {
     Box::new(move |name, settings, breaker, origin| {
-        let mut spec = ToolSpec::of::<T>(settings.default_timeout);
-        spec.name = name;
-        let guard = Guard::new(
-            Arc::clone(&spec.name),
-            spec.timeout,
-            spec.retries(),
-            spec.idempotent() || spec.takes_idempotency_key(),
-            settings,
-            breaker,
-            origin,
-        );
+        let spec = ToolSpec::of::<T>(settings.default_timeout);
+        let (spec, guard) = resolved(spec, name, settings, breaker, origin);
         pipeline::entry(tool, spec, guard)
     })
 }
@@ -556,20 +547,32 @@ pub(super) fn pending_tool<T: Tool>(tool: T) -> Pending {
 /// The maker of a tool defined at run time.
 pub(super) fn pending_dynamic(tool: crate::dynamic::DynamicTool) -> Pending {
     Box::new(move |name, settings, breaker, origin| {
-        let mut spec = tool.spec(settings.default_timeout);
-        spec.name = name;
-        let guard = Guard::new(
-            Arc::clone(&spec.name),
-            spec.timeout,
-            spec.retries(),
-            spec.idempotent() || spec.takes_idempotency_key(),
-            settings,
-            breaker,
-            origin,
-        );
+        let spec = tool.spec(settings.default_timeout);
+        let (spec, guard) = resolved(spec, name, settings, breaker, origin);
         let (body, shape) = tool.into_parts();
         pipeline::entry_with(body, spec, shape, guard)
     })
+}
+
+/// A tool's spec under the name it is registered by, and its execution seam.
+fn resolved(
+    mut spec: ToolSpec,
+    name: Arc<str>,
+    settings: &Settings,
+    breaker: BreakerPolicy,
+    origin: Instant,
+) -> (ToolSpec, Guard) {
+    spec.name = name;
+    let guard = Guard::new(
+        Arc::clone(&spec.name),
+        spec.timeout,
+        spec.retries(),
+        spec.idempotent() || spec.takes_idempotency_key(),
+        settings,
+        breaker,
+        origin,
+    );
+    (spec, guard)
 }
 
 /// Why a prefix (the first `prefix` bytes of `name`) makes a name some provider refuses
