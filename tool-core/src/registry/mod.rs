@@ -308,7 +308,8 @@ impl Registry {
         match self.table().tools.get(name.as_str()) {
             // A tool a predicate hides from this session does not exist for it. (One it lacks
             // a scope for is `unauthorized`, decided by the pipeline before the arguments.)
-            Some(slot) if self.predicates_allow(slot, session) => Either::Left(slot.tool.dispatch(
+            Some(slot) if self.predicates_allow(slot, session) => Either::Left(pipeline::dispatch(
+                &*slot.tool,
                 Call::new(id, arguments, progress),
                 session,
                 shared,
