@@ -9,8 +9,10 @@
 //! ```
 //!
 //! Only what needs the tool's type is generic ([`Entry`]: parsing and the typed checks, the
-//! attempts of its body, its fallback's future, the interpretation of its result); every
-//! other stage is an ordinary function of the stage's module, compiled once for all tools.
+//! attempts of its body with the interpretation of its result, its fallback's future), reached
+//! through the type-erased [`DynTool`]; the call's path through the stages ([`run`]) and every
+//! stage are ordinary functions, compiled once for all tools, so a tool adds to a build only
+//! what its own types need.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -311,17 +313,11 @@ impl<T: Body> DynTool for Entry<T> {
         session: &'a Session,
         shared: &'a Shared,
     ) -> BoxFuture<'a, Executed<Interpreted>> {
+        use futures_util::FutureExt as _;
         let spec = &self.spec;
-        let args = match args.downcast::<T::Args>() {
-            Ok(args) => Ok(*args),
-            // Not reached: the arguments come from this tool's own checks. Read again if ever.
-            Err(_) => self.tool.reparse(&call.arguments),
-        };
-        Box::pin(async move {
-            let executed = match args {
-                Ok(args) => self.execute(call, args, key, begin, session, shared).await,
-                Err(e) => Executed::unguarded(Err(e)),
-            };
+        // A combinator, not an `async` block around the attempts: one state machine per tool.
+        let attempts = self.execute(call, args, key, begin, session, shared);
+        Box::pin(attempts.map(move |executed| {
             executed.and_then(|value| {
                 let answer = interpret::result(spec.name(), &value)?;
                 if shared.max_result_bytes.is_none() && shared.result_guard.is_none() {
@@ -329,7 +325,7 @@ impl<T: Body> DynTool for Entry<T> {
                 }
                 output::check(answer, spec, session, &call.id, shared)
             })
-        })
+        }))
     }
 
     fn fall_back<'a>(
@@ -378,17 +374,27 @@ impl<T: Body> Entry<T> {
     fn execute<'a>(
         &'a self,
         call: &'a Call,
-        args: T::Args,
+        args: Args,
         key: Option<&'a IdempotencyKey>,
         begin: Instant,
         session: &'a Session,
         shared: &'a Shared,
     ) -> impl Future<Output = Executed<T::Output>> + Send + 'a {
         async move {
+            let args = match args.downcast::<T::Args>() {
+                Ok(args) => *args,
+                // Not reached: the arguments come from this tool's own checks. Read again if
+                // it ever were.
+                Err(_) => match self.tool.reparse(&call.arguments) {
+                    Ok(args) => args,
+                    Err(e) => return Executed::unguarded(Err(e)),
+                },
+            };
             let (guard, env) = (&self.guard, &shared.env);
             let mut run = guard.start(env, begin);
-            // A constant `false` without the benchmark feature: no tool compiles this branch.
-            if cfg!(feature = "unguarded-for-benchmarks") && guard.is_unguarded() {
+            // Only with the benchmark feature: no tool compiles this branch otherwise.
+            #[cfg(feature = "unguarded-for-benchmarks")]
+            if guard.is_unguarded() {
                 let info = AttemptInfo {
                     number: 1,
                     deadline: run.deadline,

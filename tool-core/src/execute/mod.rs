@@ -264,6 +264,10 @@ pub(crate) struct Guard {
     budget: Budget,
     /// Time zero of the breaker's and the budget's windows.
     origin: Instant,
+    #[cfg_attr(
+        not(feature = "unguarded-for-benchmarks"),
+        allow(dead_code, reason = "read only by the benchmark switch")
+    )]
     unguarded: bool,
 }
 
@@ -305,6 +309,7 @@ impl Guard {
     }
 
     /// Whether the body runs bare ([`RegistryBuilder::unguarded_for_benchmarks`](crate::RegistryBuilder::unguarded_for_benchmarks)).
+    #[cfg(feature = "unguarded-for-benchmarks")]
     pub(crate) fn is_unguarded(&self) -> bool {
         self.unguarded
     }

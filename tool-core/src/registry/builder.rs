@@ -78,21 +78,23 @@ impl Default for RegistryBuilder {
 
 impl RegistryBuilder {
     /// Adds a tool. Two tools with one name make [`RegistryBuilder::build`] fail.
-    pub fn tool<T: Tool>(mut self, tool: T) -> Self {
-        let name = format!("{}{}", self.prefix, T::META.name);
-        self.pending
-            .push((name, self.prefix.len(), pending_tool(tool)));
+    pub fn tool<T: Tool>(self, tool: T) -> Self {
+        self.pending_under(T::META.name, pending_tool(tool))
+    }
+
+    /// A tool waiting for [`RegistryBuilder::build`], under the builder's prefix.
+    fn pending_under(mut self, name: &str, pending: Pending) -> Self {
+        let name = format!("{}{name}", self.prefix);
+        self.pending.push((name, self.prefix.len(), pending));
         self
     }
 
     /// Adds a tool defined at run time ([`DynamicTool`](crate::dynamic::DynamicTool)). It runs
     /// through the same pipeline as a `#[tool]`; two tools with one name make
     /// [`RegistryBuilder::build`] fail.
-    pub fn dynamic_tool(mut self, tool: crate::dynamic::DynamicTool) -> Self {
-        let name = format!("{}{}", self.prefix, tool.meta_name());
-        self.pending
-            .push((name, self.prefix.len(), pending_dynamic(tool)));
-        self
+    pub fn dynamic_tool(self, tool: crate::dynamic::DynamicTool) -> Self {
+        let name = tool.meta_name();
+        self.pending_under(name, pending_dynamic(tool))
     }
 
     /// Adds every tool of a [`Toolset`] (an `impl` block with `#[toolset]`), each bound to the
