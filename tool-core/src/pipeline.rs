@@ -313,19 +313,7 @@ impl<T: Body> DynTool for Entry<T> {
         session: &'a Session,
         shared: &'a Shared,
     ) -> BoxFuture<'a, Executed<Interpreted>> {
-        use futures_util::FutureExt as _;
-        let spec = &self.spec;
-        // A combinator, not an `async` block around the attempts: one state machine per tool.
-        let attempts = self.execute(call, args, key, begin, session, shared);
-        Box::pin(attempts.map(move |executed| {
-            executed.and_then(|value| {
-                let answer = interpret::result(spec.name(), &value)?;
-                if shared.max_result_bytes.is_none() && shared.result_guard.is_none() {
-                    return Ok(answer);
-                }
-                output::check(answer, spec, session, &call.id, shared)
-            })
-        }))
+        Box::pin(self.execute(call, args, key, begin, session, shared))
     }
 
     fn fall_back<'a>(
@@ -379,65 +367,68 @@ impl<T: Body> Entry<T> {
         begin: Instant,
         session: &'a Session,
         shared: &'a Shared,
-    ) -> impl Future<Output = Executed<T::Output>> + Send + 'a {
+    ) -> impl Future<Output = Executed<Interpreted>> + Send + 'a {
         async move {
-            let args = match args.downcast::<T::Args>() {
-                Ok(args) => *args,
-                // Not reached: the arguments come from this tool's own checks. Read again if
-                // it ever were.
-                Err(_) => match self.tool.reparse(&call.arguments) {
-                    Ok(args) => args,
-                    Err(e) => return Executed::unguarded(Err(e)),
-                },
-            };
-            let (guard, env) = (&self.guard, &shared.env);
-            let mut run = guard.start(env, begin);
-            // Only with the benchmark feature: no tool compiles this branch otherwise.
-            #[cfg(feature = "unguarded-for-benchmarks")]
-            if guard.is_unguarded() {
-                let info = AttemptInfo {
-                    number: 1,
-                    deadline: run.deadline,
-                    attempt_deadline: run.deadline,
+            let executed = 'attempts: {
+                let args = match args.downcast::<T::Args>() {
+                    Ok(args) => *args,
+                    // Not reached: the arguments come from this tool's own checks. Read again if
+                    // it ever were.
+                    Err(_) => match self.tool.reparse(&call.arguments) {
+                        Ok(args) => args,
+                        Err(e) => break 'attempts Executed::unguarded(Err(e)),
+                    },
                 };
-                let invocation = invocation(&self.spec, call, key, session, shared, info);
-                return Executed::unguarded(self.tool.invoke(args, &invocation).await);
-            }
-            let admitted = match guard.admit(&run) {
-                Ok(admitted) => admitted,
-                Err(rejection) => return guard.refused(&mut run, rejection),
-            };
-            let info = admitted.info;
-            let first = invocation(&self.spec, call, key, session, shared, info);
-            let (output, waited) = env
-                .clock
-                .run_until(
-                    info.attempt_deadline,
-                    contain(|| self.tool.invoke(args, &first)),
-                )
-                .await;
-            // A contained panic's message is logged without the call's sensitive values. (The
-            // closures are made in place: a named, borrowed local would stay in this future's state.)
-            let wake =
-                match guard.settle(env, &mut run, admitted, output, waited, &|message: &str| {
+                let (guard, env) = (&self.guard, &shared.env);
+                let mut run = guard.start(env, begin);
+                // Only with the benchmark feature: no tool compiles this branch otherwise.
+                #[cfg(feature = "unguarded-for-benchmarks")]
+                if guard.is_unguarded() {
+                    let info = AttemptInfo {
+                        number: 1,
+                        deadline: run.deadline,
+                        attempt_deadline: run.deadline,
+                    };
+                    let invocation = invocation(&self.spec, call, key, session, shared, info);
+                    break 'attempts Executed::unguarded(self.tool.invoke(args, &invocation).await);
+                }
+                let admitted = match guard.admit(&run) {
+                    Ok(admitted) => admitted,
+                    Err(rejection) => break 'attempts guard.refused(&mut run, rejection),
+                };
+                let info = admitted.info;
+                let first = invocation(&self.spec, call, key, session, shared, info);
+                let (output, waited) = env
+                    .clock
+                    .run_until(
+                        info.attempt_deadline,
+                        contain(|| self.tool.invoke(args, &first)),
+                    )
+                    .await;
+                // A contained panic's message is logged without the call's sensitive values. (The
+                // closures are made in place: a named, borrowed local would stay in this future's state.)
+                let wake =
+                    match guard.settle(env, &mut run, admitted, output, waited, &|message: &str| {
+                        observe::scrubbed(message, &call.arguments, self.spec.fields())
+                    }) {
+                        Step::Done(executed) => break 'attempts executed,
+                        Step::RetryAt(wake) => wake,
+                    };
+                // The retry loop is compiled once per output type, not once per tool: it runs each
+                // attempt's future boxed (retries are rare; a box beside a network call is nothing).
+                let mut attempt = |info| -> BoxFuture<'a, Result<T::Output, ToolError>> {
+                    // `Args` is not `Clone`: a retry parses the validated text again
+                    // (deterministic).
+                    let args = self.tool.reparse(&call.arguments);
+                    let invocation = invocation(&self.spec, call, key, session, shared, info);
+                    Box::pin(async move { self.tool.invoke(args?, &invocation).await })
+                };
+                let scrub = move |message: &str| {
                     observe::scrubbed(message, &call.arguments, self.spec.fields())
-                }) {
-                    Step::Done(executed) => return executed,
-                    Step::RetryAt(wake) => wake,
                 };
-            // The retry loop is compiled once per output type, not once per tool: it runs each
-            // attempt's future boxed (retries are rare; a box beside a network call is nothing).
-            let mut attempt = |info| -> BoxFuture<'a, Result<T::Output, ToolError>> {
-                // `Args` is not `Clone`: a retry parses the validated text again
-                // (deterministic).
-                let args = self.tool.reparse(&call.arguments);
-                let invocation = invocation(&self.spec, call, key, session, shared, info);
-                Box::pin(async move { self.tool.invoke(args?, &invocation).await })
+                Box::pin(guard.retry(env, run, wake, &mut attempt, &scrub)).await
             };
-            let scrub = move |message: &str| {
-                observe::scrubbed(message, &call.arguments, self.spec.fields())
-            };
-            Box::pin(guard.retry(env, run, wake, &mut attempt, &scrub)).await
+            interpreted(executed, &self.spec, session, &call.id, shared)
         }
     }
 
@@ -787,6 +778,24 @@ async fn admit(
         }
     }
     Ok(lease)
+}
+
+/// The attempts' result interpreted (and checked by the output guards). Generic over the output
+/// type only: one copy serves every tool that returns that type.
+fn interpreted<O: serde::Serialize + Send + 'static>(
+    executed: Executed<O>,
+    spec: &ToolSpec,
+    session: &Session,
+    call_id: &str,
+    shared: &Shared,
+) -> Executed<Interpreted> {
+    executed.and_then(|value| {
+        let answer = interpret::result(spec.name(), &value)?;
+        if shared.max_result_bytes.is_none() && shared.result_guard.is_none() {
+            return Ok(answer);
+        }
+        output::check(answer, spec, session, call_id, shared)
+    })
 }
 
 /// The checks of a compiled tool: its text parsed straight into `T::Args`, then its field
