@@ -95,18 +95,15 @@ pub(crate) trait DynTool: Send + Sync {
         session: &Session,
         shared: &Shared,
     ) -> Result<Args, Box<Failure>>;
-    /// The execution seam with the tool's body: a breaker permit, then attempts bounded by the
-    /// timeout and one deadline, transient failures retried; the result interpreted (and
-    /// checked by the output guards).
-    fn attempts<'a>(
+    /// The tool's body on `args` (taken by its first poll), its result interpreted: `Ok(Err)`
+    /// when the body succeeded but its result could not be (that is not the attempt's failure).
+    fn invoke<'a>(
         &'a self,
-        call: &'a Call,
         args: Args,
-        key: Option<&'a IdempotencyKey>,
-        begin: Instant,
-        session: &'a Session,
-        shared: &'a Shared,
-    ) -> BoxFuture<'a, Executed<Interpreted>>;
+        invocation: &'a Invocation<'a>,
+    ) -> BoxFuture<'a, Result<Answer, ToolError>>;
+    /// The validated text read again into the tool's arguments, for a retry.
+    fn reparse(&self, arguments: &str) -> Result<Args, ToolError>;
     /// The future of the tool's fallback for a call that failed with `kind`, or `None` when the
     /// tool has none.
     fn fall_back<'a>(
@@ -124,6 +121,9 @@ pub(crate) trait DynTool: Send + Sync {
 /// (the stages between them are compiled once for all tools). A tool without arguments
 /// allocates nothing for them.
 pub(crate) type Args = Box<dyn std::any::Any + Send>;
+
+/// A successful attempt's result, interpreted; `Err` when it could not be.
+pub(crate) type Answer = Result<Interpreted, Box<Failure>>;
 
 /// One call as it moves through the stages.
 pub(crate) struct Call {
@@ -304,16 +304,28 @@ impl<T: Body> DynTool for Entry<T> {
             .map(|args| -> Args { Box::new(args) })
     }
 
-    fn attempts<'a>(
+    fn invoke<'a>(
         &'a self,
-        call: &'a Call,
         args: Args,
-        key: Option<&'a IdempotencyKey>,
-        begin: Instant,
-        session: &'a Session,
-        shared: &'a Shared,
-    ) -> BoxFuture<'a, Executed<Interpreted>> {
-        Box::pin(self.execute(call, args, key, begin, session, shared))
+        invocation: &'a Invocation<'a>,
+    ) -> BoxFuture<'a, Result<Answer, ToolError>> {
+        Box::pin(async move {
+            let Ok(args) = args.downcast::<T::Args>() else {
+                // Not reached: the arguments come from this tool's own checks.
+                return Err(ToolError::new(
+                    ErrorKind::InvalidJson,
+                    "the arguments could not be read again",
+                ));
+            };
+            let value = self.tool.invoke(*args, invocation).await?;
+            Ok(interpret::result(self.spec.name(), &value).map_err(Box::new))
+        })
+    }
+
+    fn reparse(&self, arguments: &str) -> Result<Args, ToolError> {
+        self.tool
+            .reparse(arguments)
+            .map(|args| -> Args { Box::new(args) })
     }
 
     fn fall_back<'a>(
@@ -348,88 +360,6 @@ impl<T: Body> Entry<T> {
     ) -> Result<T::Args, Box<Failure>> {
         self.tool
             .validate(arguments, &self.spec, &self.shape, session, shared)
-    }
-
-    /// The execution seam: a breaker permit, then attempts bounded by the timeout and one
-    /// deadline, transient failures retried within the attempt cap and the retry budget.
-    ///
-    /// The first attempt runs here; the retry loop is boxed and entered only after a failure, so
-    /// the future of a call that succeeds at once carries none of its state.
-    #[allow(
-        clippy::manual_async_fn,
-        reason = "an async fn stores its parameters twice"
-    )]
-    fn execute<'a>(
-        &'a self,
-        call: &'a Call,
-        args: Args,
-        key: Option<&'a IdempotencyKey>,
-        begin: Instant,
-        session: &'a Session,
-        shared: &'a Shared,
-    ) -> impl Future<Output = Executed<Interpreted>> + Send + 'a {
-        async move {
-            let executed = 'attempts: {
-                let args = match args.downcast::<T::Args>() {
-                    Ok(args) => *args,
-                    // Not reached: the arguments come from this tool's own checks. Read again if
-                    // it ever were.
-                    Err(_) => match self.tool.reparse(&call.arguments) {
-                        Ok(args) => args,
-                        Err(e) => break 'attempts Executed::unguarded(Err(e)),
-                    },
-                };
-                let (guard, env) = (&self.guard, &shared.env);
-                let mut run = guard.start(env, begin);
-                // Only with the benchmark feature: no tool compiles this branch otherwise.
-                #[cfg(feature = "unguarded-for-benchmarks")]
-                if guard.is_unguarded() {
-                    let info = AttemptInfo {
-                        number: 1,
-                        deadline: run.deadline,
-                        attempt_deadline: run.deadline,
-                    };
-                    let invocation = invocation(&self.spec, call, key, session, shared, info);
-                    break 'attempts Executed::unguarded(self.tool.invoke(args, &invocation).await);
-                }
-                let admitted = match guard.admit(&run) {
-                    Ok(admitted) => admitted,
-                    Err(rejection) => break 'attempts guard.refused(&mut run, rejection),
-                };
-                let info = admitted.info;
-                let first = invocation(&self.spec, call, key, session, shared, info);
-                let (output, waited) = env
-                    .clock
-                    .run_until(
-                        info.attempt_deadline,
-                        contain(|| self.tool.invoke(args, &first)),
-                    )
-                    .await;
-                // A contained panic's message is logged without the call's sensitive values. (The
-                // closures are made in place: a named, borrowed local would stay in this future's state.)
-                let wake =
-                    match guard.settle(env, &mut run, admitted, output, waited, &|message: &str| {
-                        observe::scrubbed(message, &call.arguments, self.spec.fields())
-                    }) {
-                        Step::Done(executed) => break 'attempts executed,
-                        Step::RetryAt(wake) => wake,
-                    };
-                // The retry loop is compiled once per output type, not once per tool: it runs each
-                // attempt's future boxed (retries are rare; a box beside a network call is nothing).
-                let mut attempt = |info| -> BoxFuture<'a, Result<T::Output, ToolError>> {
-                    // `Args` is not `Clone`: a retry parses the validated text again
-                    // (deterministic).
-                    let args = self.tool.reparse(&call.arguments);
-                    let invocation = invocation(&self.spec, call, key, session, shared, info);
-                    Box::pin(async move { self.tool.invoke(args?, &invocation).await })
-                };
-                let scrub = move |message: &str| {
-                    observe::scrubbed(message, &call.arguments, self.spec.fields())
-                };
-                Box::pin(guard.retry(env, run, wake, &mut attempt, &scrub)).await
-            };
-            interpreted(executed, &self.spec, session, &call.id, shared)
-        }
     }
 
     /// The fallback's typed half: its future, for [`fallback::answer`] to run.
@@ -547,9 +477,7 @@ pub(crate) fn run<'a>(
         } else {
             call.arrived
         };
-        let mut executed = tool
-            .attempts(&call, args, key.as_ref(), begin, session, shared)
-            .await;
+        let mut executed = execute(tool, &call, args, key.as_ref(), begin, session, shared).await;
         let degraded = match fallback::wanted(spec.has_fallback(), spec.idempotent(), &executed) {
             Some(kind) => {
                 match tool.fall_back(&mut executed, kind, &call, key.as_ref(), session, shared) {
@@ -780,17 +708,85 @@ async fn admit(
     Ok(lease)
 }
 
-/// The attempts' result interpreted (and checked by the output guards). Generic over the output
-/// type only: one copy serves every tool that returns that type.
-fn interpreted<O: serde::Serialize + Send + 'static>(
-    executed: Executed<O>,
+/// The execution seam: a breaker permit, then attempts bounded by the timeout and one
+/// deadline, transient failures retried within the attempt cap and the retry budget.
+///
+/// The first attempt runs here; the retry loop is boxed and entered only after a failure, so
+/// the future of a call that succeeds at once carries none of its state.
+#[allow(
+    clippy::manual_async_fn,
+    reason = "an async fn stores its parameters twice"
+)]
+pub(crate) fn execute<'a>(
+    tool: &'a dyn DynTool,
+    call: &'a Call,
+    args: Args,
+    key: Option<&'a IdempotencyKey>,
+    begin: Instant,
+    session: &'a Session,
+    shared: &'a Shared,
+) -> impl Future<Output = Executed<Interpreted>> + Send + 'a {
+    async move {
+        let executed = 'attempts: {
+            let (spec, guard, env) = (tool.spec(), tool.guard(), &shared.env);
+            let mut run = guard.start(env, begin);
+            // Only with the benchmark feature: no tool compiles this branch otherwise.
+            #[cfg(feature = "unguarded-for-benchmarks")]
+            if guard.is_unguarded() {
+                let info = AttemptInfo {
+                    number: 1,
+                    deadline: run.deadline,
+                    attempt_deadline: run.deadline,
+                };
+                let invocation = invocation(spec, call, key, session, shared, info);
+                break 'attempts Executed::unguarded(tool.invoke(args, &invocation).await);
+            }
+            let admitted = match guard.admit(&run) {
+                Ok(admitted) => admitted,
+                Err(rejection) => break 'attempts guard.refused(&mut run, rejection),
+            };
+            let info = admitted.info;
+            let first = invocation(spec, call, key, session, shared, info);
+            let (output, waited) = env
+                .clock
+                .run_until(info.attempt_deadline, contain(|| tool.invoke(args, &first)))
+                .await;
+            // A contained panic's message is logged without the call's sensitive values. (The
+            // closures are made in place: a named, borrowed local would stay in this future's state.)
+            let wake =
+                match guard.settle(env, &mut run, admitted, output, waited, &|message: &str| {
+                    observe::scrubbed(message, &call.arguments, spec.fields())
+                }) {
+                    Step::Done(executed) => break 'attempts executed,
+                    Step::RetryAt(wake) => wake,
+                };
+            // The retry loop is compiled once per output type, not once per tool: it runs each
+            // attempt's future boxed (retries are rare; a box beside a network call is nothing).
+            let mut attempt = |info| -> BoxFuture<'a, Result<Answer, ToolError>> {
+                // `Args` is not `Clone`: a retry parses the validated text again
+                // (deterministic).
+                let args = tool.reparse(&call.arguments);
+                let invocation = invocation(spec, call, key, session, shared, info);
+                Box::pin(async move { tool.invoke(args?, &invocation).await })
+            };
+            let scrub =
+                move |message: &str| observe::scrubbed(message, &call.arguments, spec.fields());
+            Box::pin(guard.retry(env, run, wake, &mut attempt, &scrub)).await
+        };
+        interpreted(executed, tool.spec(), session, &call.id, shared)
+    }
+}
+
+/// The attempts' answer, checked by the output guards.
+fn interpreted(
+    executed: Executed<Answer>,
     spec: &ToolSpec,
     session: &Session,
     call_id: &str,
     shared: &Shared,
 ) -> Executed<Interpreted> {
-    executed.and_then(|value| {
-        let answer = interpret::result(spec.name(), &value)?;
+    executed.and_then(|answer| {
+        let answer = answer.map_err(|failure| *failure)?;
         if shared.max_result_bytes.is_none() && shared.result_guard.is_none() {
             return Ok(answer);
         }
@@ -1259,14 +1255,14 @@ mod size {
         }
     }
 
-    /// The sizes of a compiled tool's two boxed futures: the call's (as `dispatch` boxes it
-    /// untraced, the same for every tool) and its attempts' (which hold the tool's body).
-    fn call_future_size<T: Tool>(tool: T) -> (usize, usize) {
+    /// The size of a compiled tool's call future, as `dispatch` boxes it untraced. (The tool's
+    /// own future is boxed apart, by [`DynTool::invoke`].)
+    fn call_future_size<T: Tool>(tool: T) -> usize {
         call_future_size_with(tool, false)
     }
 
     /// As [`call_future_size`], the call's future with its span when `traced`.
-    fn call_future_size_with<T: Tool>(tool: T, traced: bool) -> (usize, usize) {
+    fn call_future_size_with<T: Tool>(tool: T, traced: bool) -> usize {
         let registry = Registry::builder()
             .build()
             .unwrap_or_else(|e| panic!("{e}"));
@@ -1281,52 +1277,45 @@ mod size {
             stats: ToolStats::default(),
         };
         let session = Session::anonymous();
-        let call = Call::new("c".into(), "{}".into(), None);
-        // The future's type, not the value it holds, sets its size: any arguments do.
-        let attempts = entry.attempts(&call, Box::new(()), None, Instant::now(), &session, shared);
-        let attempts = std::mem::size_of_val(&*attempts);
         let future = run(
             &entry,
             Call::new("c".into(), "{}".into(), None),
             &session,
             shared,
         );
-        let call = if traced {
+        if traced {
             std::mem::size_of_val(&observe::span::Traced::new(tracing::Span::none(), future))
         } else {
             std::mem::size_of_val(&future)
-        };
-        (call, attempts)
+        }
     }
 
-    /// Each future is boxed once per call. Past 1,016 bytes an allocation leaves glibc's small
-    /// bins and every call runs `malloc_consolidate`: this tool's future was 1,088 bytes before
-    /// the call path was reshaped, and the dispatch benchmark's three-argument tool had crossed
-    /// the line too. A tool with a few arguments keeps a margin below it.
+    /// The call future is boxed once per call. Past 1,016 bytes the allocation leaves glibc's
+    /// small bins and every call runs `malloc_consolidate`: this tool's future was 1,088 bytes
+    /// before the call path was reshaped, and the dispatch benchmark's three-argument tool had
+    /// crossed the line too. It keeps a margin below it.
     #[test]
     fn the_call_future_of_a_tool_with_four_arguments_keeps_a_margin_below_one_kib() {
-        let (call, attempts) = call_future_size(Quote);
-        assert!(call <= 960, "the call future is {call} bytes");
-        assert!(attempts <= 960, "the attempts' future is {attempts} bytes");
-        println!("call future, four arguments: {call} bytes, attempts {attempts} bytes");
+        let size = call_future_size(Quote);
+        assert!(size <= 960, "the call future is {size} bytes");
+        println!("call future, four arguments: {size} bytes");
     }
 
     /// A traced call boxes its span beside the future: still under 1 KiB. (An untraced call
     /// boxes the future alone.)
     #[test]
     fn a_traced_call_future_stays_under_one_kib() {
-        let (traced, _) = call_future_size_with(Quote, true);
+        let traced = call_future_size_with(Quote, true);
         assert!(traced < 1024, "the traced call future is {traced} bytes");
         println!("traced call future, four arguments: {traced} bytes");
     }
 
-    /// The futures of a one-argument tool: well under 1 KiB.
+    /// The call future of a one-argument tool: well under 1 KiB.
     #[test]
     fn the_call_future_stays_under_one_kib() {
-        let (call, attempts) = call_future_size(Echo);
-        assert!(call < 1024, "the call future is {call} bytes");
-        assert!(attempts < 1024, "the attempts' future is {attempts} bytes");
-        println!("call future: {call} bytes, attempts {attempts} bytes");
+        let size = call_future_size(Echo);
+        assert!(size < 1024, "the call future is {size} bytes");
+        println!("call future: {size} bytes");
     }
 
     /// A tool defined at run time runs the same stages: its future stays under the same bound.
@@ -1353,9 +1342,6 @@ mod size {
             stats: ToolStats::default(),
         };
         let session = Session::anonymous();
-        let call = Call::new("c".into(), "{}".into(), None);
-        let attempts = entry.attempts(&call, Box::new(()), None, Instant::now(), &session, shared);
-        let attempts = std::mem::size_of_val(&*attempts);
         let future = run(
             &entry,
             Call::new("c".into(), "{}".into(), None),
@@ -1367,11 +1353,7 @@ mod size {
             size < 1024,
             "the runtime tool's call future is {size} bytes"
         );
-        assert!(
-            attempts < 1024,
-            "the runtime tool's attempts' future is {attempts} bytes"
-        );
-        println!("runtime tool call future: {size} bytes, attempts {attempts} bytes");
+        println!("runtime tool call future: {size} bytes");
     }
 
     fn guard_for(spec: &ToolSpec) -> Guard {

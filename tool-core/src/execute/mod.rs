@@ -210,6 +210,7 @@ impl<T> Executed<T> {
     }
 
     /// A body run bare: no attempts recorded, no breaker, no retries.
+    #[cfg(feature = "unguarded-for-benchmarks")]
     pub(crate) fn unguarded(result: Result<T, ToolError>) -> Self {
         Executed {
             result: result.map_err(|e| Box::new(e.into_failure())),
