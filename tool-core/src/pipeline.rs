@@ -247,12 +247,8 @@ pub(crate) struct Entry<T: Body> {
     stats: ToolStats,
 }
 
-/// A tool ready for the table.
-pub(crate) fn entry<T: Body>(tool: T, spec: ToolSpec, guard: Guard) -> Box<dyn DynTool> {
-    entry_with(tool, spec, ShapeValidator::default(), guard)
-}
-
-/// A tool ready for the table, with its input-schema validator already built.
+/// A tool ready for the table, with its input-schema validator (built ahead of time for a tool
+/// defined at run time; on its first shape failure for a compiled one).
 pub(crate) fn entry_with<T: Body>(
     tool: T,
     spec: ToolSpec,
@@ -312,10 +308,7 @@ impl<T: Body> DynTool for Entry<T> {
         Box::pin(async move {
             let Ok(args) = args.downcast::<T::Args>() else {
                 // Not reached: the arguments come from this tool's own checks.
-                return Err(ToolError::new(
-                    ErrorKind::InvalidJson,
-                    "the arguments could not be read again",
-                ));
+                return Err(unreadable());
             };
             let value = self.tool.invoke(*args, invocation).await?;
             Ok(interpret::result(self.spec.name(), &value).map_err(Box::new))
@@ -777,6 +770,15 @@ pub(crate) fn execute<'a>(
     }
 }
 
+/// The failure of arguments that are not the tool's own (not reached: they come from its checks).
+#[cold]
+fn unreadable() -> ToolError {
+    ToolError::new(
+        ErrorKind::InvalidJson,
+        "the arguments could not be read again",
+    )
+}
+
 /// The attempts' answer, checked by the output guards.
 fn interpreted(
     executed: Executed<Answer>,
@@ -803,38 +805,65 @@ fn validate_typed<T: Tool>(
     session: &Session,
     shared: &Shared,
 ) -> Result<T::Args, Box<Failure>> {
-    let args = match shape::parse::<T::Args>(arguments) {
-        Ok(args) => args,
-        Err(e) => {
-            let failure = shape::failure(arguments, e.as_ref(), &spec.input_schema, shape);
-            return Err(Box::new(failure));
-        }
-    };
-    let mut report = Violations::new();
-    T::check_fields(&args, &mut report);
-    if !report.is_empty() {
-        return Err(Box::new(field_failure(
-            report.into_vec(),
+    match shape::parse::<T::Args>(arguments) {
+        Ok(args) => match typed_checks::<T>(&args, session) {
+            None => Ok(args),
+            Some(refused) => Err(refused.failure(spec, shared)),
+        },
+        Err(e) => Err(Box::new(shape::failure(
+            arguments,
+            e.as_ref(),
             &spec.input_schema,
-        )));
+            shape,
+        ))),
     }
-    if let Err(e) = T::check_semantics(&args) {
-        return Err(crate::guard::validation_failure(
-            e,
-            ErrorKind::SemanticInvalid,
-        ));
-    }
-    T::check_grounded(&args, session, &mut report);
+}
+
+/// The typed checks of parsed arguments, in order: field rules, semantic rule, provenance,
+/// authorization. `None`: all passed.
+fn typed_checks<T: Tool>(args: &T::Args, session: &Session) -> Option<Refused> {
+    let mut report = Violations::new();
+    T::check_fields(args, &mut report);
     if !report.is_empty() {
-        return Err(Box::new(provenance::ungrounded(
-            report.into_vec(),
-            spec.fields(),
-            &shared.finders.read().unwrap_or_else(|e| e.into_inner()),
-        )));
+        return Some(Refused::Fields(report));
     }
-    T::authorize(&args, session)
-        .map_err(|e| crate::guard::validation_failure(e, ErrorKind::Unauthorized))?;
-    Ok(args)
+    if let Err(e) = T::check_semantics(args) {
+        return Some(Refused::Semantic(e));
+    }
+    T::check_grounded(args, session, &mut report);
+    if !report.is_empty() {
+        return Some(Refused::Ungrounded(report));
+    }
+    T::authorize(args, session).err().map(Refused::Unauthorized)
+}
+
+/// Which typed check refused a call's arguments, with what it found.
+enum Refused {
+    Fields(Violations),
+    Semantic(ToolError),
+    Ungrounded(Violations),
+    Unauthorized(ToolError),
+}
+
+impl Refused {
+    /// The failure the model gets. (Compiled once: the typed checks only say what they found.)
+    #[cold]
+    fn failure(self, spec: &ToolSpec, shared: &Shared) -> Box<Failure> {
+        match self {
+            Refused::Fields(report) => {
+                Box::new(field_failure(report.into_vec(), &spec.input_schema))
+            }
+            Refused::Semantic(e) => crate::guard::validation_failure(e, ErrorKind::SemanticInvalid),
+            Refused::Ungrounded(report) => Box::new(provenance::ungrounded(
+                report.into_vec(),
+                spec.fields(),
+                &shared.finders.read().unwrap_or_else(|e| e.into_inner()),
+            )),
+            Refused::Unauthorized(e) => {
+                crate::guard::validation_failure(e, ErrorKind::Unauthorized)
+            }
+        }
+    }
 }
 
 /// The repair pass: one more try at arguments that failed on their form, by the deterministic

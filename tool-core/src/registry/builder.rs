@@ -542,7 +542,12 @@ pub(super) fn pending_tool<T: Tool>(tool: T) -> Pending {
     Box::new(move |name, settings, breaker, origin| {
         let spec = ToolSpec::of::<T>(settings.default_timeout);
         let (spec, guard) = resolved(spec, name, settings, breaker, origin);
-        pipeline::entry(tool, spec, guard)
+        pipeline::entry_with(
+            tool,
+            spec,
+            crate::validate::shape::ShapeValidator::default(),
+            guard,
+        )
     })
 }
 
