@@ -725,7 +725,9 @@ impl Outcome {
             retry_after_ms: failure
                 .and_then(|f| f.retry_after)
                 .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
-            expected_schema: failure.and_then(|f| f.expected_schema.as_deref()),
+            expected_schema: failure
+                .and_then(|f| f.expected_schema.as_deref())
+                .map(SchemaField::Tree),
             data: self.data.as_deref(),
             attempts: (self.attempts > 0).then_some(u32::from(self.attempts)),
             replayed: self.is_replayed().then_some(true),
@@ -746,9 +748,9 @@ impl Outcome {
     ///
     /// To send the envelope as text, use [`Outcome::to_model_string`]: the same envelope,
     /// written without the tree. Building the tree parses the tool's result again and copies the schema of a
-    /// failed call node by node, so `to_model_json().to_string()` took 1.6x to 2.3x the time of
-    /// `to_model_string()`, for successes and for failed calls that carry their
-    /// `expected_schema` alike (measured beside each other in one process).
+    /// failed call node by node, so `to_model_json().to_string()` took 1.6x to 4.2x the time of
+    /// `to_model_string()` (measured beside each other in one process; the most for a failed
+    /// call, whose schema `to_model_string` copies as text written once per tool).
     ///
     /// ```
     /// use toolwright_core::Outcome;
@@ -781,7 +783,18 @@ impl Outcome {
     /// }
     /// ```
     pub fn to_model_string(&self) -> String {
-        serde_json::to_string(&self.envelope()).unwrap_or_else(|e| {
+        let mut envelope = self.envelope();
+        // A failed call's envelope repeats its tool's schema: copy the text written once per
+        // schema rather than escape the whole tree again for every failure.
+        if let Some(text) = self
+            .failure
+            .as_deref()
+            .and_then(|f| f.expected_schema.as_ref())
+            .and_then(schema_text::of)
+        {
+            envelope.expected_schema = Some(SchemaField::Text(text));
+        }
+        serde_json::to_string(&envelope).unwrap_or_else(|e| {
             format!(
                 r#"{{"status":"error","error_type":"invalid_result","message":{:?}}}"#,
                 e.to_string()
@@ -1041,7 +1054,7 @@ struct Envelope<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     retry_after_ms: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    expected_schema: Option<&'a Value>,
+    expected_schema: Option<SchemaField<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     data: Option<&'a RawValue>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -1054,9 +1067,139 @@ struct Envelope<'a> {
     repaired_by: Option<Fixes>,
 }
 
+/// A failed call's schema in the envelope: the tree itself, or its compact text written once.
+enum SchemaField<'a> {
+    Tree(&'a Value),
+    Text(Arc<Box<RawValue>>),
+}
+
+impl Serialize for SchemaField<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            SchemaField::Tree(tree) => tree.serialize(serializer),
+            SchemaField::Text(text) => {
+                let raw: &RawValue = text;
+                raw.serialize(serializer)
+            }
+        }
+    }
+}
+
+/// The compact text of each tool's input schema, written on its first failed call and copied
+/// into every later envelope. Escaping a schema of a few hundred bytes again on every failure
+/// was about a third of a shape failure's `to_model_string` (6,000 of 19,000 instructions).
+///
+/// Keyed by the schema's allocation: a registry shares one `Arc` per tool. The `Weak` kept with
+/// each text holds that allocation, so no other schema can take its address while the entry
+/// lives; an entry whose schema is gone is dropped when the table is full, and past that a
+/// schema is written out as before, uncached.
+mod schema_text {
+    use std::sync::{Arc, Mutex, PoisonError, Weak};
+
+    use serde_json::value::RawValue;
+    use serde_json::Value;
+
+    /// How many schemas are kept: far more than a registry has tools.
+    pub(super) const CAPACITY: usize = 1024;
+
+    /// A schema, held only as an address, and its text.
+    type Kept = (Weak<Value>, Arc<Box<RawValue>>);
+
+    static TEXTS: Mutex<Vec<Kept>> = Mutex::new(Vec::new());
+
+    /// The text of `schema`, written now if it is not kept yet; `None` when the table is full
+    /// of live schemas.
+    pub(super) fn of(schema: &Arc<Value>) -> Option<Arc<Box<RawValue>>> {
+        // No code panics while holding the lock; a poisoned one still holds whole entries.
+        let mut texts = TEXTS.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((_, text)) = texts
+            .iter()
+            .find(|(kept, _)| std::ptr::eq(kept.as_ptr(), Arc::as_ptr(schema)))
+        {
+            return Some(Arc::clone(text));
+        }
+        if texts.len() >= CAPACITY {
+            texts.retain(|(kept, _)| kept.strong_count() > 0);
+            if texts.len() >= CAPACITY {
+                return None;
+            }
+        }
+        let text = RawValue::from_string(serde_json::to_string(&**schema).ok()?).ok()?;
+        let text = Arc::new(text);
+        texts.push((Arc::downgrade(schema), Arc::clone(&text)));
+        Some(text)
+    }
+
+    /// How many schemas are kept (for tests).
+    #[cfg(test)]
+    pub(super) fn kept() -> usize {
+        TEXTS.lock().unwrap_or_else(PoisonError::into_inner).len()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn shape_failure(schema: &Arc<Value>) -> Outcome {
+        let mut failure = Failure::new(ErrorKind::SchemaMismatch, "`n` must be an integer");
+        failure.expected_schema = Some(Arc::clone(schema));
+        Outcome::failed("call_1".to_owned(), Arc::from("count"), failure)
+    }
+
+    #[test]
+    fn a_failed_calls_text_envelope_is_its_tree_written_out_first_and_later() {
+        let schema = Arc::new(serde_json::json!({
+            "type": "object",
+            "properties": {"n": {"type": "integer", "description": "a \"quoted\" count\nof caf\u{e9}s \u{1f600}"}},
+            "required": ["n"],
+        }));
+        let outcome = shape_failure(&schema);
+        let tree = outcome.to_model_json().to_string();
+        assert!(tree.contains("expected_schema"));
+        assert_eq!(
+            outcome.to_model_string(),
+            tree,
+            "written on the first failure"
+        );
+        assert_eq!(outcome.to_model_string(), tree, "copied on a later one");
+        // Another schema with other text is never answered with the first one's.
+        let other = Arc::new(serde_json::json!({"type": "object", "properties": {}}));
+        let outcome = shape_failure(&other);
+        assert_eq!(
+            outcome.to_model_string(),
+            outcome.to_model_json().to_string()
+        );
+    }
+
+    #[test]
+    fn schema_texts_stop_at_their_capacity_and_make_room_when_schemas_go() {
+        let mut live = Vec::new();
+        let mut full = false;
+        for i in 0..=schema_text::CAPACITY {
+            let schema = Arc::new(serde_json::json!({"title": format!("schema {i}")}));
+            if schema_text::of(&schema).is_none() {
+                full = true;
+                // Past the capacity a failed call's envelope is still whole: the tree is written.
+                let outcome = shape_failure(&schema);
+                assert_eq!(
+                    outcome.to_model_string(),
+                    outcome.to_model_json().to_string()
+                );
+                break;
+            }
+            live.push(schema);
+        }
+        assert!(
+            full,
+            "the table refuses a schema once it holds its capacity of live ones"
+        );
+        assert!(schema_text::kept() <= schema_text::CAPACITY);
+        drop(live);
+        let fresh = Arc::new(serde_json::json!({"title": "after"}));
+        let text = schema_text::of(&fresh).expect("gone schemas make room");
+        assert_eq!(text.get(), r#"{"title":"after"}"#);
+    }
 
     #[test]
     fn error_type_strings_round_trip_and_are_unique() {
