@@ -135,8 +135,8 @@ for module in "${modules[@]}"; do
     echo "== $module: mutants against toolwright-core's unit tests"
     mutants "$out/$module/unit" toolwright-core --lib --
     cp -r "$out/$module/unit/mutants.out" "$out/$module/full/"
-    echo "== $module: what they missed, against the integration tests too"
-    mutants "$out/$module/full" toolwright-core,toolwright "${cargo_args[@]}" -- --iterate
+    echo "== $module: what they missed, against the integration tests"
+    mutants "$out/$module/full" toolwright-core,toolwright "${cargo_args[@]:1}" -- --iterate
   else
     echo "== $module: mutants"
     mutants "$out/$module/full" toolwright-core,toolwright "${cargo_args[@]}" --
