@@ -8,9 +8,9 @@
 # Usage: scripts/mutants.sh [MODULE ...] [-- CARGO-MUTANTS ARGS]
 #   MODULE: guard (guard/approval.rs, guard/provenance.rs), execute (execute/), idempotency
 #   (idempotency/), validate (validate/ with validate/repair/). Default: all four, in that order.
-#   Extra args go to cargo-mutants, e.g. `scripts/mutants.sh execute -- --file
-#   tool-core/src/execute/breaker.rs`, `-- --re 'window.rs:1[0-9]{2}'`, `-- --list`,
-#   `-- --iterate` (skip what an earlier run caught).
+#   Extra args go to cargo-mutants, e.g. `scripts/mutants.sh execute -- --re 'breaker.rs'`
+#   (only the mutants whose names match), `-- --list` (count them, build nothing).
+#   A run replaces $MUTANTS_OUT/MODULE: re-run survivors into another MUTANTS_OUT.
 #
 # The tests per module: toolwright-core's unit tests (`--lib`) and the root crate's integration
 # tests named below, never the trybuild suite (tests/ui.rs) or the browser test, and no test
@@ -72,15 +72,6 @@ features_of() {
   esac
 }
 
-# Modules whose unit tests are run alone first: a mutant they catch costs one build of
-# toolwright-core's test harness (about 5 s), not the integration tests' builds too.
-unit_first() {
-  case $1 in
-    guard) false ;;
-    *) true ;;
-  esac
-}
-
 # One run at a time: the copy is mutated in place.
 mkdir -p "$work" "$out"
 exec 9>"$work.lock"
@@ -93,10 +84,11 @@ tar --exclude=./target --exclude=./.git --exclude='./mutants.out*' -cf - . | tar
 listing=false
 for a in "${extra[@]}"; do [[ $a == --list ]] && listing=true; done
 
-# cargo mutants over one module: `mutants PHASE-DIR TEST-PACKAGES CARGO-ARGS... -- MORE`.
+# cargo mutants: `mutants OUT-DIR TEST-PACKAGES "FILE..." CARGO-ARGS... -- MORE-ARGS`.
 mutants() {
-  local dir=$1 packages=$2
-  shift 2
+  local dir=$1 packages=$2 file_args=()
+  for f in $3; do file_args+=("--file=$f"); done
+  shift 3
   local args=()
   while [[ $1 != -- ]]; do args+=("--cargo-arg=$1"); shift; done
   shift
@@ -118,11 +110,10 @@ for module in "${modules[@]}"; do
   for t in $(tests_of "$module"); do cargo_args+=("--test=$t"); done
   feature_args=()
   for f in $(features_of "$module"); do feature_args+=("--features=$f"); done
-  file_args=()
-  for f in $(files_of "$module"); do file_args+=("--file=$f"); done
+  files=$(files_of "$module")
 
   if $listing; then
-    mutants "$out/$module/full" toolwright-core --lib --
+    mutants "$out/$module/full" toolwright-core "$files" --lib --
     continue
   fi
   echo "== $module: baseline (unmutated tests)"
@@ -131,16 +122,13 @@ for module in "${modules[@]}"; do
   start=$(date +%s)
   rm -rf "$out/$module"
   mkdir -p "$out/$module/full"
-  if unit_first "$module"; then
-    echo "== $module: mutants against toolwright-core's unit tests"
-    mutants "$out/$module/unit" toolwright-core --lib --
-    cp -r "$out/$module/unit/mutants.out" "$out/$module/full/"
-    echo "== $module: what they missed, against the integration tests"
-    mutants "$out/$module/full" toolwright-core,toolwright "${cargo_args[@]:1}" -- --iterate
-  else
-    echo "== $module: mutants"
-    mutants "$out/$module/full" toolwright-core,toolwright "${cargo_args[@]}" --
-  fi
+  # Two passes. A mutant toolwright-core's unit tests catch costs one build of its test
+  # harness (2 to 5 s); only what they miss is built with the integration tests (5 to 15 s).
+  echo "== $module: against toolwright-core's unit tests"
+  mutants "$out/$module/unit" toolwright-core "$files" --lib --
+  cp -r "$out/$module/unit/mutants.out" "$out/$module/full/"
+  echo "== $module: what they missed, against the integration tests"
+  mutants "$out/$module/full" toolwright-core,toolwright "$files" "${cargo_args[@]:1}" -- --iterate
   seconds=$(($(date +%s) - start))
   full=$out/$module/full/mutants.out
   unit=$out/$module/unit/mutants.out
