@@ -236,3 +236,121 @@ async fn a_panicking_approver_refuses_the_call_and_the_registry_keeps_serving() 
 fn the_spec_says_the_tool_requires_approval() {
     assert!(registry().spec("wire_money").unwrap().requires_approval());
 }
+
+#[tokio::test]
+async fn the_approver_sees_who_asks_for_which_exact_call() {
+    use std::sync::Mutex;
+    use toolwright::idempotency::Fingerprint;
+
+    /// What the approver saw of one request, owned.
+    #[derive(Debug, Clone, PartialEq)]
+    struct Seen {
+        conversation: String,
+        principal: Option<String>,
+        scopes: Vec<String>,
+        tool: String,
+        call_id: String,
+        arguments: String,
+        redacted: String,
+        fingerprint: Fingerprint,
+        debug: String,
+    }
+    let seen: Arc<Mutex<Vec<Seen>>> = Arc::default();
+    let log = Arc::clone(&seen);
+    let session = Session::new("conv-seen")
+        .with_principal("agent:support")
+        .with_scopes(["payments:write", "orders:read"])
+        .with_approver(Arc::new(move |request: &ApprovalRequest<'_>| {
+            log.lock().unwrap().push(Seen {
+                conversation: request.conversation().to_owned(),
+                principal: request.principal().map(str::to_owned),
+                scopes: request.scopes().to_vec(),
+                tool: request.tool().to_owned(),
+                call_id: request.call_id().to_owned(),
+                arguments: request.arguments().to_owned(),
+                redacted: request.redacted_arguments().to_owned(),
+                fingerprint: *request.fingerprint(),
+                debug: format!("{request:?}"),
+            });
+            Approval::Approved
+        }));
+    let registry = registry();
+    for call in [
+        wire("call_1", 707),
+        wire("call_2", 707),
+        wire("call_3", 708),
+    ] {
+        let outcome = registry.call_in(&session, call).await;
+        assert_eq!(
+            outcome.status(),
+            Status::Success,
+            "{}",
+            outcome.to_model_json()
+        );
+    }
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 3);
+    let first = &seen[0];
+    assert_eq!(first.conversation, "conv-seen");
+    assert_eq!(first.principal.as_deref(), Some("agent:support"));
+    assert_eq!(first.scopes, ["payments:write", "orders:read"]);
+    assert_eq!(first.tool, "wire_money");
+    assert_eq!(first.call_id, "call_1");
+    assert_eq!(
+        first.arguments,
+        r#"{"account":"DE89370400440532013000","amount_cents":707}"#
+    );
+    assert_eq!(
+        first.redacted,
+        r#"{"account":"[redacted]","amount_cents":707}"#
+    );
+    // A person reading a log of the request never sees the sensitive account.
+    assert!(
+        !first.debug.contains("DE89370400440532013000"),
+        "{}",
+        first.debug
+    );
+    // The fingerprint binds the tool and the arguments, not the call id.
+    assert_eq!(
+        first.fingerprint,
+        Fingerprint::of("wire_money", &first.arguments)
+    );
+    assert_eq!(seen[1].call_id, "call_2");
+    assert_eq!(seen[1].fingerprint, first.fingerprint);
+    assert_ne!(seen[2].fingerprint, first.fingerprint);
+
+    // Without a principal the approver is told so.
+    let anonymous =
+        Session::new("conv-anon").with_approver(Arc::new(|request: &ApprovalRequest<'_>| {
+            assert_eq!(request.principal(), None);
+            assert!(request.scopes().is_empty());
+            Approval::Approved
+        }));
+    let outcome = registry.call_in(&anonymous, wire("call_4", 709)).await;
+    assert_eq!(outcome.status(), Status::Success);
+}
+
+#[tokio::test]
+async fn running_one_approved_call_leaves_the_other_tickets_waiting() {
+    let queue = Arc::new(ApprovalQueue::new());
+    let session = Session::new("conv-two").with_approver(Arc::clone(&queue));
+    let (registry, wires) = bank();
+    registry.call_in(&session, wire("call_1", 801)).await;
+    registry.call_in(&session, wire("call_2", 802)).await;
+    let tickets: Vec<String> = queue.waiting().into_iter().map(|w| w.ticket).collect();
+    assert_eq!(tickets, ["approval-1", "approval-2"], "oldest first");
+
+    assert!(queue.approve("approval-1"));
+    let first = registry.call_in(&session, wire("call_3", 801)).await;
+    assert_eq!(first.status(), Status::Success);
+    assert!(!queue.approve("approval-1"), "used: the ticket is done");
+
+    // The other call is still waiting and can still be decided.
+    assert_eq!(queue.waiting().len(), 1);
+    assert!(queue.deny("approval-2", "over the daily limit"));
+    assert!(!queue.deny("approval-2", "twice"), "already decided");
+    assert!(!queue.approve("approval-9"), "never issued");
+    let second = registry.call_in(&session, wire("call_4", 802)).await;
+    assert_eq!(second.error_kind(), Some(ErrorKind::ApprovalDenied));
+    assert_eq!(wires.count(), 1);
+}

@@ -694,14 +694,19 @@ async fn an_edit_is_validated_whole_and_is_what_runs() {
     );
     let approvals = Approvals::new(Arc::clone(&store));
 
-    let Err(DecideError::Invalid(outcome)) = registry
+    let refused = registry
         .approve_with(&approvals, &ticket, r#"{"order_id":"O-ann","amount":900}"#)
-        .await
-    else {
+        .await;
+    let Err(DecideError::Invalid(outcome)) = &refused else {
         panic!("an amount out of range must be refused")
     };
     assert_eq!(outcome.error_kind(), Some(ErrorKind::SchemaMismatch));
     assert_eq!(outcome.violations()[0].path, "/amount");
+    let shown = format!(
+        "the edited arguments are invalid: {}",
+        outcome.message().unwrap()
+    );
+    assert_eq!(refused.unwrap_err().to_string(), shown);
     let Err(DecideError::Invalid(outcome)) = registry
         .approve_with(&approvals, &ticket, r#"{"order_id":"O-zed","amount":20}"#)
         .await
@@ -732,10 +737,24 @@ async fn an_edit_is_validated_whole_and_is_what_runs() {
         .await;
     assert!(again.is_ok(), "{}", again.to_model_json());
     assert_eq!(ledger.ran("O-ann"), 1);
+    let used = approvals.approve(&ticket).await;
     assert!(matches!(
-        approvals.approve(&ticket).await,
+        used,
         Err(DecideError::AlreadyDecided(TicketState::Used))
     ));
+    // What a review page shows the person whose decision was not taken.
+    assert_eq!(
+        used.unwrap_err().to_string(),
+        "the ticket was already decided: Used"
+    );
+    assert_eq!(
+        approvals
+            .approve("approval-none")
+            .await
+            .unwrap_err()
+            .to_string(),
+        "no such ticket (never asked, or expired)"
+    );
 }
 
 /// Counts the failures an unknown tool name makes, in the store.

@@ -740,6 +740,53 @@ mod tests {
     }
 
     #[test]
+    fn out_of_range_settings_are_brought_into_range() {
+        let p = BreakerPolicy::new();
+        assert_eq!(p.failure_rate(0.25).failure_rate, 0.25);
+        assert_eq!(p.failure_rate(1.0).failure_rate, 1.0);
+        assert_eq!(
+            p.failure_rate(0.0).failure_rate,
+            1.0,
+            "never opens on no failures"
+        );
+        assert_eq!(p.failure_rate(1.5).failure_rate, 1.0);
+        assert_eq!(p.failure_rate(-0.5).failure_rate, 1.0);
+        assert_eq!(p.min_calls(0).min_calls, 1);
+        assert_eq!(p.min_calls(20).min_calls, 20);
+        let w = p.window(Duration::from_secs(60), 0);
+        assert_eq!((w.window, w.buckets), (Duration::from_secs(60), 1));
+        assert_eq!(p.window(Duration::from_secs(60), 6).buckets, 6);
+        assert_eq!(
+            p.cooldown(Duration::from_secs(5)).cooldown,
+            Duration::from_secs(5)
+        );
+        let g = p.cooldown_growth(0, Duration::from_secs(90));
+        assert_eq!((g.growth, g.max_cooldown), (1, Duration::from_secs(90)));
+        assert_eq!(p.cooldown_growth(3, Duration::from_secs(90)).growth, 3);
+        assert_eq!(p.probes(0).probes, 1);
+        assert_eq!(p.probes(4).probes, 4);
+        assert_eq!(p.probes(65_535).probes, 65_535);
+        assert_eq!(p.probes(70_000).probes, 65_535, "the state word's field");
+        assert!(p.is_enabled());
+        assert!(!BreakerPolicy::disabled().is_enabled());
+        assert_eq!(BreakerPolicy::default(), p);
+    }
+
+    #[test]
+    fn generations_count_up_and_wrap_within_their_field() {
+        let w = Word::new(BreakerState::Open, 41, 0, 0);
+        assert_eq!(w.next_generation(), 42);
+        let last = (1 << (64 - GEN_SHIFT)) - 1;
+        let w = Word::new(BreakerState::Closed, last, 0, 0);
+        assert_eq!(w.generation(), last);
+        assert_eq!(
+            w.next_generation(),
+            0,
+            "wraps instead of spilling out of the word"
+        );
+    }
+
+    #[test]
     fn the_state_word_round_trips() {
         let w = Word::new(BreakerState::HalfOpen, 12345, 7, 3);
         assert_eq!(

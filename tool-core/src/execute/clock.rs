@@ -160,3 +160,29 @@ pub(crate) fn ceil_millis(d: Duration) -> u64 {
     let ms = d.as_millis() + u128::from(!d.subsec_nanos().is_multiple_of(1_000_000));
     u64::try_from(ms).unwrap_or(u64::MAX)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn milliseconds_are_rounded_up_never_down() {
+        let ms = |nanos| ceil_millis(Duration::from_nanos(nanos));
+        assert_eq!(ms(0), 0);
+        assert_eq!(ms(1), 1, "a wait that is not over is never 0 ms");
+        assert_eq!(ms(1_000_000), 1);
+        assert_eq!(ms(1_000_001), 2);
+        assert_eq!(ms(2_500_000), 3);
+        assert_eq!(ceil_millis(Duration::from_secs(90)), 90_000);
+        assert_eq!(ceil_millis(Duration::MAX), u64::MAX, "saturates");
+    }
+
+    #[test]
+    fn nanos_since_counts_from_the_origin_and_never_goes_negative() {
+        let origin = Instant::now();
+        let later = origin + Duration::from_millis(1_500) + Duration::from_nanos(7);
+        assert_eq!(nanos_since(origin, later), 1_500_000_007);
+        assert_eq!(nanos_since(origin, origin), 0);
+        assert_eq!(nanos_since(later, origin), 0);
+    }
+}

@@ -80,3 +80,40 @@ impl RandomSource for RandomHandle {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `draws` draws of `0..=max`: every one in range, and more than one value seen.
+    fn spread(random: &dyn RandomSource, max: u64) -> std::collections::BTreeSet<u64> {
+        let seen: std::collections::BTreeSet<u64> = (0..200).map(|_| random.up_to(max)).collect();
+        assert!(seen.iter().all(|n| *n <= max), "{seen:?}");
+        seen
+    }
+
+    #[test]
+    fn every_source_draws_over_the_whole_range() {
+        let sources: [&dyn RandomSource; 4] = [
+            &ThreadRandom,
+            &SeededRandom::new(3),
+            &RandomHandle::Thread,
+            &RandomHandle::new(SeededRandom::new(3)),
+        ];
+        for random in sources {
+            let seen = spread(random, 1_000);
+            assert!(seen.len() > 100, "{seen:?}");
+            assert!(seen.iter().any(|n| *n > 500), "{seen:?}");
+            assert_eq!(spread(random, 0), [0].into());
+        }
+    }
+
+    #[test]
+    fn a_handle_draws_from_the_source_it_was_given() {
+        let handle = RandomHandle::new(SeededRandom::new(11));
+        let same = SeededRandom::new(11);
+        for _ in 0..20 {
+            assert_eq!(handle.up_to(u64::MAX), same.up_to(u64::MAX));
+        }
+    }
+}

@@ -160,6 +160,26 @@ mod tests {
     }
 
     #[test]
+    fn the_builders_set_what_they_name() {
+        assert_eq!(RetryPolicy::new().attempts(), 3);
+        assert_eq!(RetryPolicy::default(), RetryPolicy::new());
+        assert_eq!(RetryPolicy::no_retries().attempts(), 1);
+        assert_eq!(RetryPolicy::new().max_attempts(5).attempts(), 5);
+        assert_eq!(
+            RetryPolicy::new().max_attempts(0).attempts(),
+            1,
+            "at least one"
+        );
+        let p = RetryPolicy::new()
+            .base(Duration::from_millis(100))
+            .cap(Duration::from_millis(300));
+        assert_eq!(p.ceiling(0), Duration::from_millis(100));
+        assert_eq!(p.ceiling(1), Duration::from_millis(200));
+        assert_eq!(p.ceiling(2), Duration::from_millis(300));
+        assert_eq!(p.attempts(), 3, "base and cap leave the attempts alone");
+    }
+
+    #[test]
     fn the_default_deadline_covers_every_attempt_and_wait() {
         let p = RetryPolicy::new();
         assert_eq!(

@@ -205,6 +205,91 @@ mod tests {
     }
 
     #[test]
+    fn the_second_counter_has_its_own_limit() {
+        let w = Window::new(Duration::from_secs(1), 1);
+        w.record(0, 0, FIELD_MAX - 1);
+        w.record(0, 1, 1);
+        w.record(0, 1, 1);
+        assert_eq!(w.totals(0), (1, FIELD_MAX));
+    }
+
+    #[test]
+    fn a_record_older_than_its_slot_is_dropped() {
+        // Two 1 s buckets: 1 s and 3 s share a slot. A record that read the clock at 1 s but
+        // reached the slot after 3 s was counted must not wipe the later interval.
+        for (a, b) in [(1, 0), (0, 1), (1, 1)] {
+            let w = Window::new(Duration::from_secs(2), 2);
+            w.record(3 * SEC, a, b);
+            w.record(SEC, 5, 5);
+            assert_eq!(w.totals(3 * SEC), (a, b), "{a}, {b}");
+        }
+        // An empty slot is simply taken, whatever epoch it last held.
+        let w = Window::new(Duration::from_secs(2), 2);
+        w.record(3 * SEC, 0, 0);
+        w.record(SEC, 2, 1);
+        assert_eq!(w.totals(SEC), (2, 1));
+    }
+
+    #[test]
+    fn half_the_epoch_space_behind_counts_as_a_new_lap() {
+        // 1 ms buckets, one slot: epochs are milliseconds, compared modulo 2^24.
+        let ms = 1_000_000;
+        let w = Window::new(Duration::from_millis(1), 1);
+        w.record(EPOCH_MASK / 2 * ms, 1, 0);
+        w.record(0, 0, 1);
+        assert_eq!(
+            w.totals(0),
+            (0, 1),
+            "exactly half way: the later record restarts the slot"
+        );
+        let w = Window::new(Duration::from_millis(1), 1);
+        w.record((EPOCH_MASK / 2 - 1) * ms, 1, 0);
+        w.record(0, 0, 1);
+        assert_eq!(
+            w.totals((EPOCH_MASK / 2 - 1) * ms),
+            (1, 0),
+            "less than half: dropped"
+        );
+    }
+
+    #[test]
+    fn clear_forgets_and_span_is_what_the_buckets_cover() {
+        let w = Window::new(Duration::from_secs(10), 10);
+        w.record(SEC, 3, 1);
+        w.clear();
+        assert_eq!(w.totals(SEC), (0, 0));
+        assert_eq!(w.span(), Duration::from_secs(10));
+        // Buckets are at least 1 ms wide.
+        assert_eq!(
+            Window::new(Duration::from_micros(100), 4).span(),
+            Duration::from_millis(4)
+        );
+    }
+
+    #[test]
+    fn every_thread_counts_in_every_bucket() {
+        // Twice as many threads as stripes, so every stripe is written, each thread in every
+        // bucket of the window.
+        let w = std::sync::Arc::new(Window::new(Duration::from_secs(10), 10));
+        let threads = 2 * stripe_count();
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                let w = std::sync::Arc::clone(&w);
+                std::thread::spawn(move || {
+                    for second in 0..10 {
+                        w.record(second * SEC, 1, 2);
+                    }
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap();
+        }
+        let n = threads as u64 * 10;
+        assert_eq!(w.totals(9 * SEC), (n, 2 * n));
+    }
+
+    #[test]
     fn concurrent_records_are_not_lost() {
         let w = std::sync::Arc::new(Window::new(Duration::from_secs(10), 10));
         let threads: Vec<_> = (0..4)

@@ -180,6 +180,53 @@ mod tests {
         assert!(ids("id", json!({"id": {"nested": "A1"}})).is_empty());
     }
 
+    /// Ids known to a conversation: `order` ids `A1` and `42`.
+    struct Known;
+
+    impl Grounding for Known {
+        fn is_grounded(&self, kind: &str, id: &str) -> bool {
+            kind == "order" && matches!(id, "A1" | "42")
+        }
+    }
+
+    /// The ids `check` refuses in `value`, as the violations name them.
+    fn refused<T: Identifier + ?Sized>(value: &T) -> Vec<String> {
+        let mut report = Violations::new();
+        check(value, "order_id", "order", &Known, &mut report);
+        report
+            .into_vec()
+            .into_iter()
+            .map(|v| {
+                assert_eq!(v.path, "/order_id");
+                assert_eq!(v.rule, "grounded");
+                assert_eq!(
+                    v.expected,
+                    "an `order` id a tool returned in this conversation"
+                );
+                v.got.unwrap_or_default()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_identifier_shape_is_checked_id_by_id() {
+        assert!(refused("A1").is_empty());
+        assert_eq!(refused("B7"), [r#""B7""#]);
+        assert!(refused(&String::from("A1")).is_empty());
+        assert_eq!(refused(&String::from("B7")), [r#""B7""#]);
+        assert!(refused(&42u64).is_empty());
+        assert_eq!(refused(&43i32), [r#""43""#]);
+        assert!(
+            refused(&None::<String>).is_empty(),
+            "no id, nothing to check"
+        );
+        assert_eq!(refused(&Some("B7".to_owned())), [r#""B7""#]);
+        assert_eq!(
+            refused(&vec!["A1".to_owned(), "B7".to_owned(), "C9".to_owned()]),
+            [r#""B7""#, r#""C9""#]
+        );
+    }
+
     #[test]
     fn articles_read_naturally() {
         assert_eq!(article("order"), "an `order`");
