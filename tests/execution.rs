@@ -471,3 +471,21 @@ async fn attempts_that_never_waited_are_timed_too() {
     assert!(story[1].elapsed() >= 3 * MS, "{:?}", story[1].elapsed());
     assert!(story[1].elapsed() <= retried.elapsed());
 }
+
+#[tokio::test(start_paused = true)]
+async fn the_benchmarks_unguarded_mode_runs_the_body_with_no_timeout() {
+    // `lookup` times out after 1 s; this attempt takes 5.
+    let script = Arc::new(Script::always(Step::Slow(Duration::from_secs(5))));
+    let guarded = builder(&script).build().unwrap();
+    let outcome = guarded.call(call("lookup", 1)).await;
+    assert_eq!(outcome.error_kind(), Some(ErrorKind::Timeout));
+    let bare = builder(&script).unguarded_for_benchmarks().build().unwrap();
+    let outcome = bare.call(call("lookup", 2)).await;
+    assert_eq!(
+        outcome.status(),
+        Status::Success,
+        "{}",
+        outcome.to_model_json()
+    );
+    assert_eq!(outcome.elapsed(), Duration::from_secs(5));
+}
