@@ -74,7 +74,8 @@ files_of() {
 tests_of() {
   case $1 in
     guard) echo "approval provenance promises_guards guard_order conversation_store" ;;
-    execute) echo "breaker promises_breaker execution fallback promises_fallback" ;;
+    # promises_idempotency: the key's hold is the execution seam's deadline.
+    execute) echo "breaker promises_breaker execution fallback promises_fallback promises_idempotency" ;;
     idempotency) echo "idempotency_store idempotency_pipeline promises_idempotency fingerprint_props" ;;
     validate) echo "repair deterministic_repair repair_claims exactness exact_bounds data_types schema" ;;
   esac
