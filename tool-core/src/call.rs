@@ -337,9 +337,23 @@ impl Session {
     pub(crate) fn call_scope(&self) -> Cow<'_, str> {
         match &self.0.idempotency_scope {
             Some(scope) => Cow::Borrowed(scope),
-            None => Cow::Owned(format!("anonymous.{:032x}", fastrand::u128(..))),
+            None => Cow::Owned(anonymous_scope(fastrand::u128(..))),
         }
     }
+}
+
+/// `anonymous.` and 32 lowercase hex digits: the scope of one call outside any session. Written
+/// digit by digit, not with `format!`: every side-effecting call of an anonymous session pays it.
+fn anonymous_scope(random: u128) -> String {
+    const PREFIX: &str = "anonymous.";
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut scope = String::with_capacity(PREFIX.len() + 32);
+    scope.push_str(PREFIX);
+    for shift in (0..32).rev() {
+        let digit = (random >> (shift * 4)) & 0xf;
+        scope.push(char::from(HEX[digit as usize]));
+    }
+    scope
 }
 
 impl Grounding for Session {
@@ -695,5 +709,29 @@ impl fmt::Debug for ToolContext {
             .field("attempt", &self.attempt)
             .field("session", &self.session)
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::anonymous_scope;
+
+    #[test]
+    fn an_anonymous_scope_is_the_prefix_and_32_lowercase_hex_digits() {
+        let samples = [
+            0,
+            1,
+            0xabc,
+            u128::MAX,
+            1 << 127,
+            0x0123_4567_89ab_cdef << 40,
+        ];
+        for random in samples {
+            assert_eq!(anonymous_scope(random), format!("anonymous.{random:032x}"));
+        }
+        for _ in 0..1000 {
+            let random = fastrand::u128(..);
+            assert_eq!(anonymous_scope(random), format!("anonymous.{random:032x}"));
+        }
     }
 }

@@ -523,10 +523,8 @@ impl Body for DynamicBody {
                 grounded(&value, spec, session, shared)?;
                 Ok(Box::new(value))
             }
-            Ok(_) => Err(Box::new(shape::failure::<Value>(
-                arguments, None, schema, validator,
-            ))),
-            Err(e) => Err(Box::new(shape::failure::<Value>(
+            Ok(_) => Err(Box::new(shape::failure(arguments, None, schema, validator))),
+            Err(e) => Err(Box::new(shape::failure(
                 arguments,
                 e.as_ref(),
                 schema,

@@ -9,8 +9,10 @@
 //! ```
 //!
 //! Only what needs the tool's type is generic ([`Entry`]: parsing and the typed checks, the
-//! attempts of its body, its fallback's future, the interpretation of its result); every
-//! other stage is an ordinary function of the stage's module, compiled once for all tools.
+//! attempts of its body with the interpretation of its result, its fallback's future), reached
+//! through the type-erased [`DynTool`]; the call's path through the stages ([`run`]) and every
+//! stage are ordinary functions, compiled once for all tools, so a tool adds to a build only
+//! what its own types need.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -77,21 +79,51 @@ pub(crate) trait DynTool: Send + Sync {
     fn guard(&self) -> &Guard;
     fn stats(&self) -> &ToolStats;
     fn required_state(&self) -> Vec<StateRequirement>;
-    fn dispatch<'a>(
+    /// The typed checks of `arguments` (shape, field rules, semantic rule, provenance,
+    /// authorization), the parsed arguments dropped.
+    fn check(
+        &self,
+        arguments: &str,
+        session: &Session,
+        shared: &Shared,
+    ) -> Result<(), Box<Failure>>;
+    /// The typed checks of `arguments`, the parsed arguments kept for [`DynTool::attempts`]
+    /// (boxed: only the tool knows their type).
+    fn validated(
+        &self,
+        arguments: &str,
+        session: &Session,
+        shared: &Shared,
+    ) -> Result<Args, Box<Failure>>;
+    /// The tool's body on `args` (taken by its first poll), its result interpreted: `Ok(Err)`
+    /// when the body succeeded but its result could not be (that is not the attempt's failure).
+    fn invoke<'a>(
         &'a self,
-        call: Call,
+        args: Args,
+        invocation: &'a Invocation<'a>,
+    ) -> BoxFuture<'a, Result<Answer, ToolError>>;
+    /// The validated text read again into the tool's arguments, for a retry.
+    fn reparse(&self, arguments: &str) -> Result<Args, ToolError>;
+    /// The future of the tool's fallback for a call that failed with `kind`, or `None` when the
+    /// tool has none.
+    fn fall_back<'a>(
+        &'a self,
+        executed: &'a mut Executed<Interpreted>,
+        kind: ErrorKind,
+        call: &'a Call,
+        key: Option<&'a IdempotencyKey>,
         session: &'a Session,
         shared: &'a Shared,
-    ) -> BoxFuture<'a, Outcome>;
-    /// Checks `arguments` as a call in `session` would (without its scopes): a reviewer's
-    /// edited arguments. `Err`: the failure's outcome.
-    fn revalidate<'a>(
-        &'a self,
-        arguments: &'a str,
-        session: &'a Session,
-        shared: &'a Shared,
-    ) -> BoxFuture<'a, Result<(), Outcome>>;
+    ) -> Option<BoxFuture<'a, Option<ErrorKind>>>;
 }
+
+/// Validated arguments on their way from the checks to the tool's body, their type erased
+/// (the stages between them are compiled once for all tools). A tool without arguments
+/// allocates nothing for them.
+pub(crate) type Args = Box<dyn std::any::Any + Send>;
+
+/// A successful attempt's result, interpreted; `Err` when it could not be.
+pub(crate) type Answer = Result<Interpreted, Box<Failure>>;
 
 /// One call as it moves through the stages.
 pub(crate) struct Call {
@@ -215,12 +247,8 @@ pub(crate) struct Entry<T: Body> {
     stats: ToolStats,
 }
 
-/// A tool ready for the table.
-pub(crate) fn entry<T: Body>(tool: T, spec: ToolSpec, guard: Guard) -> Box<dyn DynTool> {
-    entry_with(tool, spec, ShapeValidator::default(), guard)
-}
-
-/// A tool ready for the table, with its input-schema validator already built.
+/// A tool ready for the table, with its input-schema validator (built ahead of time for a tool
+/// defined at run time; on its first shape failure for a compiled one).
 pub(crate) fn entry_with<T: Body>(
     tool: T,
     spec: ToolSpec,
@@ -253,339 +281,68 @@ impl<T: Body> DynTool for Entry<T> {
         self.tool.required_state()
     }
 
-    fn dispatch<'a>(
-        &'a self,
-        call: Call,
-        session: &'a Session,
-        shared: &'a Shared,
-    ) -> BoxFuture<'a, Outcome> {
-        // The same one box either way: an untraced call carries no span in its future. A
-        // session whose conversation lives in a store takes a path of its own; every other call
-        // pays for that one branch only.
-        let span = observe::span::call(self.spec.name(), &call.id, session);
-        match (session.store(), span.is_disabled()) {
-            (None, true) => Box::pin(self.run(call, session, shared)),
-            (None, false) => Box::pin(observe::span::Traced::new(
-                span,
-                self.run(call, session, shared),
-            )),
-            (Some(store), true) => Box::pin(self.run_durable(call, session, &**store, shared)),
-            (Some(store), false) => Box::pin(observe::span::Traced::new(
-                span,
-                self.run_durable(call, session, &**store, shared),
-            )),
-        }
+    fn check(
+        &self,
+        arguments: &str,
+        session: &Session,
+        shared: &Shared,
+    ) -> Result<(), Box<Failure>> {
+        self.validate(arguments, session, shared).map(drop)
     }
 
-    fn revalidate<'a>(
+    fn validated(
+        &self,
+        arguments: &str,
+        session: &Session,
+        shared: &Shared,
+    ) -> Result<Args, Box<Failure>> {
+        self.validate(arguments, session, shared)
+            .map(|args| -> Args { Box::new(args) })
+    }
+
+    fn invoke<'a>(
         &'a self,
-        arguments: &'a str,
+        args: Args,
+        invocation: &'a Invocation<'a>,
+    ) -> BoxFuture<'a, Result<Answer, ToolError>> {
+        Box::pin(async move {
+            let Ok(args) = args.downcast::<T::Args>() else {
+                // Not reached: the arguments come from this tool's own checks.
+                return Err(unreadable());
+            };
+            let value = self.tool.invoke(*args, invocation).await?;
+            Ok(interpret::result(self.spec.name(), &value).map_err(Box::new))
+        })
+    }
+
+    fn reparse(&self, arguments: &str) -> Result<Args, ToolError> {
+        self.tool
+            .reparse(arguments)
+            .map(|args| -> Args { Box::new(args) })
+    }
+
+    fn fall_back<'a>(
+        &'a self,
+        executed: &'a mut Executed<Interpreted>,
+        kind: ErrorKind,
+        call: &'a Call,
+        key: Option<&'a IdempotencyKey>,
         session: &'a Session,
         shared: &'a Shared,
-    ) -> BoxFuture<'a, Result<(), Outcome>> {
-        Box::pin(async move {
-            let failure = match self.grounding(arguments, session, None, shared).await {
-                Ok((in_call, _, _)) => match self.validate(arguments, &in_call, shared) {
-                    Ok(_) => return Ok(()),
-                    Err(failure) => failure,
-                },
-                Err(failure) => failure,
-            };
-            let mut failure = *failure;
-            checks::redact_failure(&mut failure, self.spec.fields(), arguments);
-            Err(Outcome::failed(
-                String::new(),
-                Arc::clone(&self.spec.name),
-                failure,
-            ))
-        })
+    ) -> Option<BoxFuture<'a, Option<ErrorKind>>> {
+        // Behind a constant: a tool that declares no fallback compiles none of its machinery
+        // (rustc does not instantiate code under a branch on a constant).
+        if const { T::FALLBACK } {
+            Some(Box::pin(self.fallback_attempt(
+                executed, kind, call, key, session, shared,
+            )))
+        } else {
+            None
+        }
     }
 }
 
 impl<T: Body> Entry<T> {
-    /// The call through every stage. The future stays small (it is boxed once per call): the
-    /// stages most calls skip (repair, idempotency, approval, fallback) are boxed on their own,
-    /// and so is the retry loop, entered only after a failed attempt.
-    ///
-    /// An `async` block, not an `async fn`: an `async fn` keeps each parameter twice in its
-    /// state (the argument and the local it is moved into), and the block does not.
-    #[allow(
-        clippy::manual_async_fn,
-        reason = "an async fn stores its parameters twice"
-    )]
-    fn run<'a>(
-        &'a self,
-        mut call: Call,
-        session: &'a Session,
-        shared: &'a Shared,
-    ) -> impl Future<Output = Outcome> + Send + 'a {
-        async move {
-            let spec = &self.spec;
-            let stats = &self.stats;
-            // Validation seam. Scopes first: a session that may not call the tool learns nothing
-            // about its arguments.
-            // (A temporary, not a named local: a named `Result<Args, _>` would stay in the
-            // future's state through every later await, beside the args moved out of it.)
-            let (args, repaired_by) = match self.checked(&call, session, shared) {
-                Ok(args) => (args, Fixes::EMPTY),
-                // The deterministic rules first: a mechanical slip costs no model round trip.
-                Err(failure) => match self.repaired_by_rules(&mut call, failure, session, shared) {
-                    Ok(repaired) => repaired,
-                    Err(failure) => {
-                        let text = match shared.repairer.as_deref() {
-                            Some(repairer) if repair::repairable(failure.kind) => {
-                                Box::pin(ask_repairer(repairer, spec, &call, &failure, shared))
-                                    .await
-                            }
-                            _ => None,
-                        };
-                        match self.repaired(&mut call, failure, text, session, shared) {
-                            Ok(args) => (args, Fixes::EMPTY.with(Fix::Model)),
-                            Err(failure) => {
-                                return rejected((spec, stats), call, *failure, session, shared)
-                            }
-                        }
-                    }
-                },
-            };
-            let repaired = !repaired_by.is_empty();
-            if let Some(guard) = shared.call_guard.as_deref() {
-                if let Err(failure) = policy(guard, spec, session, &call) {
-                    return rejected((spec, stats), call, *failure, session, shared);
-                }
-            }
-            // The stages before the attempt that wait on something else (the idempotency store,
-            // a reviewer) run in one boxed future of their own, entered only by calls that need
-            // one, so the call's future holds none of their state.
-            let lease =
-                if matches!(spec.effect(), Effect::SideEffecting) || spec.requires_approval() {
-                    match Box::pin(self.admit(&mut call, session, shared)).await {
-                        Ok(lease) => lease,
-                        Err(outcome) => return outcome,
-                    }
-                } else {
-                    None
-                };
-            let key = match &lease {
-                Some(lease) => Some(lease.key().clone()),
-                None => spec
-                    .takes_idempotency_key()
-                    .then(|| IdempotencyKey::derive(&session.call_scope(), spec.name(), &call.id)),
-            };
-            // The attempt clock starts now; a call that awaited nothing yet starts at its arrival,
-            // which spares a clock read on the common path.
-            let begin = if repaired || lease.is_some() || spec.requires_approval() {
-                Instant::now()
-            } else {
-                call.arrived
-            };
-            let executed = self
-                .execute(&call, args, key.as_ref(), begin, session, shared)
-                .await;
-            let mut executed = executed.and_then(|value| {
-                let answer = interpret::result(spec.name(), &value)?;
-                if shared.max_result_bytes.is_none() && shared.result_guard.is_none() {
-                    return Ok(answer);
-                }
-                output::check(answer, spec, session, &call.id, shared)
-            });
-            // Behind a constant: a tool that declares no fallback compiles none of its machinery
-            // (rustc does not instantiate code under a branch on a constant), and the call's future
-            // holds only a `dyn` box for it.
-            let wanted = if const { T::FALLBACK } {
-                fallback::wanted(spec.has_fallback(), spec.idempotent(), &executed)
-            } else {
-                None
-            };
-            let degraded = match wanted {
-                Some(kind) if const { T::FALLBACK } => {
-                    let fall_back: BoxFuture<'_, Option<ErrorKind>> = Box::pin(self.fall_back(
-                        &mut executed,
-                        kind,
-                        &call,
-                        key.as_ref(),
-                        session,
-                        shared,
-                    ));
-                    fall_back.await
-                }
-                _ => None,
-            };
-            let uncertain = executed.uncertain;
-            // The id moves into the outcome: the call keeps only what `finalize` still reads.
-            let id = std::mem::take(&mut call.id);
-            let mut outcome = conclude(spec, id, call.arrived, executed, degraded);
-            if let Some(lease) = lease {
-                Box::pin(idempotency::settle_call(
-                    &*shared.store,
-                    *lease,
-                    &outcome,
-                    uncertain,
-                ))
-                .await;
-            }
-            outcome.repaired_by = repaired_by;
-            // The tool is done: a report still waiting out its interval goes now, before the
-            // outcome, and none after it.
-            if let Some(progress) = &call.progress {
-                progress.finish();
-            }
-            finalize(
-                Some((spec, stats)),
-                outcome,
-                call.arguments,
-                key.as_ref(),
-                session,
-                shared,
-            )
-        }
-    }
-
-    /// The idempotency key of a side-effecting call, then approval. A side-effecting call
-    /// begins its key before approval: a call that already ran under it is answered from the
-    /// store, never asked about again. `Err`: the call's finished outcome (a replay, a refusal
-    /// by the store, a denial or a pending ticket).
-    async fn admit(
-        &self,
-        call: &mut Call,
-        session: &Session,
-        shared: &Shared,
-    ) -> Result<Option<Box<Lease>>, Outcome> {
-        let (spec, stats) = (&self.spec, &self.stats);
-        let lease = match spec.effect() {
-            // Boxed: the lease waits out every attempt, in the call's future.
-            Effect::SideEffecting => match begin(spec, &self.guard, call, session, shared).await {
-                Ok(lease) => Some(Box::new(lease)),
-                Err(outcome) => {
-                    let call = call.take();
-                    return Err(answered_by_store(
-                        (spec, stats),
-                        call,
-                        outcome,
-                        session,
-                        shared,
-                    ));
-                }
-            },
-            _ => None,
-        };
-        if spec.requires_approval() {
-            if let Err(refusal) = approve(spec, call, session, shared).await {
-                let call = call.take();
-                let tool = (spec, stats);
-                return Err(not_approved(tool, call, lease, refusal, session, shared).await);
-            }
-        }
-        Ok(lease)
-    }
-
-    /// The store-backed path: the ids the call's grounded arguments hold, and the arguments a
-    /// reviewer approved in place of its own, are read from the store first (one round trip,
-    /// only when there are any); the stages run unchanged on a memory of this call
-    /// ([`Overlay`](durable::Overlay)); what the call left is written back after (one round
-    /// trip, only when it left something). A store that cannot be read refuses the call
-    /// (`unavailable`) before anything runs, outside the breaker's count.
-    async fn run_durable(
-        &self,
-        mut call: Call,
-        session: &Session,
-        store: &dyn ConversationStore,
-        shared: &Shared,
-    ) -> Outcome {
-        let spec = &self.spec;
-        // A call that requires approval may have been approved with edited arguments: asked
-        // in the same round trip as its grounded ids.
-        let edited_for = spec.requires_approval().then(|| {
-            (
-                session.principal().map(str::to_owned),
-                Fingerprint::for_tool(spec, &call.arguments).to_string(),
-            )
-        });
-        let (in_call, overlay) = match self
-            .grounding(&call.arguments, session, edited_for, shared)
-            .await
-        {
-            Ok((in_call, overlay, None)) => (in_call, overlay),
-            // The edited call is the one that runs, and is checked (its own ids asked again).
-            Ok((_, _, Some(edited))) => {
-                call.arguments = edited;
-                match self.grounding(&call.arguments, session, None, shared).await {
-                    Ok((in_call, overlay, _)) => (in_call, overlay),
-                    Err(failure) => {
-                        return rejected((spec, &self.stats), call, *failure, session, shared)
-                    }
-                }
-            }
-            Err(failure) => {
-                return rejected((spec, &self.stats), call, *failure, session, shared);
-            }
-        };
-        let mut outcome = self.run(call, &in_call, shared).await;
-        durable::settle(
-            store,
-            session.id(),
-            &overlay,
-            &shared.recovery,
-            spec.idempotent(),
-            &mut outcome,
-        )
-        .await;
-        outcome
-    }
-
-    /// The session for one store-backed call of `arguments`: its memory knows which of the
-    /// ids its grounded arguments hold are grounded, asked of the store in one round trip
-    /// together with the arguments approved in place of these (`edited_for`: the principal
-    /// and the call's fingerprint), which come back third. `Err`: `unavailable`, the store
-    /// could not be read.
-    async fn grounding(
-        &self,
-        arguments: &str,
-        session: &Session,
-        edited_for: Option<(Option<String>, String)>,
-        shared: &Shared,
-    ) -> Result<(Session, Arc<durable::Overlay>, Option<String>), Box<Failure>> {
-        let spec = &self.spec;
-        let mut asked = Vec::new();
-        if spec.fields().iter().any(|f| f.grounded_kind().is_some()) {
-            // The checks run once to learn which ids they ask about (every one taken as known).
-            let probe = Arc::new(durable::Overlay::probe());
-            let _ = self.validate(arguments, &session.in_call(probe.clone()), shared);
-            asked = probe.asked();
-        }
-        let (overlay, edited) = match session.store() {
-            Some(store) if !asked.is_empty() || edited_for.is_some() => {
-                let prepare = Prepare {
-                    ids: asked,
-                    edited_for,
-                };
-                match store.prepare(session.id(), &prepare).await {
-                    Ok(prepared) => {
-                        let overlay = durable::Overlay::knowing(prepare.ids, &prepared);
-                        (overlay, prepared.edited)
-                    }
-                    Err(e) => return Err(Box::new(durable::unreachable(spec.name(), &e))),
-                }
-            }
-            _ => (durable::Overlay::default(), None),
-        };
-        let overlay = Arc::new(overlay);
-        Ok((session.in_call(overlay.clone()), overlay, edited))
-    }
-
-    /// Scopes, the size limit, then [`Entry::validate`].
-    fn checked(
-        &self,
-        call: &Call,
-        session: &Session,
-        shared: &Shared,
-    ) -> Result<T::Args, Box<Failure>> {
-        guard_scopes(&self.spec, session)?;
-        // The size before anything reads the text.
-        checks::check_size(&call.arguments, shared.max_argument_bytes).map_err(Box::new)?;
-        self.validate(&call.arguments, session, shared)
-    }
-
     /// Shape, field rules, semantic rule, provenance, authorization: the typed checks.
     /// Synchronous and out of line, so none of it is stored in the call's future.
     fn validate(
@@ -598,144 +355,8 @@ impl<T: Body> Entry<T> {
             .validate(arguments, &self.spec, &self.shape, session, shared)
     }
 
-    /// The repair pass: one more try at arguments that failed on their form. The question to
-    /// the repairer is an ordinary stage ([`ask_repairer`]); only validating its answer is
-    /// typed. On success the call carries the repaired text; otherwise the model gets its own
-    /// arguments' failure.
-    fn repaired(
-        &self,
-        call: &mut Call,
-        failure: Box<Failure>,
-        text: Option<String>,
-        session: &Session,
-        shared: &Shared,
-    ) -> Result<T::Args, Box<Failure>> {
-        let Some(text) = text else {
-            return Err(failure);
-        };
-        let model = ("model", Fixes::EMPTY.with(Fix::Model));
-        self.revalidated(call, failure, text, model, session, shared)
-    }
-
-    /// The deterministic rules' try, when the registry has them and one applies: synchronous,
-    /// and typed only for validating the result again. The repaired arguments and the rules
-    /// that made them, or the original failure.
-    fn repaired_by_rules(
-        &self,
-        call: &mut Call,
-        failure: Box<Failure>,
-        session: &Session,
-        shared: &Shared,
-    ) -> Result<(T::Args, Fixes), Box<Failure>> {
-        let Some(rules) = shared.rules.as_ref() else {
-            return Err(failure);
-        };
-        let Some(repaired) = repair::by_rules(rules, &self.spec, &call.arguments, &failure) else {
-            return Err(failure);
-        };
-        let fixes = repaired.fixes();
-        let text = repaired.into_text();
-        let args = self.revalidated(call, failure, text, ("rules", fixes), session, shared)?;
-        Ok((args, fixes))
-    }
-
-    /// A repair's text validated again, whole, and logged: on success the call carries it;
-    /// otherwise the model gets its own arguments' failure, never the repair's.
-    fn revalidated(
-        &self,
-        call: &mut Call,
-        failure: Box<Failure>,
-        text: String,
-        by: (&str, Fixes),
-        session: &Session,
-        shared: &Shared,
-    ) -> Result<T::Args, Box<Failure>> {
-        let args = self.validate(&text, session, shared);
-        let result = if args.is_ok() {
-            "repaired"
-        } else {
-            "still invalid"
-        };
-        repair::log(self.spec.name(), &call.id, failure.kind, by, result);
-        let args = args.map_err(|_| failure)?;
-        call.arguments = text;
-        Ok(args)
-    }
-
-    /// The execution seam: a breaker permit, then attempts bounded by the timeout and one
-    /// deadline, transient failures retried within the attempt cap and the retry budget.
-    ///
-    /// The first attempt runs here; the retry loop is boxed and entered only after a failure, so
-    /// the future of a call that succeeds at once carries none of its state.
-    #[allow(
-        clippy::manual_async_fn,
-        reason = "an async fn stores its parameters twice"
-    )]
-    fn execute<'a>(
-        &'a self,
-        call: &'a Call,
-        args: T::Args,
-        key: Option<&'a IdempotencyKey>,
-        begin: Instant,
-        session: &'a Session,
-        shared: &'a Shared,
-    ) -> impl Future<Output = Executed<T::Output>> + Send + 'a {
-        async move {
-            let (guard, env) = (&self.guard, &shared.env);
-            let mut run = guard.start(env, begin);
-            // A constant `false` without the benchmark feature: no tool compiles this branch.
-            if cfg!(feature = "unguarded-for-benchmarks") && guard.is_unguarded() {
-                let info = AttemptInfo {
-                    number: 1,
-                    deadline: run.deadline,
-                    attempt_deadline: run.deadline,
-                };
-                let invocation = invocation(&self.spec, call, key, session, shared, info);
-                return Executed::unguarded(self.tool.invoke(args, &invocation).await);
-            }
-            let admitted = match guard.admit(&run) {
-                Ok(admitted) => admitted,
-                Err(rejection) => return guard.refused(&mut run, rejection),
-            };
-            let info = admitted.info;
-            let first = invocation(&self.spec, call, key, session, shared, info);
-            let (output, waited) = env
-                .clock
-                .run_until(
-                    info.attempt_deadline,
-                    contain(|| self.tool.invoke(args, &first)),
-                )
-                .await;
-            // A contained panic's message is logged without the call's sensitive values. (The
-            // closures are made in place: a named, borrowed local would stay in this future's state.)
-            let wake =
-                match guard.settle(env, &mut run, admitted, output, waited, &|message: &str| {
-                    observe::scrubbed(message, &call.arguments, self.spec.fields())
-                }) {
-                    Step::Done(executed) => return executed,
-                    Step::RetryAt(wake) => wake,
-                };
-            Box::pin(guard.retry(
-                env,
-                run,
-                wake,
-                |info| {
-                    // `Args` is not `Clone`: a retry parses the validated text again
-                    // (deterministic).
-                    let args = self.tool.reparse(&call.arguments);
-                    let invocation = invocation(&self.spec, call, key, session, shared, info);
-                    async move { self.tool.invoke(args?, &invocation).await }
-                },
-                move |message: &str| {
-                    observe::scrubbed(message, &call.arguments, self.spec.fields())
-                },
-            ))
-            .await
-        }
-    }
-
     /// The fallback's typed half: its future, for [`fallback::answer`] to run.
-    async fn fall_back(
+    async fn fallback_attempt(
         &self,
         executed: &mut Executed<Interpreted>,
         kind: ErrorKind,
@@ -767,6 +388,414 @@ impl<T: Body> Entry<T> {
     }
 }
 
+/// The call through every stage, compiled once for all tools: what needs the tool's types (its
+/// checks, its attempts, its fallback) is reached through [`DynTool`]. The future stays small
+/// (it is boxed once per call): the stages most calls skip (repair, idempotency, approval,
+/// fallback) are boxed on their own, and so is the retry loop, entered only after a failed
+/// attempt.
+///
+/// An `async` block, not an `async fn`: an `async fn` keeps each parameter twice in its
+/// state (the argument and the local it is moved into), and the block does not.
+#[allow(
+    clippy::manual_async_fn,
+    reason = "an async fn stores its parameters twice"
+)]
+pub(crate) fn run<'a>(
+    tool: &'a dyn DynTool,
+    mut call: Call,
+    session: &'a Session,
+    shared: &'a Shared,
+) -> impl Future<Output = Outcome> + Send + 'a {
+    async move {
+        let (spec, stats) = (tool.spec(), tool.stats());
+        // Validation seam. Scopes first: a session that may not call the tool learns nothing
+        // about its arguments.
+        // (A temporary, not a named local: a named `Result<Args, _>` would stay in the
+        // future's state through every later await, beside the args moved out of it.)
+        let (args, repaired_by) = match checked(tool, &call, session, shared) {
+            Ok(args) => (args, Fixes::EMPTY),
+            Err(failure) if shared.rules.is_none() && shared.repairer.is_none() => {
+                return rejected((spec, stats), call, *failure, session, shared)
+            }
+            // The repair pass is an ordinary stage over the type-erased tool, boxed (few
+            // calls need it); its text, once it passed, is read into the typed arguments.
+            Err(failure) => {
+                let repair: BoxFuture<'_, Result<Fixes, Box<Failure>>> =
+                    Box::pin(repair_call(tool, &mut call, failure, session, shared));
+                let repaired = repair.await.and_then(|fixes| {
+                    Ok((tool.validated(&call.arguments, session, shared)?, fixes))
+                });
+                match repaired {
+                    Ok(repaired) => repaired,
+                    Err(failure) => {
+                        return rejected((spec, stats), call, *failure, session, shared)
+                    }
+                }
+            }
+        };
+        let repaired = !repaired_by.is_empty();
+        if let Some(guard) = shared.call_guard.as_deref() {
+            if let Err(failure) = policy(guard, spec, session, &call) {
+                return rejected((spec, stats), call, *failure, session, shared);
+            }
+        }
+        // The stages before the attempt that wait on something else (the idempotency store,
+        // a reviewer) run in one boxed future of their own, entered only by calls that need
+        // one, so the call's future holds none of their state.
+        let lease = if matches!(spec.effect(), Effect::SideEffecting) || spec.requires_approval() {
+            match Box::pin(admit(
+                (spec, tool.guard(), stats),
+                &mut call,
+                session,
+                shared,
+            ))
+            .await
+            {
+                Ok(lease) => lease,
+                Err(outcome) => return outcome,
+            }
+        } else {
+            None
+        };
+        let key = match &lease {
+            Some(lease) => Some(lease.key().clone()),
+            None => spec
+                .takes_idempotency_key()
+                .then(|| IdempotencyKey::derive(&session.call_scope(), spec.name(), &call.id)),
+        };
+        // The attempt clock starts now; a call that awaited nothing yet starts at its arrival,
+        // which spares a clock read on the common path.
+        let begin = if repaired || lease.is_some() || spec.requires_approval() {
+            Instant::now()
+        } else {
+            call.arrived
+        };
+        let mut executed = execute(tool, &call, args, key.as_ref(), begin, session, shared).await;
+        let degraded = match fallback::wanted(spec.has_fallback(), spec.idempotent(), &executed) {
+            Some(kind) => {
+                match tool.fall_back(&mut executed, kind, &call, key.as_ref(), session, shared) {
+                    Some(fall_back) => fall_back.await,
+                    None => None,
+                }
+            }
+            None => None,
+        };
+        let uncertain = executed.uncertain;
+        // The id moves into the outcome: the call keeps only what `finalize` still reads.
+        let id = std::mem::take(&mut call.id);
+        let mut outcome = conclude(spec, id, call.arrived, executed, degraded);
+        if let Some(lease) = lease {
+            Box::pin(idempotency::settle_call(
+                &*shared.store,
+                *lease,
+                &outcome,
+                uncertain,
+            ))
+            .await;
+        }
+        outcome.repaired_by = repaired_by;
+        // The tool is done: a report still waiting out its interval goes now, before the
+        // outcome, and none after it.
+        if let Some(progress) = &call.progress {
+            progress.finish();
+        }
+        finalize(
+            Some((spec, stats)),
+            outcome,
+            call.arguments,
+            key.as_ref(),
+            session,
+            shared,
+        )
+    }
+}
+
+/// Scopes, the size limit, then the tool's typed checks.
+fn checked(
+    tool: &dyn DynTool,
+    call: &Call,
+    session: &Session,
+    shared: &Shared,
+) -> Result<Args, Box<Failure>> {
+    guard_scopes(tool.spec(), session)?;
+    // The size before anything reads the text.
+    checks::check_size(&call.arguments, shared.max_argument_bytes).map_err(Box::new)?;
+    tool.validated(&call.arguments, session, shared)
+}
+
+/// A call handed to its tool: the one box its future lives in. An untraced call carries no span
+/// in its future. A session whose conversation lives in a store takes a path of its own; every
+/// other call pays for that one branch only.
+pub(crate) fn dispatch<'a>(
+    tool: &'a dyn DynTool,
+    call: Call,
+    session: &'a Session,
+    shared: &'a Shared,
+) -> BoxFuture<'a, Outcome> {
+    let span = observe::span::call(tool.spec().name(), &call.id, session);
+    match (session.store(), span.is_disabled()) {
+        (None, true) => Box::pin(run(tool, call, session, shared)),
+        (None, false) => Box::pin(observe::span::Traced::new(
+            span,
+            run(tool, call, session, shared),
+        )),
+        (Some(store), true) => Box::pin(run_durable(tool, call, session, &**store, shared)),
+        (Some(store), false) => Box::pin(observe::span::Traced::new(
+            span,
+            run_durable(tool, call, session, &**store, shared),
+        )),
+    }
+}
+
+/// The store-backed path: the ids the call's grounded arguments hold, and the arguments a
+/// reviewer approved in place of its own, are read from the store first (one round trip,
+/// only when there are any); the stages run unchanged on a memory of this call
+/// ([`Overlay`](durable::Overlay)); what the call left is written back after (one round
+/// trip, only when it left something). A store that cannot be read refuses the call
+/// (`unavailable`) before anything runs, outside the breaker's count.
+pub(crate) async fn run_durable(
+    tool: &dyn DynTool,
+    mut call: Call,
+    session: &Session,
+    store: &dyn ConversationStore,
+    shared: &Shared,
+) -> Outcome {
+    let spec = tool.spec();
+    // A call that requires approval may have been approved with edited arguments: asked
+    // in the same round trip as its grounded ids.
+    let edited_for = spec.requires_approval().then(|| {
+        (
+            session.principal().map(str::to_owned),
+            Fingerprint::for_tool(spec, &call.arguments).to_string(),
+        )
+    });
+    let (in_call, overlay) =
+        match grounding(tool, &call.arguments, session, edited_for, shared).await {
+            Ok((in_call, overlay, None)) => (in_call, overlay),
+            // The edited call is the one that runs, and is checked (its own ids asked again).
+            Ok((_, _, Some(edited))) => {
+                call.arguments = edited;
+                match grounding(tool, &call.arguments, session, None, shared).await {
+                    Ok((in_call, overlay, _)) => (in_call, overlay),
+                    Err(failure) => {
+                        return rejected((spec, tool.stats()), call, *failure, session, shared)
+                    }
+                }
+            }
+            Err(failure) => {
+                return rejected((spec, tool.stats()), call, *failure, session, shared);
+            }
+        };
+    let mut outcome = run(tool, call, &in_call, shared).await;
+    durable::settle(
+        store,
+        session.id(),
+        &overlay,
+        &shared.recovery,
+        spec.idempotent(),
+        &mut outcome,
+    )
+    .await;
+    outcome
+}
+
+/// The session for one store-backed call of `arguments`: its memory knows which of the
+/// ids its grounded arguments hold are grounded, asked of the store in one round trip
+/// together with the arguments approved in place of these (`edited_for`: the principal
+/// and the call's fingerprint), which come back third. `Err`: `unavailable`, the store
+/// could not be read.
+pub(crate) async fn grounding(
+    tool: &dyn DynTool,
+    arguments: &str,
+    session: &Session,
+    edited_for: Option<(Option<String>, String)>,
+    shared: &Shared,
+) -> Result<(Session, Arc<durable::Overlay>, Option<String>), Box<Failure>> {
+    let spec = tool.spec();
+    let mut asked = Vec::new();
+    if spec.fields().iter().any(|f| f.grounded_kind().is_some()) {
+        // The checks run once to learn which ids they ask about (every one taken as known).
+        let probe = Arc::new(durable::Overlay::probe());
+        let _ = tool.check(arguments, &session.in_call(probe.clone()), shared);
+        asked = probe.asked();
+    }
+    let (overlay, edited) = match session.store() {
+        Some(store) if !asked.is_empty() || edited_for.is_some() => {
+            let prepare = Prepare {
+                ids: asked,
+                edited_for,
+            };
+            match store.prepare(session.id(), &prepare).await {
+                Ok(prepared) => {
+                    let overlay = durable::Overlay::knowing(prepare.ids, &prepared);
+                    (overlay, prepared.edited)
+                }
+                Err(e) => return Err(Box::new(durable::unreachable(spec.name(), &e))),
+            }
+        }
+        _ => (durable::Overlay::default(), None),
+    };
+    let overlay = Arc::new(overlay);
+    Ok((session.in_call(overlay.clone()), overlay, edited))
+}
+
+/// Checks `arguments` as a call in `session` would (without its scopes): a reviewer's edited
+/// arguments. `Err`: the failure's outcome.
+pub(crate) async fn revalidate(
+    tool: &dyn DynTool,
+    arguments: &str,
+    session: &Session,
+    shared: &Shared,
+) -> Result<(), Outcome> {
+    let failure = match grounding(tool, arguments, session, None, shared).await {
+        Ok((in_call, _, _)) => match tool.check(arguments, &in_call, shared) {
+            Ok(()) => return Ok(()),
+            Err(failure) => failure,
+        },
+        Err(failure) => failure,
+    };
+    let mut failure = *failure;
+    let spec = tool.spec();
+    checks::redact_failure(&mut failure, spec.fields(), arguments);
+    Err(Outcome::failed(
+        String::new(),
+        Arc::clone(&spec.name),
+        failure,
+    ))
+}
+
+/// The idempotency key of a side-effecting call, then approval. A side-effecting call
+/// begins its key before approval: a call that already ran under it is answered from the
+/// store, never asked about again. `Err`: the call's finished outcome (a replay, a refusal
+/// by the store, a denial or a pending ticket).
+async fn admit(
+    (spec, guard, stats): (&ToolSpec, &Guard, &ToolStats),
+    call: &mut Call,
+    session: &Session,
+    shared: &Shared,
+) -> Result<Option<Box<Lease>>, Outcome> {
+    let lease = match spec.effect() {
+        // Boxed: the lease waits out every attempt, in the call's future.
+        Effect::SideEffecting => match begin(spec, guard, call, session, shared).await {
+            Ok(lease) => Some(Box::new(lease)),
+            Err(outcome) => {
+                let call = call.take();
+                return Err(answered_by_store(
+                    (spec, stats),
+                    call,
+                    outcome,
+                    session,
+                    shared,
+                ));
+            }
+        },
+        _ => None,
+    };
+    if spec.requires_approval() {
+        if let Err(refusal) = approve(spec, call, session, shared).await {
+            let call = call.take();
+            let tool = (spec, stats);
+            return Err(not_approved(tool, call, lease, refusal, session, shared).await);
+        }
+    }
+    Ok(lease)
+}
+
+/// The execution seam: a breaker permit, then attempts bounded by the timeout and one
+/// deadline, transient failures retried within the attempt cap and the retry budget.
+///
+/// The first attempt runs here; the retry loop is boxed and entered only after a failure, so
+/// the future of a call that succeeds at once carries none of its state.
+#[allow(
+    clippy::manual_async_fn,
+    reason = "an async fn stores its parameters twice"
+)]
+pub(crate) fn execute<'a>(
+    tool: &'a dyn DynTool,
+    call: &'a Call,
+    args: Args,
+    key: Option<&'a IdempotencyKey>,
+    begin: Instant,
+    session: &'a Session,
+    shared: &'a Shared,
+) -> impl Future<Output = Executed<Interpreted>> + Send + 'a {
+    async move {
+        let executed = 'attempts: {
+            let (spec, guard, env) = (tool.spec(), tool.guard(), &shared.env);
+            let mut run = guard.start(env, begin);
+            // Only with the benchmark feature: no tool compiles this branch otherwise.
+            #[cfg(feature = "unguarded-for-benchmarks")]
+            if guard.is_unguarded() {
+                let info = AttemptInfo {
+                    number: 1,
+                    deadline: run.deadline,
+                    attempt_deadline: run.deadline,
+                };
+                let invocation = invocation(spec, call, key, session, shared, info);
+                break 'attempts Executed::unguarded(tool.invoke(args, &invocation).await);
+            }
+            let admitted = match guard.admit(&run) {
+                Ok(admitted) => admitted,
+                Err(rejection) => break 'attempts guard.refused(&mut run, rejection),
+            };
+            let info = admitted.info;
+            let first = invocation(spec, call, key, session, shared, info);
+            let (output, waited) = env
+                .clock
+                .run_until(info.attempt_deadline, contain(|| tool.invoke(args, &first)))
+                .await;
+            // A contained panic's message is logged without the call's sensitive values. (The
+            // closures are made in place: a named, borrowed local would stay in this future's state.)
+            let wake =
+                match guard.settle(env, &mut run, admitted, output, waited, &|message: &str| {
+                    observe::scrubbed(message, &call.arguments, spec.fields())
+                }) {
+                    Step::Done(executed) => break 'attempts executed,
+                    Step::RetryAt(wake) => wake,
+                };
+            // The retry loop is compiled once per output type, not once per tool: it runs each
+            // attempt's future boxed (retries are rare; a box beside a network call is nothing).
+            let mut attempt = |info| -> BoxFuture<'a, Result<Answer, ToolError>> {
+                // `Args` is not `Clone`: a retry parses the validated text again
+                // (deterministic).
+                let args = tool.reparse(&call.arguments);
+                let invocation = invocation(spec, call, key, session, shared, info);
+                Box::pin(async move { tool.invoke(args?, &invocation).await })
+            };
+            let scrub =
+                move |message: &str| observe::scrubbed(message, &call.arguments, spec.fields());
+            Box::pin(guard.retry(env, run, wake, &mut attempt, &scrub)).await
+        };
+        interpreted(executed, tool.spec(), session, &call.id, shared)
+    }
+}
+
+/// The failure of arguments that are not the tool's own (not reached: they come from its checks).
+#[cold]
+fn unreadable() -> ToolError {
+    ToolError::new(
+        ErrorKind::InvalidJson,
+        "the arguments could not be read again",
+    )
+}
+
+/// The attempts' answer, checked by the output guards.
+fn interpreted(
+    executed: Executed<Answer>,
+    spec: &ToolSpec,
+    session: &Session,
+    call_id: &str,
+    shared: &Shared,
+) -> Executed<Interpreted> {
+    executed.and_then(|answer| {
+        let answer = answer.map_err(|failure| *failure)?;
+        if shared.max_result_bytes.is_none() && shared.result_guard.is_none() {
+            return Ok(answer);
+        }
+        output::check(answer, spec, session, call_id, shared)
+    })
+}
+
 /// The checks of a compiled tool: its text parsed straight into `T::Args`, then its field
 /// rules, semantic rule, provenance and authorization.
 fn validate_typed<T: Tool>(
@@ -776,39 +805,128 @@ fn validate_typed<T: Tool>(
     session: &Session,
     shared: &Shared,
 ) -> Result<T::Args, Box<Failure>> {
-    let args = match shape::parse::<T::Args>(arguments) {
-        Ok(args) => args,
-        Err(e) => {
-            let failure =
-                shape::failure::<T::Args>(arguments, e.as_ref(), &spec.input_schema, shape);
-            return Err(Box::new(failure));
-        }
-    };
-    let mut report = Violations::new();
-    T::check_fields(&args, &mut report);
-    if !report.is_empty() {
-        return Err(Box::new(field_failure(
-            report.into_vec(),
+    match shape::parse::<T::Args>(arguments) {
+        Ok(args) => match typed_checks::<T>(&args, session) {
+            None => Ok(args),
+            Some(refused) => Err(refused.failure(spec, shared)),
+        },
+        Err(e) => Err(Box::new(shape::failure(
+            arguments,
+            e.as_ref(),
             &spec.input_schema,
-        )));
+            shape,
+        ))),
     }
-    if let Err(e) = T::check_semantics(&args) {
-        return Err(crate::guard::validation_failure(
-            e,
-            ErrorKind::SemanticInvalid,
-        ));
-    }
-    T::check_grounded(&args, session, &mut report);
+}
+
+/// The typed checks of parsed arguments, in order: field rules, semantic rule, provenance,
+/// authorization. `None`: all passed.
+fn typed_checks<T: Tool>(args: &T::Args, session: &Session) -> Option<Refused> {
+    let mut report = Violations::new();
+    T::check_fields(args, &mut report);
     if !report.is_empty() {
-        return Err(Box::new(provenance::ungrounded(
-            report.into_vec(),
-            spec.fields(),
-            &shared.finders.read().unwrap_or_else(|e| e.into_inner()),
-        )));
+        return Some(Refused::Fields(report));
     }
-    T::authorize(&args, session)
-        .map_err(|e| crate::guard::validation_failure(e, ErrorKind::Unauthorized))?;
-    Ok(args)
+    if let Err(e) = T::check_semantics(args) {
+        return Some(Refused::Semantic(e));
+    }
+    T::check_grounded(args, session, &mut report);
+    if !report.is_empty() {
+        return Some(Refused::Ungrounded(report));
+    }
+    T::authorize(args, session).err().map(Refused::Unauthorized)
+}
+
+/// Which typed check refused a call's arguments, with what it found.
+enum Refused {
+    Fields(Violations),
+    Semantic(ToolError),
+    Ungrounded(Violations),
+    Unauthorized(ToolError),
+}
+
+impl Refused {
+    /// The failure the model gets. (Compiled once: the typed checks only say what they found.)
+    #[cold]
+    fn failure(self, spec: &ToolSpec, shared: &Shared) -> Box<Failure> {
+        match self {
+            Refused::Fields(report) => {
+                Box::new(field_failure(report.into_vec(), &spec.input_schema))
+            }
+            Refused::Semantic(e) => crate::guard::validation_failure(e, ErrorKind::SemanticInvalid),
+            Refused::Ungrounded(report) => Box::new(provenance::ungrounded(
+                report.into_vec(),
+                spec.fields(),
+                &shared.finders.read().unwrap_or_else(|e| e.into_inner()),
+            )),
+            Refused::Unauthorized(e) => {
+                crate::guard::validation_failure(e, ErrorKind::Unauthorized)
+            }
+        }
+    }
+}
+
+/// The repair pass: one more try at arguments that failed on their form, by the deterministic
+/// rules first (a mechanical slip costs no model round trip), then by the repairer. A repaired
+/// text is validated again, whole, and logged; on success the call carries it and the fixes
+/// that made it come back. Otherwise the model gets its own arguments' failure, never the
+/// repair's.
+async fn repair_call(
+    tool: &dyn DynTool,
+    call: &mut Call,
+    failure: Box<Failure>,
+    session: &Session,
+    shared: &Shared,
+) -> Result<Fixes, Box<Failure>> {
+    let spec = tool.spec();
+    let by_rules = shared
+        .rules
+        .as_ref()
+        .and_then(|rules| repair::by_rules(rules, spec, &call.arguments, &failure));
+    let failure = match by_rules {
+        Some(repaired) => {
+            let fixes = repaired.fixes();
+            let text = repaired.into_text();
+            match accept_repair(tool, call, failure, text, ("rules", fixes), session, shared) {
+                Ok(()) => return Ok(fixes),
+                Err(failure) => failure,
+            }
+        }
+        None => failure,
+    };
+    let text = match shared.repairer.as_deref() {
+        Some(repairer) if repair::repairable(failure.kind) => {
+            ask_repairer(repairer, spec, call, &failure, shared).await
+        }
+        _ => None,
+    };
+    let Some(text) = text else {
+        return Err(failure);
+    };
+    let model = Fixes::EMPTY.with(Fix::Model);
+    accept_repair(tool, call, failure, text, ("model", model), session, shared)?;
+    Ok(model)
+}
+
+/// A repair's text validated again, whole, and logged: on success the call carries it;
+/// otherwise the call's own failure comes back.
+fn accept_repair(
+    tool: &dyn DynTool,
+    call: &mut Call,
+    failure: Box<Failure>,
+    text: String,
+    by: (&str, Fixes),
+    session: &Session,
+    shared: &Shared,
+) -> Result<(), Box<Failure>> {
+    let passed = tool.check(&text, session, shared).is_ok();
+    let result = if passed { "repaired" } else { "still invalid" };
+    repair::log(tool.spec().name(), &call.id, failure.kind, by, result);
+    if !passed {
+        return Err(failure);
+    }
+    call.arguments = text;
+    Ok(())
 }
 
 /// The repair stage's question: the repairer's corrected text, or `None` (logged) when it gave
@@ -1166,13 +1284,13 @@ mod size {
         }
     }
 
-    /// The size of a compiled tool's call future, as `dispatch` boxes it untraced.
+    /// The size of a compiled tool's call future, as `dispatch` boxes it untraced. (The tool's
+    /// own future is boxed apart, by [`DynTool::invoke`].)
     fn call_future_size<T: Tool>(tool: T) -> usize {
         call_future_size_with(tool, false)
     }
 
-    /// The size of a compiled tool's call future, as `dispatch` boxes it (with its span when
-    /// `traced`).
+    /// As [`call_future_size`], the call's future with its span when `traced`.
     fn call_future_size_with<T: Tool>(tool: T, traced: bool) -> usize {
         let registry = Registry::builder()
             .build()
@@ -1188,7 +1306,12 @@ mod size {
             stats: ToolStats::default(),
         };
         let session = Session::anonymous();
-        let future = entry.run(Call::new("c".into(), "{}".into(), None), &session, shared);
+        let future = run(
+            &entry,
+            Call::new("c".into(), "{}".into(), None),
+            &session,
+            shared,
+        );
         if traced {
             std::mem::size_of_val(&observe::span::Traced::new(tracing::Span::none(), future))
         } else {
@@ -1199,7 +1322,7 @@ mod size {
     /// The call future is boxed once per call. Past 1,016 bytes the allocation leaves glibc's
     /// small bins and every call runs `malloc_consolidate`: this tool's future was 1,088 bytes
     /// before the call path was reshaped, and the dispatch benchmark's three-argument tool had
-    /// crossed the line too. A tool with a few arguments keeps a margin below it.
+    /// crossed the line too. It keeps a margin below it.
     #[test]
     fn the_call_future_of_a_tool_with_four_arguments_keeps_a_margin_below_one_kib() {
         let size = call_future_size(Quote);
@@ -1207,8 +1330,8 @@ mod size {
         println!("call future, four arguments: {size} bytes");
     }
 
-    /// A traced call boxes its span beside the future: still under 1 KiB for a tool with a
-    /// few arguments. (An untraced call boxes the future alone.)
+    /// A traced call boxes its span beside the future: still under 1 KiB. (An untraced call
+    /// boxes the future alone.)
     #[test]
     fn a_traced_call_future_stays_under_one_kib() {
         let traced = call_future_size_with(Quote, true);
@@ -1248,7 +1371,12 @@ mod size {
             stats: ToolStats::default(),
         };
         let session = Session::anonymous();
-        let future = entry.run(Call::new("c".into(), "{}".into(), None), &session, shared);
+        let future = run(
+            &entry,
+            Call::new("c".into(), "{}".into(), None),
+            &session,
+            shared,
+        );
         let size = std::mem::size_of_val(&future);
         assert!(
             size < 1024,

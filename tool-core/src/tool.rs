@@ -469,8 +469,24 @@ pub struct ToolSpec {
 
 impl ToolSpec {
     pub(crate) fn of<T: Tool>(default_timeout: Duration) -> Self {
-        let meta = T::META;
-        let mut input = root_schema::<T::Args>();
+        ToolSpec::from_parts(
+            T::META,
+            root_schema::<T::Args>(),
+            root_schema::<T::Output>(),
+            std::any::TypeId::of::<T::Output>()
+                == std::any::TypeId::of::<crate::content::Content>(),
+            default_timeout,
+        )
+    }
+
+    /// The spec from the tool's declaration and its schemas: compiled once, not once per tool.
+    fn from_parts(
+        meta: ToolMeta,
+        mut input: Value,
+        output: Value,
+        returns_content: bool,
+        default_timeout: Duration,
+    ) -> Self {
         if let Some(props) = input.get_mut("properties").and_then(Value::as_object_mut) {
             for field in meta.fields {
                 if let Some(prop) = props.get_mut(field.name).and_then(Value::as_object_mut) {
@@ -501,10 +517,9 @@ impl ToolSpec {
             name: Arc::from(meta.name),
             meta,
             input_schema: Arc::new(input),
-            output_schema: Arc::new(root_schema::<T::Output>()),
+            output_schema: Arc::new(output),
             timeout: meta.timeout.unwrap_or(default_timeout),
-            returns_content: std::any::TypeId::of::<T::Output>()
-                == std::any::TypeId::of::<crate::content::Content>(),
+            returns_content,
         }
     }
 
@@ -586,7 +601,11 @@ impl ToolSpec {
 
 fn root_schema<T: JsonSchema + ?Sized>() -> Value {
     let generator = schemars::generate::SchemaSettings::draft2020_12().into_generator();
-    let mut value = generator.into_root_schema_for::<T>().to_value();
+    tidy_root(generator.into_root_schema_for::<T>().to_value())
+}
+
+/// A generated root schema without what a model does not need.
+fn tidy_root(mut value: Value) -> Value {
     if let Some(obj) = value.as_object_mut() {
         // The draft is fixed by the settings; the title is the Rust type's name, noise to a model.
         obj.remove("$schema");

@@ -92,6 +92,7 @@ pub use retry::{RetryPolicy, RetryStop};
 use crate::error::ToolError;
 pub use crate::outcome::AttemptRecord;
 use crate::outcome::{Attempts, ErrorKind, Failure};
+use crate::pipeline::BoxFuture;
 pub(crate) use breaker::Rejection;
 use breaker::{Breaker, Permit, Verdict};
 use budget::Budget;
@@ -209,6 +210,7 @@ impl<T> Executed<T> {
     }
 
     /// A body run bare: no attempts recorded, no breaker, no retries.
+    #[cfg(feature = "unguarded-for-benchmarks")]
     pub(crate) fn unguarded(result: Result<T, ToolError>) -> Self {
         Executed {
             result: result.map_err(|e| Box::new(e.into_failure())),
@@ -263,6 +265,10 @@ pub(crate) struct Guard {
     budget: Budget,
     /// Time zero of the breaker's and the budget's windows.
     origin: Instant,
+    #[cfg_attr(
+        not(feature = "unguarded-for-benchmarks"),
+        allow(dead_code, reason = "read only by the benchmark switch")
+    )]
     unguarded: bool,
 }
 
@@ -304,6 +310,7 @@ impl Guard {
     }
 
     /// Whether the body runs bare ([`RegistryBuilder::unguarded_for_benchmarks`](crate::RegistryBuilder::unguarded_for_benchmarks)).
+    #[cfg(feature = "unguarded-for-benchmarks")]
     pub(crate) fn is_unguarded(&self) -> bool {
         self.unguarded
     }
@@ -483,19 +490,17 @@ impl Guard {
 
     /// The attempts after the first: waits until `wake`, runs the next attempt, and so on until
     /// one settles the call. `body` makes the future of one attempt.
-    pub(crate) async fn retry<T, F, Fut, S>(
+    ///
+    /// Generic over the output alone (not the body): one copy serves every tool that returns
+    /// the same type.
+    pub(crate) async fn retry<'f, T>(
         &self,
         env: &Env,
         mut run: Run,
         wake: Instant,
-        mut body: F,
-        scrub: S,
-    ) -> Executed<T>
-    where
-        F: FnMut(AttemptInfo) -> Fut,
-        Fut: Future<Output = Result<T, ToolError>>,
-        S: Fn(&str) -> String,
-    {
+        body: &mut (dyn FnMut(AttemptInfo) -> BoxFuture<'f, Result<T, ToolError>> + Send),
+        scrub: &(dyn Fn(&str) -> String + Sync),
+    ) -> Executed<T> {
         let mut wake = wake;
         loop {
             env.clock.sleep_until(wake).await;
@@ -509,7 +514,7 @@ impl Guard {
                 .clock
                 .run_until(cut, contain(|| body(admitted.info)))
                 .await;
-            match self.settle(env, &mut run, admitted, output, waited, &scrub) {
+            match self.settle(env, &mut run, admitted, output, waited, scrub) {
                 Step::Done(executed) => return executed,
                 Step::RetryAt(at) => wake = at,
             }

@@ -190,10 +190,10 @@ impl MemoryStore {
     }
 
     /// The key's slot, created (one cache write, coalesced among concurrent callers) if absent.
+    /// One lookup either way: the entry API reads an existing slot as `get` does (a read, which
+    /// renews its keep-alive), and a non-idempotent call's key is almost always new, so looking
+    /// it up with `get` first would cost every such call a second lookup for nothing.
     fn slot(&self, key: &IdempotencyKey) -> Arc<Slot> {
-        if let Some(slot) = self.inner.slots.get(key) {
-            return slot;
-        }
         self.inner
             .slots
             .entry_by_ref(key)

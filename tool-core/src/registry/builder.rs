@@ -78,21 +78,23 @@ impl Default for RegistryBuilder {
 
 impl RegistryBuilder {
     /// Adds a tool. Two tools with one name make [`RegistryBuilder::build`] fail.
-    pub fn tool<T: Tool>(mut self, tool: T) -> Self {
-        let name = format!("{}{}", self.prefix, T::META.name);
-        self.pending
-            .push((name, self.prefix.len(), pending_tool(tool)));
+    pub fn tool<T: Tool>(self, tool: T) -> Self {
+        self.pending_under(T::META.name, pending_tool(tool))
+    }
+
+    /// A tool waiting for [`RegistryBuilder::build`], under the builder's prefix.
+    fn pending_under(mut self, name: &str, pending: Pending) -> Self {
+        let name = format!("{}{name}", self.prefix);
+        self.pending.push((name, self.prefix.len(), pending));
         self
     }
 
     /// Adds a tool defined at run time ([`DynamicTool`](crate::dynamic::DynamicTool)). It runs
     /// through the same pipeline as a `#[tool]`; two tools with one name make
     /// [`RegistryBuilder::build`] fail.
-    pub fn dynamic_tool(mut self, tool: crate::dynamic::DynamicTool) -> Self {
-        let name = format!("{}{}", self.prefix, tool.meta_name());
-        self.pending
-            .push((name, self.prefix.len(), pending_dynamic(tool)));
-        self
+    pub fn dynamic_tool(self, tool: crate::dynamic::DynamicTool) -> Self {
+        let name = tool.meta_name();
+        self.pending_under(name, pending_dynamic(tool))
     }
 
     /// Adds every tool of a [`Toolset`] (an `impl` block with `#[toolset]`), each bound to the
@@ -538,38 +540,46 @@ pub(super) fn add(
 /// The maker of a `#[tool]`.
 pub(super) fn pending_tool<T: Tool>(tool: T) -> Pending {
     Box::new(move |name, settings, breaker, origin| {
-        let mut spec = ToolSpec::of::<T>(settings.default_timeout);
-        spec.name = name;
-        let guard = Guard::new(
-            Arc::clone(&spec.name),
-            spec.timeout,
-            spec.retries(),
-            spec.idempotent() || spec.takes_idempotency_key(),
-            settings,
-            breaker,
-            origin,
-        );
-        pipeline::entry(tool, spec, guard)
+        let spec = ToolSpec::of::<T>(settings.default_timeout);
+        let (spec, guard) = resolved(spec, name, settings, breaker, origin);
+        pipeline::entry_with(
+            tool,
+            spec,
+            crate::validate::shape::ShapeValidator::default(),
+            guard,
+        )
     })
 }
 
 /// The maker of a tool defined at run time.
 pub(super) fn pending_dynamic(tool: crate::dynamic::DynamicTool) -> Pending {
     Box::new(move |name, settings, breaker, origin| {
-        let mut spec = tool.spec(settings.default_timeout);
-        spec.name = name;
-        let guard = Guard::new(
-            Arc::clone(&spec.name),
-            spec.timeout,
-            spec.retries(),
-            spec.idempotent() || spec.takes_idempotency_key(),
-            settings,
-            breaker,
-            origin,
-        );
+        let spec = tool.spec(settings.default_timeout);
+        let (spec, guard) = resolved(spec, name, settings, breaker, origin);
         let (body, shape) = tool.into_parts();
         pipeline::entry_with(body, spec, shape, guard)
     })
+}
+
+/// A tool's spec under the name it is registered by, and its execution seam.
+fn resolved(
+    mut spec: ToolSpec,
+    name: Arc<str>,
+    settings: &Settings,
+    breaker: BreakerPolicy,
+    origin: Instant,
+) -> (ToolSpec, Guard) {
+    spec.name = name;
+    let guard = Guard::new(
+        Arc::clone(&spec.name),
+        spec.timeout,
+        spec.retries(),
+        spec.idempotent() || spec.takes_idempotency_key(),
+        settings,
+        breaker,
+        origin,
+    );
+    (spec, guard)
 }
 
 /// Why a prefix (the first `prefix` bytes of `name`) makes a name some provider refuses

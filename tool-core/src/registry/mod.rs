@@ -308,7 +308,8 @@ impl Registry {
         match self.table().tools.get(name.as_str()) {
             // A tool a predicate hides from this session does not exist for it. (One it lacks
             // a scope for is `unauthorized`, decided by the pipeline before the arguments.)
-            Some(slot) if self.predicates_allow(slot, session) => Either::Left(slot.tool.dispatch(
+            Some(slot) if self.predicates_allow(slot, session) => Either::Left(pipeline::dispatch(
+                &*slot.tool,
                 Call::new(id, arguments, progress),
                 session,
                 shared,
@@ -403,7 +404,7 @@ impl Registry {
         if let Err(outcome) = checked {
             return Err(DecideError::Invalid(Box::new(outcome)));
         }
-        if let Err(outcome) = tool.revalidate(arguments, &session, shared).await {
+        if let Err(outcome) = pipeline::revalidate(&**tool, arguments, &session, shared).await {
             return Err(DecideError::Invalid(Box::new(outcome)));
         }
         let spec = tool.spec();

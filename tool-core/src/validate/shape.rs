@@ -4,8 +4,9 @@
 //! first problem and says little about it. Only when that fails do we come here and re-read the
 //! text as a `serde_json::Value`, validate it against the tool's input schema (the `jsonschema`
 //! crate, compiled once per tool on first failure) and report all problems at once. When the
-//! schema finds nothing (a custom `Deserialize` disagreed with it), `serde_path_to_error` names
-//! the path serde stopped at.
+//! schema finds nothing (a custom `Deserialize` disagreed with it), the position serde_json
+//! stopped at is turned into the path it was reading (without deserializing the arguments a
+//! second time, which would compile every tool's argument parser twice).
 
 use std::sync::{Arc, OnceLock};
 
@@ -50,19 +51,23 @@ impl ShapeValidator {
 /// schema promises an object and providers send objects, so text that does not open with `{` is
 /// refused here (`None`) and classified by [`failure`].
 pub(crate) fn parse<T: DeserializeOwned>(text: &str) -> Result<T, Option<serde_json::Error>> {
-    let opens_object = text
-        .bytes()
-        .find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
-        == Some(b'{');
-    if !opens_object {
+    if !opens_object(text) {
         return Err(None);
     }
     serde_json::from_str(text).map_err(Some)
 }
 
+/// Whether the first character of `text` past JSON whitespace is `{`. (Apart from [`parse`]:
+/// compiled once, not once per argument type.)
+fn opens_object(text: &str) -> bool {
+    text.bytes()
+        .find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+        == Some(b'{')
+}
+
 /// Classifies a failed [`parse`] of `text` as `invalid_json`, `unknown_argument` or
 /// `schema_mismatch`, with every violation found.
-pub(crate) fn failure<T: DeserializeOwned>(
+pub(crate) fn failure(
     text: &str,
     error: Option<&serde_json::Error>,
     schema: &Arc<Value>,
@@ -107,7 +112,7 @@ pub(crate) fn failure<T: DeserializeOwned>(
         }
     }
     if violations.is_empty() {
-        violations.push(from_serde::<T>(text, error, &value));
+        violations.push(from_serde(text, error, &value));
     }
     let kind = if violations.iter().all(|v| v.rule == "unknown_argument") {
         ErrorKind::UnknownArgument
@@ -453,37 +458,18 @@ const DETAIL_CHARS: usize = 200;
 /// The first problem serde found, with the path it stopped at. Reached when the schema accepts
 /// what serde refuses: a duplicated field, `2.0` for an integer (JSON Schema counts it as one,
 /// serde does not), an integer beyond the Rust type, or a hand-written `Deserialize`.
-fn from_serde<T: DeserializeOwned>(
-    text: &str,
-    error: Option<&serde_json::Error>,
-    value: &Value,
-) -> Violation {
-    let mut de = serde_json::Deserializer::from_str(text);
-    let mut literal = None;
-    let (path, detail) = match serde_path_to_error::deserialize::<_, T>(&mut de) {
-        Err(e) => {
-            let mut pointer = String::new();
-            for segment in e.path().iter() {
-                use serde_path_to_error::Segment;
-                match segment {
-                    Segment::Seq { index } => pointer.push_str(&format!("/{index}")),
-                    Segment::Map { key } => pointer.push_str(&format!("/{}", pointer_token(key))),
-                    Segment::Enum { variant } => {
-                        pointer.push_str(&format!("/{}", pointer_token(variant)))
-                    }
-                    Segment::Unknown => {}
-                }
-            }
-            let inner = e.into_inner();
-            literal = number_before(text, inner.line(), inner.column());
-            (pointer, strip_position(&inner.to_string()))
+fn from_serde(text: &str, error: Option<&serde_json::Error>, value: &Value) -> Violation {
+    let (path, detail, literal) = match error {
+        Some(e) => {
+            let at = byte_offset(text, e.line(), e.column());
+            let path = at.map_or_else(String::new, |at| path_at(text, at));
+            let literal = number_before(text, e.line(), e.column());
+            (path, strip_position(&e.to_string()), literal)
         }
-        Ok(_) => (
+        None => (
             String::new(),
-            error.map_or_else(
-                || "the arguments do not match the schema".to_owned(),
-                |e| strip_position(&e.to_string()),
-            ),
+            "the arguments do not match the schema".to_owned(),
+            None,
         ),
     };
 
@@ -633,6 +619,105 @@ fn integer_violation(
     }
 }
 
+/// The byte offset serde_json's 1-based `line` and `column` name in `text` (its column counts
+/// bytes from the start of the line). `None` for an error serde_json gave no position.
+fn byte_offset(text: &str, line: usize, column: usize) -> Option<usize> {
+    let start_of_line = match line {
+        0 => return None,
+        1 => 0,
+        n => text.match_indices('\n').nth(n - 2)?.0 + 1,
+    };
+    let at = start_of_line + column;
+    (at <= text.len()).then_some(at)
+}
+
+/// The JSON pointer of what serde_json was reading when it stopped at byte `at` of `text` (valid
+/// JSON): the value that ended last before `at` (a scalar, or an object or array closed there),
+/// or, when the last thing read opened a container, separated its members or was a key, that
+/// container. serde_json reports a value's error just past the value, a struct's (a missing or
+/// a duplicated field) past its closing brace or its key; so this names the path serde stopped
+/// at without deserializing the arguments a second time.
+fn path_at(text: &str, at: usize) -> String {
+    /// One open container: an object with the key of the member being read, or an array with
+    /// the index of the element being read.
+    enum Open {
+        Object(Option<String>),
+        Array(usize),
+    }
+    fn pointer(open: &[Open]) -> String {
+        let mut pointer = String::new();
+        for frame in open {
+            match frame {
+                Open::Object(Some(key)) => {
+                    pointer.push('/');
+                    pointer.push_str(&pointer_token(key));
+                }
+                Open::Object(None) => {}
+                Open::Array(index) => pointer.push_str(&format!("/{index}")),
+            }
+        }
+        pointer
+    }
+    let bytes = text.as_bytes();
+    let end = at.min(bytes.len());
+    let mut open: Vec<Open> = Vec::new();
+    // The path of the value that ended last, while nothing else has been read since.
+    let mut ended: Option<String> = None;
+    let mut i = 0;
+    while i < end {
+        match bytes[i] {
+            b' ' | b'\t' | b'\n' | b'\r' => {
+                i += 1;
+                continue;
+            }
+            b'{' => open.push(Open::Object(None)),
+            b'[' => open.push(Open::Array(0)),
+            b'}' | b']' => {
+                open.pop();
+                ended = Some(pointer(&open));
+                i += 1;
+                continue;
+            }
+            b',' => match open.last_mut() {
+                Some(Open::Array(index)) => *index += 1,
+                Some(Open::Object(key)) => *key = None,
+                None => {}
+            },
+            b':' => {}
+            b'"' => {
+                let start = i;
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+                i += 1;
+                let raw = text.get(start..i.min(bytes.len())).unwrap_or_default();
+                if let Some(Open::Object(key @ None)) = open.last_mut() {
+                    *key = Some(serde_json::from_str(raw).unwrap_or_default());
+                    ended = None;
+                } else {
+                    ended = Some(pointer(&open));
+                }
+                continue;
+            }
+            _ => {
+                while i < bytes.len()
+                    && !matches!(bytes[i], b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r')
+                {
+                    i += 1;
+                }
+                ended = Some(pointer(&open));
+                continue;
+            }
+        }
+        ended = None;
+        i += 1;
+    }
+    // Nothing ended since: inside a container, the container itself (not the member after its
+    // last key or comma).
+    ended.unwrap_or_else(|| pointer(&open[..open.len().saturating_sub(1)]))
+}
+
 /// The number literal that ends where serde_json stopped (1-based `line` and `column`), as the
 /// model wrote it: serde_json reports an integer beyond 64 bits as a float, losing its digits.
 fn number_before(text: &str, line: usize, column: usize) -> Option<&str> {
@@ -667,5 +752,90 @@ fn strip_position(message: &str) -> String {
     match message.rfind(" at line ") {
         Some(i) => message[..i].to_owned(),
         None => message.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+
+    #[derive(Deserialize, Debug)]
+    #[allow(dead_code, reason = "only the parse is tested")]
+    struct Line {
+        sku: String,
+        qty: u8,
+    }
+
+    #[derive(Deserialize, Debug)]
+    #[allow(dead_code, reason = "only the parse is tested")]
+    struct Order {
+        id: String,
+        lines: Vec<Line>,
+        #[serde(rename = "a/b~c")]
+        odd: Option<Line>,
+    }
+
+    /// The path serde_json's own error points at, as `failure` finds it.
+    fn path_of_error(text: &str) -> String {
+        let error = serde_json::from_str::<Order>(text).unwrap_err();
+        let value: Value = serde_json::from_str(text).unwrap();
+        from_serde(text, Some(&error), &value).path
+    }
+
+    #[test]
+    fn a_value_serde_refused_is_named_by_its_path() {
+        // A scalar in an array of structs, spread over lines.
+        let text = "{\"id\": \"o1\",\n \"lines\": [{\"sku\": \"a\", \"qty\": 1},\n  {\"sku\": \"b\", \"qty\": 2.0}]}";
+        assert_eq!(path_of_error(text), "/lines/1/qty");
+        // Out of the type's range.
+        let text = r#"{"id": "o1", "lines": [{"sku": "a", "qty": 300}]}"#;
+        assert_eq!(path_of_error(text), "/lines/0/qty");
+        // A key that needs escaping in a pointer, and escapes in the key's JSON text.
+        let text = r#"{"id": "o1", "lines": [], "a\/b~c": {"sku": "x", "qty": -1}}"#;
+        assert_eq!(path_of_error(text), "/a~1b~0c/qty");
+        // Whitespace before the next token does not move the path.
+        let text = "{\"id\": \"o1\", \"lines\": [{\"sku\": 7 , \"qty\": 1}]}";
+        assert_eq!(path_of_error(text), "/lines/0/sku");
+    }
+
+    #[test]
+    fn a_struct_serde_refused_is_named_by_the_struct_not_its_last_member() {
+        // A missing field: serde_json reports it past the struct's closing brace.
+        let text = r#"{"id": "o1", "lines": [{"sku": "a"}]}"#;
+        assert_eq!(path_of_error(text), "/lines/0");
+        // A duplicated field: reported past its second key; the violation names the field.
+        let text = r#"{"id": "o1", "lines": [{"sku": "a", "sku": "b", "qty": 1}]}"#;
+        let error = serde_json::from_str::<Order>(text).unwrap_err();
+        let value: Value = serde_json::from_str(text).unwrap();
+        let violation = from_serde(text, Some(&error), &value);
+        assert_eq!(violation.path, "/lines/0/sku");
+        assert_eq!(violation.rule, "duplicate");
+        let text = r#"{"id": "o1", "id": "o2", "lines": []}"#;
+        let error = serde_json::from_str::<Order>(text).unwrap_err();
+        let value: Value = serde_json::from_str(text).unwrap();
+        assert_eq!(from_serde(text, Some(&error), &value).path, "/id");
+    }
+
+    #[test]
+    fn positions_read_as_paths() {
+        let text = r#"{"a": [1, {"b": "x\"}"}, [true]], "c": null}"#;
+        // Just past `1`, past the string holding an escaped quote and brace, past `[true]`,
+        // and past `null`.
+        assert_eq!(path_at(text, text.find(", {").unwrap()), "/a/0");
+        assert_eq!(path_at(text, text.find("}, [").unwrap()), "/a/1/b");
+        assert_eq!(path_at(text, text.find("]]").unwrap() + 1), "/a/2");
+        assert_eq!(path_at(text, text.len() - 1), "/c");
+        // Just after a key, an opening bracket or a comma: the container.
+        assert_eq!(path_at(text, text.find(": [").unwrap()), "");
+        assert_eq!(path_at(text, text.find("{\"b").unwrap() + 1), "/a/1");
+        assert_eq!(path_at(text, text.find(", {").unwrap() + 1), "/a");
+        // The whole text, and a position past its end.
+        assert_eq!(path_at(text, text.len()), "");
+        assert_eq!(path_at(text, text.len() + 5), "");
+        // No position (serde_json gave none).
+        assert_eq!(byte_offset(text, 0, 0), None);
+        assert_eq!(byte_offset("{\n}", 2, 1), Some(3));
+        assert_eq!(byte_offset("{\n}", 2, 2), None);
     }
 }
