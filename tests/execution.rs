@@ -489,4 +489,3 @@ async fn the_benchmarks_unguarded_mode_runs_the_body_with_no_timeout() {
     );
     assert_eq!(outcome.elapsed(), Duration::from_secs(5));
 }
-
