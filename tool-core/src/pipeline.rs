@@ -87,7 +87,7 @@ pub(crate) trait DynTool: Send + Sync {
         session: &Session,
         shared: &Shared,
     ) -> Result<(), Box<Failure>>;
-    /// The typed checks of `arguments`, the parsed arguments kept for [`DynTool::attempts`]
+    /// The typed checks of `arguments`, the parsed arguments kept for [`DynTool::invoke`]
     /// (boxed: only the tool knows their type).
     fn validated(
         &self,
