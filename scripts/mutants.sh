@@ -10,31 +10,45 @@
 #   (idempotency/), validate (validate/ with validate/repair/). Default: all four, in that order.
 #   Extra args go to cargo-mutants, e.g. `scripts/mutants.sh execute -- --re 'breaker.rs'`
 #   (only the mutants whose names match), `-- --list` (count them, build nothing).
-#   A run replaces $MUTANTS_OUT/MODULE: re-run survivors into another MUTANTS_OUT.
+#   A run replaces $MUTANTS_OUT/MODULE unless MUTANTS_RESUME=1: then what an earlier run
+#   caught or found unviable is kept and only the rest is tested again (after adding tests).
 #
 # The tests per module: toolwright-core's unit tests (`--lib`) and the root crate's integration
-# tests named below, never the trybuild suite (tests/ui.rs) or the browser test, and no test
-# with `soak` in its name (minutes each: tests/conversation_store.rs's two replicas and a Redis
-# restart). Output:
-# $MUTANTS_OUT/MODULE/mutants.out/ (caught.txt, missed.txt, timeout.txt, unviable.txt).
+# tests named in `tests_of` below; never the trybuild suite (tests/ui.rs) or the browser test,
+# and no test with `soak` in its name (minutes each: tests/conversation_store.rs's two replicas
+# and a Redis restart). Two passes: every mutant against the unit tests, then what they missed
+# against the integration tests (and, for execute, a third: classify.rs's reqwest half against
+# fault-fixtures/tests/faults.rs). Debug impls are not mutated (see `mutants` below).
+#
+# Output: $MUTANTS_OUT/MODULE/summary.txt (counts and score, every survivor listed; a timeout
+# is not counted as caught), MODULE/{caught,missed,timeout,unviable}.txt over all passes, and
+# cargo-mutants' own MODULE/{unit,full,third}/mutants.out/ per pass (a log per mutant).
+# Directories (defaults under target/mutants/): MUTANTS_TARGET, the target dir, never another
+# build's; MUTANTS_WORK, the mutated copy; MUTANTS_OUT, the results.
 #
 # How: the tree is copied (with file times, so unchanged files are not rebuilt) to one stable
 # directory, $MUTANTS_WORK, and mutated in place there: the target dir keeps its builds between
-# runs, and the worktree stays free to edit while a run goes on. The unmutated tests run first
+# runs, and the worktree stays free to edit while a run goes on (build it into another target
+# dir: cargo gives both trees' artifacts the same names). The unmutated tests run first
 # there (a failing baseline would make every mutant look caught). In place means one build at a
-# time.
+# time, which is what a shared machine can spare anyway. Needs cargo-mutants (`cargo install
+# cargo-mutants`, 27.x) and, for guard and idempotency, redis-server.
 #
-# How long (two shared cores, 2026-12): the first run builds the workspace's test targets once
-# (3 to 5 min); then each mutant takes about 5 s with `--lib` only and 8 to 15 s with integration
-# tests (an incremental build of toolwright-core, then linking the test binaries). guard: 71
-# mutants; execute: 444; idempotency: 456; validate: 579. See docs/mutants.md for measured times.
+# How long, on this project's shared 2-core machine: the first run builds the workspace's test
+# targets once (3 to 5 min); then a mutant takes 2 to 5 s against the unit tests and 5 to 20 s
+# against the integration tests (an incremental build of toolwright-core and toolwright, then
+# linking the test binaries). Measured whole runs are in docs/mutants.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$root/target/mutants-target}
-work=${MUTANTS_WORK:-$CARGO_TARGET_DIR/mutants-src}
-out=${MUTANTS_OUT:-$CARGO_TARGET_DIR/mutants-out}
+# A target dir of its own: a build of the worktree into the same dir would overwrite the
+# mutated build between its build and its test (cargo names the artifacts of both trees alike).
+export CARGO_TARGET_DIR=${MUTANTS_TARGET:-$root/target/mutants/target}
+work=${MUTANTS_WORK:-$root/target/mutants/src}
+out=${MUTANTS_OUT:-$root/target/mutants/out}
+# MUTANTS_RESUME=1: keep what an earlier run of the module found and test only the rest.
+resume=${MUTANTS_RESUME:-0}
 # A missing redis-server fails the Redis store tests instead of skipping them.
 export TOOLWRIGHT_REQUIRE_REDIS=1
 
@@ -60,7 +74,8 @@ files_of() {
 tests_of() {
   case $1 in
     guard) echo "approval provenance promises_guards guard_order conversation_store" ;;
-    execute) echo "breaker promises_breaker execution fallback promises_fallback" ;;
+    # promises_idempotency: the key's hold is the execution seam's deadline.
+    execute) echo "breaker promises_breaker execution fallback promises_fallback promises_idempotency" ;;
     idempotency) echo "idempotency_store idempotency_pipeline promises_idempotency fingerprint_props" ;;
     validate) echo "repair deterministic_repair repair_claims exactness exact_bounds data_types schema" ;;
   esac
@@ -68,6 +83,15 @@ tests_of() {
 features_of() {
   case $1 in
     idempotency | guard) echo "redis" ;;
+    *) echo "" ;;
+  esac
+}
+# A third pass where another package's tests exercise part of a module: the package, its test
+# targets, and a regex of the mutants it is for. classify.rs's reqwest half (behind the
+# `reqwest` feature) is tested against real misbehaving HTTP servers in fault-fixtures.
+third_pass_of() {
+  case $1 in
+    execute) echo "toolwright-fault-fixtures faults reqwest_support" ;;
     *) echo "" ;;
   esac
 }
@@ -97,7 +121,7 @@ mutants() {
   # it. `soak` tests are skipped (minutes each).
   (cd "$work" && cargo mutants --in-place -p toolwright-core --test-package "$packages" \
     "${feature_args[@]}" "${args[@]}" "${file_args[@]}" --exclude-re 'impl (fmt::)?Debug for' \
-    --baseline skip --timeout 120 --build-timeout 600 -o "$dir" "$@" "${extra[@]}" \
+    --baseline skip --timeout 30 --build-timeout 600 -o "$dir" "$@" "${extra[@]}" \
     -- -- --skip soak) || status=$?
   # cargo-mutants exits 2 when a mutant was missed and 3 on a timeout: results, not failures.
   case $status in 0 | 2 | 3) ;; *) exit "$status" ;; esac
@@ -105,41 +129,80 @@ mutants() {
 
 count() { if [[ -f $1 ]]; then grep -c . "$1" || true; else echo 0; fi; }
 
+# What every pass found, in $out/$module/{caught,unviable,missed,timeout}.txt: after pass $1
+# (a mutants.out), what it caught or found unviable joins those lists and leaves the
+# survivors; what it missed or timed out on is a survivor.
+settle() {
+  local pass=$1 kind
+  cat "$pass"/{caught,unviable,missed,timeout}.txt >"$out/$module/seen.txt" 2>/dev/null || true
+  for kind in caught unviable missed timeout; do
+    touch "$out/$module/$kind.txt"
+    { case $kind in
+        missed | timeout) grep -vxF -f "$out/$module/seen.txt" "$out/$module/$kind.txt" || true ;;
+        *) cat "$out/$module/$kind.txt" ;;
+      esac
+      cat "$pass/$kind.txt" 2>/dev/null || true; } | sort -u >"$out/$module/$kind.next"
+    mv "$out/$module/$kind.next" "$out/$module/$kind.txt"
+  done
+  rm "$out/$module/seen.txt"
+}
+
+# Before a pass in DIR: everything caught or found unviable so far is skipped (`--iterate`
+# reads it from DIR/mutants.out).
+prime() {
+  rm -rf "$1/mutants.out" "$1/mutants.out.old"
+  mkdir -p "$1/mutants.out"
+  cat "$out/$module/caught.txt" "$out/$module/unviable.txt" >"$1/mutants.out/previously_caught.txt"
+}
+
 for module in "${modules[@]}"; do
   cargo_args=(--lib)
   for t in $(tests_of "$module"); do cargo_args+=("--test=$t"); done
   feature_args=()
   for f in $(features_of "$module"); do feature_args+=("--features=$f"); done
   files=$(files_of "$module")
+  read -r third_package third_tests third_re <<<"$(third_pass_of "$module")"
 
   if $listing; then
-    mutants "$out/$module/full" toolwright-core "$files" --lib --
+    mutants "$out/$module/list" toolwright-core "$files" --lib --
     continue
   fi
   echo "== $module: baseline (unmutated tests)"
   (cd "$work" && cargo test -p toolwright-core -p toolwright "${feature_args[@]}" "${cargo_args[@]}" \
     -q -- --skip soak)
+  if [[ -n $third_package ]]; then
+    (cd "$work" && cargo test -p "$third_package" --test="$third_tests" -q -- --skip soak)
+  fi
   start=$(date +%s)
-  rm -rf "$out/$module"
-  mkdir -p "$out/$module/full"
+  [[ $resume == 1 ]] || rm -rf "${out:?}/$module"
+  mkdir -p "$out/$module"
+  touch "$out/$module"/{caught,unviable,missed,timeout}.txt
   # Two passes. A mutant toolwright-core's unit tests catch costs one build of its test
-  # harness (2 to 5 s); only what they miss is built with the integration tests (5 to 15 s).
+  # harness (2 to 5 s); only what they miss is built with the integration tests (5 to 20 s).
   echo "== $module: against toolwright-core's unit tests"
-  mutants "$out/$module/unit" toolwright-core "$files" --lib --
-  cp -r "$out/$module/unit/mutants.out" "$out/$module/full/"
+  prime "$out/$module/unit"
+  mutants "$out/$module/unit" toolwright-core "$files" --lib -- --iterate
+  settle "$out/$module/unit/mutants.out"
   echo "== $module: what they missed, against the integration tests"
+  prime "$out/$module/full"
   mutants "$out/$module/full" toolwright-core,toolwright "$files" "${cargo_args[@]:1}" -- --iterate
+  settle "$out/$module/full/mutants.out"
+  if [[ -n $third_package ]]; then
+    echo "== $module: what is still missed of /$third_re/, against $third_package's $third_tests"
+    prime "$out/$module/third"
+    mutants "$out/$module/third" "$third_package" "$files" "--test=$third_tests" -- --iterate \
+      --re "$third_re"
+    settle "$out/$module/third/mutants.out"
+  fi
   seconds=$(($(date +%s) - start))
-  full=$out/$module/full/mutants.out
-  unit=$out/$module/unit/mutants.out
-  caught=$(($(count "$full/caught.txt") + $(count "$unit/caught.txt")))
-  unviable=$(($(count "$full/unviable.txt") + $(count "$unit/unviable.txt")))
-  missed=$(count "$full/missed.txt")
-  timeout=$(count "$full/timeout.txt")
+  caught=$(count "$out/$module/caught.txt")
+  unviable=$(count "$out/$module/unviable.txt")
+  missed=$(count "$out/$module/missed.txt")
+  timeout=$(count "$out/$module/timeout.txt")
   viable=$((caught + missed + timeout))
-  summary="$module: $((viable + unviable)) mutants, $caught caught, $missed missed, $timeout timeouts, $unviable unviable; $((viable ? 100 * (caught + timeout) / viable : 100))% of viable caught or timed out; ${seconds} s"
+  summary="$module: $((viable + unviable)) mutants, $caught caught, $missed missed, $timeout timeouts, $unviable unviable; $((viable ? 100 * caught / viable : 100))% of viable caught; ${seconds} s"
   echo "$summary" | tee "$out/$module/summary.txt"
   for kind in missed timeout; do
-    if [[ -s $full/$kind.txt ]]; then sed "s/^/  $kind: /" "$full/$kind.txt"; fi
+    sed "s/^/  $kind: /" "$out/$module/$kind.txt" | tee -a "$out/$module/summary.txt"
   done
 done

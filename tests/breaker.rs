@@ -413,6 +413,9 @@ async fn force_open_fails_every_call_until_reset() {
         "no one knows when"
     );
     assert_eq!(script.entered(), 0);
+    // Refused before its first attempt: nothing ran, so no retrying was stopped.
+    assert_eq!(outcome.attempts(), 0);
+    assert_eq!(outcome.retry_stop(), None);
 
     breaker.reset();
     assert_eq!(breaker.state(), BreakerState::Closed);
@@ -607,4 +610,29 @@ fn a_breaker_policy_for_an_unknown_tool_is_a_build_error() {
         built.err(),
         Some(toolwright::BuildError::UnknownBreakerTool("lokup".into()))
     );
+}
+
+/// Answers after 20 s.
+#[tool(read_only, timeout_ms = 60000)]
+async fn slow_report() -> Result<String, ToolError> {
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    Ok("report".into())
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_slow_success_counts_in_the_window_when_it_answers() {
+    let registry = Registry::builder()
+        .tool(SlowReport)
+        .breaker(BreakerPolicy::new().window(Duration::from_secs(30), 10))
+        .build()
+        .unwrap();
+    let outcome = registry
+        .call(ToolCall::new("c1", "slow_report", "{}"))
+        .await;
+    assert!(outcome.is_ok(), "{}", outcome.to_model_json());
+    // 45 s after the call began, 25 s after it answered: the answer is in the 30 s window, the
+    // call's start is not.
+    tokio::time::advance(Duration::from_secs(25)).await;
+    let stats = registry.breaker("slow_report").unwrap().stats();
+    assert_eq!((stats.calls, stats.failures), (1, 0));
 }

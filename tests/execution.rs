@@ -77,6 +77,10 @@ async fn permanent_failures_are_never_retried() {
         assert_eq!(outcome.retry_stop(), None);
         assert_eq!(message(&outcome), format!("scripted {kind}"));
         assert_eq!(outcome.elapsed(), Duration::ZERO, "no wait for {kind}");
+        // The one attempt is told, with how it ended.
+        let story = outcome.attempt_history();
+        assert_eq!(story.len(), 1, "{kind}");
+        assert_eq!((story[0].number(), story[0].error()), (1, Some(kind)));
     }
 }
 
@@ -417,4 +421,71 @@ async fn a_successful_attempt_is_timed_to_its_answer() {
     let quick = registry.call(call("lookup", 2)).await;
     assert_eq!(quick.attempt_history()[0].elapsed(), Duration::ZERO);
     assert_eq!(quick.attempt_history()[0].error(), None);
+}
+
+/// Fails with `unavailable` on its first attempt; then works (on the thread, without ever
+/// returning `Pending`) for a few milliseconds of real time and answers.
+#[tool(read_only, timeout_ms = 1000)]
+async fn busy_lookup(ctx: ToolContext, id: String) -> Result<String, ToolError> {
+    if ctx.attempt() == 1 && id == "flaky" {
+        return Err(ToolError::unavailable("the first attempt finds it down"));
+    }
+    std::thread::sleep(Duration::from_millis(3));
+    Ok(id)
+}
+
+// Real time: an attempt that answers on its first poll is timed by the registry's own clock
+// reads, which paused time would make zero.
+#[tokio::test]
+async fn attempts_that_never_waited_are_timed_too() {
+    let registry = Registry::builder()
+        .tool(BusyLookup)
+        .retry_policy(RetryPolicy::new().base(MS))
+        .breaker(BreakerPolicy::disabled())
+        .build()
+        .unwrap();
+
+    // One attempt that answered: one record, timed like the call itself.
+    let once = registry
+        .call(ToolCall::new("c1", "busy_lookup", r#"{"id":"steady"}"#))
+        .await;
+    assert_eq!(once.status(), Status::Success);
+    let story = once.attempt_history();
+    assert_eq!(story.len(), 1);
+    assert_eq!((story[0].number(), story[0].error()), (1, None));
+    assert_eq!(story[0].elapsed(), once.elapsed());
+
+    // A retried call: the attempt that answered is timed to its answer.
+    let retried = registry
+        .call(ToolCall::new("c2", "busy_lookup", r#"{"id":"flaky"}"#))
+        .await;
+    assert_eq!(
+        retried.status(),
+        Status::Success,
+        "{}",
+        retried.to_model_json()
+    );
+    let story = retried.attempt_history();
+    assert_eq!(story.len(), 2);
+    assert_eq!(story[0].error(), Some(ErrorKind::Unavailable));
+    assert!(story[1].elapsed() >= 3 * MS, "{:?}", story[1].elapsed());
+    assert!(story[1].elapsed() <= retried.elapsed());
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_benchmarks_unguarded_mode_runs_the_body_with_no_timeout() {
+    // `lookup` times out after 1 s; this attempt takes 5.
+    let script = Arc::new(Script::always(Step::Slow(Duration::from_secs(5))));
+    let guarded = builder(&script).build().unwrap();
+    let outcome = guarded.call(call("lookup", 1)).await;
+    assert_eq!(outcome.error_kind(), Some(ErrorKind::Timeout));
+    let bare = builder(&script).unguarded_for_benchmarks().build().unwrap();
+    let outcome = bare.call(call("lookup", 2)).await;
+    assert_eq!(
+        outcome.status(),
+        Status::Success,
+        "{}",
+        outcome.to_model_json()
+    );
+    assert_eq!(outcome.elapsed(), Duration::from_secs(5));
 }
