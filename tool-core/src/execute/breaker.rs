@@ -786,6 +786,116 @@ mod tests {
         );
     }
 
+    /// A breaker that opens on its first failure, cools down for 1 s (2 s after a failed
+    /// probe), and closes after `probes` successful probes; and the instant `secs` after its
+    /// origin with that instant in nanoseconds, as `admit` and `record` take them.
+    fn one_strike(probes: u32) -> (Breaker, impl Fn(u64) -> (Instant, u64)) {
+        let origin = Instant::now();
+        let policy = BreakerPolicy::new()
+            .min_calls(1)
+            .failure_rate(0.5)
+            .cooldown(Duration::from_secs(1))
+            .probes(probes);
+        let breaker = Breaker::new("t".into(), policy, Duration::from_millis(100), origin);
+        let at = move |secs: u64| (origin + Duration::from_secs(secs), secs * 1_000_000_000);
+        (breaker, at)
+    }
+
+    fn admitted(breaker: &Breaker, (now, _): (Instant, u64)) -> Permit<'_> {
+        breaker
+            .admit(now)
+            .unwrap_or_else(|r| panic!("refused in {:?}", r.state))
+    }
+
+    /// Opens `breaker`, lets one half-open generation take `probes` probes and fail, and opens
+    /// a second half-open generation, both of whose probes are out. Returns the first
+    /// generation's unused probe (now stale) and the second generation's two probes.
+    fn stale_and_current<'b>(
+        breaker: &'b Breaker,
+        at: &impl Fn(u64) -> (Instant, u64),
+    ) -> (Permit<'b>, Permit<'b>, Permit<'b>) {
+        admitted(breaker, at(0)).record(Verdict::Failure, at(0).1);
+        assert_eq!(breaker.load().state(), BreakerState::Open);
+        let failing = admitted(breaker, at(2));
+        let stale = admitted(breaker, at(2));
+        failing.record(Verdict::Failure, at(2).1);
+        assert_eq!(breaker.load().state(), BreakerState::Open);
+        let first = admitted(breaker, at(10));
+        let second = admitted(breaker, at(10));
+        assert_eq!(breaker.load().state(), BreakerState::HalfOpen);
+        assert!(breaker.admit(at(10).0).is_err(), "both probes are out");
+        (stale, first, second)
+    }
+
+    #[test]
+    fn a_stale_probes_success_does_not_count_toward_closing_a_later_half_open() {
+        let (breaker, at) = one_strike(2);
+        let (stale, first, second) = stale_and_current(&breaker, &at);
+        stale.record(Verdict::Success, at(11).1);
+        first.record(Verdict::Success, at(11).1);
+        assert_eq!(
+            breaker.load().state(),
+            BreakerState::HalfOpen,
+            "one of this generation's two probes succeeded, not two"
+        );
+        second.record(Verdict::Success, at(11).1);
+        assert_eq!(breaker.load().state(), BreakerState::Closed);
+    }
+
+    #[test]
+    fn a_stale_probes_failure_does_not_reopen_a_later_half_open() {
+        let (breaker, at) = one_strike(2);
+        let (stale, first, second) = stale_and_current(&breaker, &at);
+        let openings = breaker.openings.load(Ordering::Relaxed);
+        stale.record(Verdict::Failure, at(11).1);
+        assert_eq!(breaker.load().state(), BreakerState::HalfOpen);
+        assert_eq!(breaker.openings.load(Ordering::Relaxed), openings);
+        first.record(Verdict::Success, at(11).1);
+        second.record(Verdict::Success, at(11).1);
+        assert_eq!(breaker.load().state(), BreakerState::Closed);
+    }
+
+    #[test]
+    fn a_stale_probe_given_back_frees_no_slot_of_a_later_half_open() {
+        let (breaker, at) = one_strike(2);
+        let (stale, first, second) = stale_and_current(&breaker, &at);
+        stale.record(Verdict::Neutral, at(11).1);
+        assert!(
+            breaker.admit(at(11).0).is_err(),
+            "the later generation's two probes are still out"
+        );
+        drop((first, second));
+        assert!(breaker.admit(at(11).0).is_ok(), "their slots came back");
+    }
+
+    #[test]
+    fn a_probe_that_ends_neutral_gives_its_slot_to_the_next_caller() {
+        let (breaker, at) = one_strike(1);
+        admitted(&breaker, at(0)).record(Verdict::Failure, at(0).1);
+        let probe = admitted(&breaker, at(2));
+        assert!(breaker.admit(at(2).0).is_err(), "the one probe is out");
+        probe.record(Verdict::Neutral, at(2).1);
+        assert_eq!(breaker.load().state(), BreakerState::HalfOpen);
+        let again = admitted(&breaker, at(2));
+        assert!(breaker.admit(at(2).0).is_err(), "and is out again");
+        again.record(Verdict::Success, at(3).1);
+        assert_eq!(breaker.load().state(), BreakerState::Closed);
+    }
+
+    #[test]
+    fn a_permit_from_before_a_reset_or_a_forced_opening_changes_nothing() {
+        let (breaker, at) = one_strike(1);
+        admitted(&breaker, at(0)).record(Verdict::Failure, at(0).1);
+        let probe = admitted(&breaker, at(2));
+        breaker.reset();
+        probe.record(Verdict::Failure, at(2).1);
+        assert_eq!(breaker.load().state(), BreakerState::Closed);
+        let closed = admitted(&breaker, at(3));
+        breaker.force_open();
+        closed.record(Verdict::Failure, at(3).1);
+        assert_eq!(breaker.load().state(), BreakerState::ForcedOpen);
+    }
+
     #[test]
     fn the_state_word_round_trips() {
         let w = Word::new(BreakerState::HalfOpen, 12345, 7, 3);
