@@ -82,15 +82,8 @@ pub(crate) trait DynTool: Send + Sync {
     fn stats(&self) -> &ToolStats;
     fn required_state(&self) -> Vec<StateRequirement>;
     /// The typed checks of `arguments` (shape, field rules, semantic rule, provenance,
-    /// authorization), the parsed arguments dropped.
-    fn check(
-        &self,
-        arguments: &str,
-        session: &Session,
-        shared: &Shared,
-    ) -> Result<(), Box<Failure>>;
-    /// The typed checks of `arguments`, the parsed arguments kept for [`DynTool::invoke`]
-    /// (boxed: only the tool knows their type).
+    /// authorization), the parsed arguments kept for [`DynTool::invoke`] (boxed: only the tool
+    /// knows their type).
     fn validated(
         &self,
         arguments: &str,
@@ -192,14 +185,11 @@ pub(crate) fn run<'a>(
                 return rejected((spec, stats), call, *failure, session, shared)
             }
             // The repair pass is an ordinary stage over the type-erased tool, boxed (few
-            // calls need it); its text, once it passed, is read into the typed arguments.
+            // calls need it).
             Err(failure) => {
-                let repair: BoxFuture<'_, Result<Fixes, Box<Failure>>> =
+                let repair: BoxFuture<'_, Result<(Args, Fixes), Box<Failure>>> =
                     Box::pin(repair_call(tool, &mut call, failure, session, shared));
-                let repaired = repair.await.and_then(|fixes| {
-                    Ok((tool.validated(&call.arguments, session, shared)?, fixes))
-                });
-                match repaired {
+                match repair.await {
                     Ok(repaired) => repaired,
                     Err(failure) => {
                         return rejected((spec, stats), call, *failure, session, shared)
@@ -390,7 +380,7 @@ pub(crate) async fn grounding(
     if spec.fields().iter().any(|f| f.grounded_kind().is_some()) {
         // The checks run once to learn which ids they ask about (every one taken as known).
         let probe = Arc::new(durable::Overlay::probe());
-        let _ = tool.check(arguments, &session.in_call(probe.clone()), shared);
+        let _ = tool.validated(arguments, &session.in_call(probe.clone()), shared);
         asked = probe.asked();
     }
     let (overlay, edited) = match session.store() {
@@ -422,8 +412,8 @@ pub(crate) async fn revalidate(
     shared: &Shared,
 ) -> Result<(), Outcome> {
     let failure = match grounding(tool, arguments, session, None, shared).await {
-        Ok((in_call, _, _)) => match tool.check(arguments, &in_call, shared) {
-            Ok(()) => return Ok(()),
+        Ok((in_call, _, _)) => match tool.validated(arguments, &in_call, shared) {
+            Ok(_) => return Ok(()),
             Err(failure) => failure,
         },
         Err(failure) => failure,
@@ -563,16 +553,16 @@ fn interpreted(
 
 /// The repair pass: one more try at arguments that failed on their form, by the deterministic
 /// rules first (a mechanical slip costs no model round trip), then by the repairer. A repaired
-/// text is validated again, whole, and logged; on success the call carries it and the fixes
-/// that made it come back. Otherwise the model gets its own arguments' failure, never the
-/// repair's.
+/// text is validated again, whole, and logged; on success the call carries it, and its
+/// arguments and the fixes that made it come back. Otherwise the model gets its own arguments'
+/// failure, never the repair's.
 async fn repair_call(
     tool: &dyn DynTool,
     call: &mut Call,
     failure: Box<Failure>,
     session: &Session,
     shared: &Shared,
-) -> Result<Fixes, Box<Failure>> {
+) -> Result<(Args, Fixes), Box<Failure>> {
     let spec = tool.spec();
     let by_rules = shared
         .rules
@@ -583,7 +573,7 @@ async fn repair_call(
             let fixes = repaired.fixes();
             let text = repaired.into_text();
             match accept_repair(tool, call, failure, text, ("rules", fixes), session, shared) {
-                Ok(()) => return Ok(fixes),
+                Ok(args) => return Ok((args, fixes)),
                 Err(failure) => failure,
             }
         }
@@ -599,12 +589,12 @@ async fn repair_call(
         return Err(failure);
     };
     let model = Fixes::EMPTY.with(Fix::Model);
-    accept_repair(tool, call, failure, text, ("model", model), session, shared)?;
-    Ok(model)
+    let args = accept_repair(tool, call, failure, text, ("model", model), session, shared)?;
+    Ok((args, model))
 }
 
-/// A repair's text validated again, whole, and logged: on success the call carries it;
-/// otherwise the call's own failure comes back.
+/// A repair's text validated again, whole, and logged: on success the call carries it and its
+/// arguments come back; otherwise the call's own failure does.
 fn accept_repair(
     tool: &dyn DynTool,
     call: &mut Call,
@@ -613,15 +603,17 @@ fn accept_repair(
     by: (&str, Fixes),
     session: &Session,
     shared: &Shared,
-) -> Result<(), Box<Failure>> {
-    let passed = tool.check(&text, session, shared).is_ok();
-    let result = if passed { "repaired" } else { "still invalid" };
+) -> Result<Args, Box<Failure>> {
+    let args = tool.validated(&text, session, shared);
+    let result = if args.is_ok() {
+        "repaired"
+    } else {
+        "still invalid"
+    };
     repair::log(tool.spec().name(), &call.id, failure.kind, by, result);
-    if !passed {
-        return Err(failure);
-    }
+    let args = args.map_err(|_| failure)?;
     call.arguments = text;
-    Ok(())
+    Ok(args)
 }
 
 /// The repair stage's question: the repairer's corrected text, or `None` (logged) when it gave

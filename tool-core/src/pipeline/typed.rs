@@ -139,15 +139,6 @@ impl<T: Body> DynTool for Entry<T> {
         self.tool.required_state()
     }
 
-    fn check(
-        &self,
-        arguments: &str,
-        session: &Session,
-        shared: &Shared,
-    ) -> Result<(), Box<Failure>> {
-        self.validate(arguments, session, shared).map(drop)
-    }
-
     fn validated(
         &self,
         arguments: &str,
