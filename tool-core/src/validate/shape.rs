@@ -463,7 +463,7 @@ fn from_serde(text: &str, error: Option<&serde_json::Error>, value: &Value) -> V
         Some(e) => {
             let at = byte_offset(text, e.line(), e.column());
             let path = at.map_or_else(String::new, |at| path_at(text, at));
-            let literal = number_before(text, e.line(), e.column());
+            let literal = at.and_then(|at| number_before(text, at));
             (path, strip_position(&e.to_string()), literal)
         }
         None => (
@@ -718,18 +718,10 @@ fn path_at(text: &str, at: usize) -> String {
     ended.unwrap_or_else(|| pointer(&open[..open.len().saturating_sub(1)]))
 }
 
-/// The number literal that ends where serde_json stopped (1-based `line` and `column`), as the
-/// model wrote it: serde_json reports an integer beyond 64 bits as a float, losing its digits.
-fn number_before(text: &str, line: usize, column: usize) -> Option<&str> {
-    let start_of_line = match line {
-        0 | 1 => 0,
-        n => text.match_indices('\n').nth(n - 2)?.0 + 1,
-    };
-    let end = text
-        .get(start_of_line..)?
-        .get(..column)
-        .map(|_| start_of_line + column)?;
-    let head = text.get(..end)?;
+/// The number literal that ends at byte `at` (where serde_json stopped), as the model wrote it:
+/// serde_json reports an integer beyond 64 bits as a float, losing its digits.
+fn number_before(text: &str, at: usize) -> Option<&str> {
+    let head = text.get(..at)?;
     let start = head
         .rfind(|c: char| !matches!(c, '0'..='9' | '-' | '+' | '.' | 'e' | 'E'))
         .map_or(0, |i| i + 1);
