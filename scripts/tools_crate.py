@@ -8,14 +8,20 @@ rmcp 3.11 (`#[tool_router]` on an impl, parameters in a `Parameters<..>` struct)
     python3 scripts/tools_crate.py /tmp/tools100 100 /work/main --measure
 
 `--measure` writes the crate, builds its dependencies, then times (debug) a clean build of the
-crate alone, a rebuild after one tool's doc comment changed, and reports the debug binary's size
-and `cargo llvm-lines` total (set `CARGO_TARGET_DIR` to share built dependencies between
-crates). The lock file at PATH pins the dependencies, so both crates build
+crate alone and three kinds of rebuild, each after an edit that changes a line's length (so the
+text below it moves), three times each (median): the first tool's doc comment, the last tool's
+doc comment, and a comment line added at the top of the file (which moves every tool, and in
+the rmcp crate every parameter struct too); it reports the debug binary's size and the
+`cargo llvm-lines` total (set `CARGO_TARGET_DIR` to share built dependencies between crates).
+Times are CPU seconds (user + system) of the build, which move less than wall time on a
+loaded machine. The lock file at PATH pins the dependencies, so both crates build
 against the versions toolwright is tested with. Put the crates under /tmp, not in the repository.
 """
 import os
 import re
+import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -143,26 +149,67 @@ if "--measure" not in flags:
 
 
 def run(*cmd):
+    """Runs a command in the crate; its wall and CPU seconds (user + system of the children)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.monotonic()
     done = subprocess.run(cmd, cwd=out, capture_output=True, text=True)
     if done.returncode != 0:
         sys.exit(done.stderr[-4000:])
-    return time.monotonic() - started, done.stdout
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return time.monotonic() - started, cpu, done.stdout
+
+
+lib_path = os.path.join(out, "src", "lib.rs")
+
+
+def edit(pattern, replacement):
+    """Replaces the first line starting with `pattern` (after indentation) by `replacement`."""
+    with open(lib_path) as f:
+        text = f.read()
+    text, n = re.subn(r"^(\s*)" + re.escape(pattern) + r"[^\n]*", lambda m: m.group(1) + replacement,
+                      text, count=1, flags=re.M)
+    assert n == 1, pattern
+    with open(lib_path, "w") as f:
+        f.write(text)
+
+
+def prepend(line):
+    with open(lib_path) as f:
+        text = f.read()
+    with open(lib_path, "w") as f:
+        f.write(line + text)
+
+
+def rebuilds(name, change):
+    """The median CPU and wall seconds of three rebuilds, each after `change(round)`."""
+    cpu, wall = [], []
+    for r in range(3):
+        change(r)
+        w, c, _ = run("cargo", "build")
+        cpu.append(c)
+        wall.append(w)
+    return f"{name} {statistics.median(cpu):.1f} s CPU ({statistics.median(wall):.1f} s wall)"
 
 
 run("cargo", "build")  # dependencies
 run("cargo", "clean", "-p", name)
-clean, _ = run("cargo", "build")
-lib_path = os.path.join(out, "src", "lib.rs")
-with open(lib_path) as f:
-    text = f.read()
-with open(lib_path, "w") as f:
-    f.write(text.replace("Tool number 0: look", "Tool number 0 (edited): look", 1))
-touched, _ = run("cargo", "build")
+clean_wall, clean_cpu, _ = run("cargo", "build")
+last = count - 1
+results = [
+    f"clean build {clean_cpu:.1f} s CPU ({clean_wall:.1f} s wall)",
+    rebuilds("first tool's doc edited", lambda r: edit(
+        "/// Tool number 0:", f"/// Tool number 0: look something up{'!' * (r + 1)}")),
+    rebuilds("last tool's doc edited", lambda r: edit(
+        f"/// Tool number {last}:", f"/// Tool number {last}: look something up{'!' * (r + 1)}")),
+    rebuilds("a line added at the top", lambda r: edit(
+        "//! top", "//! top" + " x" * (r + 1)) if r else prepend("//! top\n")),
+]
 target = os.environ.get("CARGO_TARGET_DIR", os.path.join(out, "target"))
 binary = os.path.getsize(os.path.join(target, "debug", name))
-_, lines = run("cargo", "llvm-lines", "--lib")
+_, _, lines = run("cargo", "llvm-lines", "--lib")
 total = re.search(r"^\s*(\d+)\s.*\(TOTAL\)", lines, re.M)
-print(f"{name}: clean build {clean:.1f} s, rebuild after a doc edit {touched:.1f} s, "
-      f"debug binary {binary / 1e6:.1f} MB, llvm-lines {total.group(1) if total else '?'}")
+results.append(f"debug binary {binary / 1e6:.1f} MB")
+results.append(f"llvm-lines {total.group(1) if total else '?'}")
+print(f"{name}: " + "; ".join(results))
 print("\n".join(lines.splitlines()[:25]))

@@ -353,8 +353,11 @@ pub mod prelude {
 /// alone. The version in the name ties the macro crate to the facade of the same release: a
 /// `toolwright-macros` of another version fails to resolve this path instead of generating code
 /// against a runtime it does not match (serde names its `__private` module the same way).
+mod args;
+
 #[doc(hidden)]
 pub mod __private_v0_1 {
+    pub use crate::args::{args_schema, missing, value_once, ArgSchema, FieldIndex};
     pub use inventory;
     pub use schemars;
     pub use serde;
@@ -389,10 +392,10 @@ pub mod __private_v0_1 {
 
     /// The type of a tool parameter the model fills: deserializable, with a schema.
     ///
-    /// serde and schemars derive on a private mirror of the generated `<Fn>Args` struct whose
-    /// where-clause is `for<'__toolwright> P: ToolArgument` for each parameter type `P`, so
-    /// their expansions never check `P` themselves (which reported an unusable type several
-    /// times, with notes inside serde). The registration function proves each bound once, at
+    /// The generated `<Fn>Args` struct's `Deserialize` and `JsonSchema` impls have the
+    /// where-clause `for<'__toolwright> P: ToolArgument` for each parameter type `P`, so their
+    /// bodies never check `P` themselves (which reported an unusable type several times, with
+    /// notes inside serde). The registration function proves each bound once, at
     /// the parameter's type, so an unusable `P` is one error there, with the message below.
     /// As for [`ToolOutput`], the binder keeps rustc from rejecting the bound as trivially
     /// false where it is declared.

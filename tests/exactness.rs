@@ -422,3 +422,31 @@ async fn the_size_limit_is_configurable() {
         .unwrap()
         .contains("65 bytes long, more than the 64 bytes"));
 }
+
+#[tokio::test]
+async fn arguments_written_as_an_array_are_the_wrong_type_not_read_by_position() {
+    // The schema says object. The registry refuses an array before reading it...
+    let registry = Registry::builder().tool(Reserve).build().unwrap();
+    let outcome = registry
+        .call(ToolCall::new("call_1", "reserve", "[1, 2, 3, 4]"))
+        .await;
+    let envelope = outcome.to_model_json();
+    assert_eq!(envelope["error_type"], "schema_mismatch", "{envelope}");
+    assert_eq!(
+        envelope["message"],
+        "the arguments must be a JSON object, got an array of 4 items"
+    );
+    // ...and the arguments struct, read directly (a test, a replay), refuses it too rather
+    // than taking the values in the parameters' order.
+    let direct = toolwright::serde_json::from_str::<ReserveArgs>("[1, 2, 3, 4]");
+    assert_eq!(
+        direct.map(|_| ()).map_err(|e| e.to_string()),
+        Err("invalid type: sequence, expected struct ReserveArgs at line 1 column 0".to_string())
+    );
+    let object = toolwright::serde_json::from_str::<ReserveArgs>(r#"{"b": 1, "floors": 2}"#);
+    let object = object.map(|args| (args.b, args.c, args.floors));
+    assert_eq!(
+        object.map_err(|e| e.to_string()),
+        Ok((Some(1), None, Some(2)))
+    );
+}
