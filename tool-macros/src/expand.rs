@@ -196,11 +196,10 @@ fn registration(
     tool: &ToolFn,
     tool_ident: &Ident,
     output_bound: &TokenStream,
-    arg_bounds: &[TokenStream],
 ) -> (TokenStream, TokenStream) {
     let p = quote!(::toolwright::__private_v0_1);
     let register = register(tool);
-    let links = links(tool, tool_ident, output_bound, arg_bounds);
+    let links = links(tool, tool_ident, output_bound);
     match tool.owner {
         None => (
             quote! {
@@ -240,14 +239,9 @@ fn register(tool: &ToolFn) -> TokenStream {
 /// Link `k` carries the output bound and the bounds of the first `k` arguments; each link calls
 /// the next, and that call, spanned at argument `k`'s type, is the one place where its bound is
 /// proven. So an unusable argument is one error at its own type, and the `Tool` impl (which
-/// carries every bound, as the derives of the argument struct do) is never named with an unmet
-/// bound. Link 0 is named by the collection entry, where the output bound is proven.
-fn links(
-    tool: &ToolFn,
-    tool_ident: &Ident,
-    output_bound: &TokenStream,
-    arg_bounds: &[TokenStream],
-) -> Vec<TokenStream> {
+/// carries every bound, as the argument struct's impls do) is never named with an unmet bound.
+/// Link 0 is named by the collection entry, where the output bound is proven.
+fn links(tool: &ToolFn, tool_ident: &Ident, output_bound: &TokenStream) -> Vec<TokenStream> {
     let p = quote!(::toolwright::__private_v0_1);
     let args: Vec<&Param> = tool.args().collect();
     // Link `k + 1` is named after argument `k`, whose bound it adds: rustc's note reads
@@ -261,10 +255,19 @@ fn links(
         ),
     };
     // In the links, the bounds are located at `#[tool]`, so that note points there, as it
-    // does for the output bound, rather than at the type a second time.
-    let arg_bounds: Vec<TokenStream> = arg_bounds
+    // does for the output bound, rather than at the type a second time. The type keeps its
+    // own tokens: a type that does not resolve is then one error, at the parameter, not a
+    // second one at `#[tool]`.
+    let arg_bounds: Vec<TokenStream> = args
         .iter()
-        .map(|bound| located_at(bound, Span::call_site()))
+        .map(|param| {
+            let ty = &param.ty;
+            let (first, _) = token_spans(ty);
+            let at = |tokens: TokenStream| located_at(&tokens, Span::call_site());
+            let binder = at(quote_spanned!(first=> for<'__toolwright>));
+            let bound = at(quote_spanned!(first=> : ::toolwright::__private_v0_1::ToolArgument));
+            quote!(#binder #ty #bound)
+        })
         .collect();
     let types: Vec<&syn::Type> = args.iter().map(|param| &param.ty).collect();
     // A method's chain carries the impl's generics and takes the instance along.
@@ -421,7 +424,7 @@ pub fn expand(tool: &ToolFn) -> (TokenStream, TokenStream) {
     let args_struct = args_struct(tool, &names, &arg_bounds);
     let tool_struct = tool_struct(tool, &names);
     let tool_impl = tool_impl(tool, &names, &output_bound, &arg_bounds);
-    let (registration, register) = registration(tool, &names.tool, &output_bound, &arg_bounds);
+    let (registration, register) = registration(tool, &names.tool, &output_bound);
     // A method stays in its `impl`; the toolset emits it.
     let item = tool.owner.is_none().then_some(item);
     (
@@ -1224,7 +1227,7 @@ fn stub_type_checks(tool: &ToolFn, names: &Names) -> StubChecks {
     }
     let arg_bounds: Vec<TokenStream> = tool.args().map(argument_bound).collect();
     let output_bound = quote_spanned!(token_spans(ok).0=> for<'__toolwright> #ok: #p::ToolOutput);
-    let links = links(tool, &names.tool, &output_bound, &arg_bounds);
+    let links = links(tool, &names.tool, &output_bound);
     let mut bounds = vec![output_bound];
     bounds.extend(arg_bounds);
     StubChecks {
