@@ -732,6 +732,12 @@ mod tests {
         let nested = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
         assert_eq!(canon(&nested(128)), nested(128));
         assert!(Fingerprint::canonical_text(&nested(129)).is_none());
+        // Objects count toward the same limit, alone and mixed with arrays.
+        let objects = |n: usize| format!("{}1{}", r#"{"a":"#.repeat(n), "}".repeat(n));
+        assert_eq!(canon(&objects(128)), objects(128));
+        assert!(Fingerprint::canonical_text(&objects(129)).is_none());
+        let mixed = format!("{}{}{}", r#"{"a":"#.repeat(64), nested(65), "}".repeat(64));
+        assert!(Fingerprint::canonical_text(&mixed).is_none());
         let schema = schema();
         let text = r#"{ "fields": {}, "ratio": 2.50 }"#;
         assert_eq!(

@@ -241,3 +241,55 @@ impl KeyMode {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_view_of_a_key_is_the_header_text() {
+        let key = IdempotencyKey::derive("conv-7", "refund_order", "call_1");
+        assert_eq!(key.as_str(), "conv-7:refund_order:call_1");
+        assert_eq!(key.to_string(), "conv-7:refund_order:call_1");
+        assert_eq!(AsRef::<str>::as_ref(&key), "conv-7:refund_order:call_1");
+        assert_eq!(
+            IdempotencyKey::new("chosen-by-the-app").as_str(),
+            "chosen-by-the-app"
+        );
+    }
+
+    #[test]
+    fn a_colon_or_percent_in_a_part_is_encoded_so_no_call_reaches_into_another_scope() {
+        assert_eq!(
+            IdempotencyKey::derive("a:b", "t", "50%").as_str(),
+            "a%3Ab:t:50%25"
+        );
+        // Without the encoding both would be `a:t:x:t:y`.
+        assert_ne!(
+            IdempotencyKey::derive("a:t:x", "t", "y"),
+            IdempotencyKey::derive("a", "t", "x:t:y")
+        );
+        // An encoded text in a part stays apart from the character it encodes.
+        assert_ne!(
+            IdempotencyKey::derive("s", "t", "a%3Ab"),
+            IdempotencyKey::derive("s", "t", "a:b")
+        );
+    }
+
+    #[test]
+    fn the_fingerprint_mode_keys_a_call_by_its_arguments_not_its_id() {
+        let fp = Fingerprint::of("refund_order", r#"{"order_id":"A1"}"#);
+        assert_eq!(
+            KeyMode::CallId
+                .key("s", "refund_order", "call_1", &fp)
+                .as_str(),
+            "s:refund_order:call_1"
+        );
+        assert_eq!(
+            KeyMode::Fingerprint
+                .key("s", "refund_order", "call_1", &fp)
+                .as_str(),
+            format!("s:refund_order:fp-{fp}")
+        );
+    }
+}
