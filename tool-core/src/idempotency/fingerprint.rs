@@ -816,6 +816,106 @@ mod tests {
     }
 
     #[test]
+    fn escapes_anywhere_in_a_string_are_read() {
+        assert_eq!(canon(r#""\\""#), r#""\\""#);
+        assert_eq!(canon(r#""\"\"""#), r#""\"\"""#);
+        assert_eq!(
+            canon(r#"{"path":"C:\\dir\\file"}"#),
+            r#"{"path":"C:\\dir\\file"}"#
+        );
+    }
+
+    /// Whether `{"p":null}` and `{}` are one call where the optional property `p` has the
+    /// schema `property`.
+    fn null_erased(property: Value) -> bool {
+        let schema = json!({"type": "object", "properties": {"p": property}});
+        canon_with(&schema, r#"{"p":null}"#) == canon_with(&schema, "{}")
+    }
+
+    #[test]
+    fn null_is_erased_only_where_the_property_accepts_null() {
+        for admits in [
+            json!(true),
+            json!({}),
+            json!({"type": "null"}),
+            json!({"type": ["integer", "null"]}),
+            json!({"enum": ["a", null]}),
+            json!({"const": null}),
+            json!({"anyOf": [{"type": "string"}, {"type": "null"}]}),
+            json!({"oneOf": [{"type": "string"}, {"type": "null"}]}),
+        ] {
+            assert!(null_erased(admits.clone()), "{admits}");
+        }
+        // There a `null` is refused by the tool: kept, so it never shares a fingerprint with
+        // a call the tool accepts.
+        for refuses in [
+            json!(false),
+            json!({"type": "string"}),
+            json!({"type": ["string", "integer"]}),
+            json!({"enum": ["a", "b"]}),
+            json!({"const": "a"}),
+            json!({"anyOf": [{"type": "string"}, {"type": "integer"}]}),
+        ] {
+            assert!(!null_erased(refuses.clone()), "{refuses}");
+        }
+    }
+
+    #[test]
+    fn a_null_branch_is_looked_for_eight_levels_deep_and_a_cyclic_schema_ends() {
+        let nested = |levels: usize| {
+            (0..levels).fold(
+                json!({"type": "null"}),
+                |inner, _| json!({"anyOf": [{"type": "string"}, inner]}),
+            )
+        };
+        assert!(null_erased(nested(8)));
+        // Deeper, the null is kept: never erased on a guess.
+        assert!(!null_erased(nested(9)));
+        let cyclic = json!({
+            "type": "object",
+            "properties": {"p": {"$ref": "#/$defs/A"}},
+            "$defs": {"A": {"anyOf": [{"$ref": "#/$defs/A"}, {"type": "string"}]}}
+        });
+        assert_ne!(
+            canon_with(&cyclic, r#"{"p":null}"#),
+            canon_with(&cyclic, "{}")
+        );
+    }
+
+    #[test]
+    fn a_number_is_a_float_only_where_the_schema_admits_nothing_else() {
+        let same = |property: Value, a: &str, b: &str| {
+            let schema = json!({"type": "object", "properties": {"n": property}});
+            canon_with(&schema, &format!(r#"{{"n":{a}}}"#))
+                == canon_with(&schema, &format!(r#"{{"n":{b}}}"#))
+        };
+        let (a, b) = ("0.1", "0.10000000000000001");
+        let (c, d) = ("0.1", "0.100000001");
+        // A required `f64` or `f32`.
+        assert!(same(json!({"type": "number", "format": "double"}), a, b));
+        assert!(same(json!({"type": "number", "format": "float"}), c, d));
+        // A number that may be something else, or has no float format: exact.
+        assert!(!same(
+            json!({"type": ["number", "string"], "format": "double"}),
+            a,
+            b
+        ));
+        assert!(!same(
+            json!({"type": ["number", "string"], "format": "float"}),
+            c,
+            d
+        ));
+        assert!(!same(json!({"type": "integer", "format": "double"}), a, b));
+        assert!(!same(json!({"type": "number"}), a, b));
+        // The values of a map follow `additionalProperties`.
+        let map = json!({"type": "object", "additionalProperties": {"type": "number", "format": "double"}});
+        assert_eq!(
+            canon_with(&map, r#"{"x":0.1}"#),
+            canon_with(&map, r#"{"x":0.10000000000000001}"#)
+        );
+    }
+
+    #[test]
     fn of_a_key_given_twice_the_last_counts() {
         assert_eq!(canon(r#"{"a":1,"b":2,"a":3}"#), r#"{"a":3,"b":2}"#);
     }
