@@ -709,6 +709,9 @@ mod tests {
         assert_eq!(canon("1e-41"), format!("0.{}1", "0".repeat(40)));
         assert_eq!(canon("1e-42"), "1e-42");
         assert_eq!(canon("-1.5e-42"), "-1.5e-42");
+        // Exponents up to 15 digits are read as numbers, so two spellings of one value meet.
+        assert_eq!(canon("1e100000000000000"), canon("10e99999999999999"));
+        assert_eq!(canon("1e100000000000000"), "1e100000000000000");
         // A float field: integral values below 2^53 as integers, 2^53 and above as floats.
         let schema = schema();
         assert_eq!(
