@@ -426,3 +426,137 @@ impl MemoryStoreBuilder {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SECOND: Duration = Duration::from_secs(1);
+    const MILLI: Duration = Duration::from_millis(1);
+
+    fn call(call_id: &str) -> (IdempotencyKey, Fingerprint) {
+        let fp = Fingerprint::of("refund_order", r#"{"order_id":"A1"}"#);
+        (IdempotencyKey::derive("s", "refund_order", call_id), fp)
+    }
+
+    fn done(data: &str) -> StoredOutcome {
+        StoredOutcome::from_json(&format!(
+            r#"{{"status":"success","data":"{data}","attempts":1}}"#
+        ))
+        .unwrap()
+    }
+
+    async fn start(store: &MemoryStore, key: &IdempotencyKey, fp: &Fingerprint) -> Lease {
+        match store.begin(key, fp, DEFAULT_LOCK_TTL).await.unwrap() {
+            Begin::Started(lease) => lease,
+            other => panic!("expected Started, got {other:?}"),
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_key_is_forgotten_exactly_when_its_ttl_ends() {
+        let store = MemoryStore::builder().key_ttl(600 * SECOND).build();
+        assert_eq!(store.key_ttl(), 600 * SECOND);
+        let (key, fp) = call("call_1");
+        let lease = start(&store, &key, &fp).await;
+        store.complete(&lease, &done("R1")).await.unwrap();
+        tokio::time::advance(600 * SECOND - MILLI).await;
+        assert!(matches!(
+            store.begin(&key, &fp, DEFAULT_LOCK_TTL).await.unwrap(),
+            Begin::Replay(_)
+        ));
+        tokio::time::advance(MILLI).await;
+        assert_eq!(start(&store, &key, &fp).await.prior(), Prior::Fresh);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_lock_holds_until_exactly_its_ttl() {
+        let store = MemoryStore::new();
+        let (key, fp) = call("call_1");
+        let lock = 10 * SECOND;
+        let first = store.begin(&key, &fp, lock).await.unwrap();
+        assert!(matches!(first, Begin::Started(_)));
+        tokio::time::advance(lock - MILLI).await;
+        assert_eq!(
+            store.begin(&key, &fp, lock).await.unwrap(),
+            Begin::InFlight { retry_after: MILLI }
+        );
+        tokio::time::advance(MILLI).await;
+        let Begin::Started(second) = store.begin(&key, &fp, lock).await.unwrap() else {
+            panic!("an expired lock is taken over")
+        };
+        assert_eq!(second.prior(), Prior::LockExpired);
+        assert_eq!(second.unknown_effects(), 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_its_key_outlived_records_nothing() {
+        let store = MemoryStore::builder().key_ttl(10 * SECOND).build();
+        let (key, fp) = call("call_1");
+        let Begin::Started(lease) = store.begin(&key, &fp, 10 * SECOND).await.unwrap() else {
+            panic!("a fresh key starts")
+        };
+        tokio::time::advance(10 * SECOND).await;
+        assert_eq!(
+            store.complete(&lease, &done("R1")).await.unwrap(),
+            Settled::LeaseLost
+        );
+        assert_eq!(start(&store, &key, &fp).await.prior(), Prior::Fresh);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_lock_longer_than_the_key_ttl_keeps_the_key() {
+        let store = MemoryStore::builder().key_ttl(10 * SECOND).build();
+        let (key, fp) = call("call_1");
+        let _lease = start(&store, &key, &fp).await;
+        tokio::time::advance(DEFAULT_LOCK_TTL - SECOND).await;
+        assert!(matches!(
+            store.begin(&key, &fp, DEFAULT_LOCK_TTL).await.unwrap(),
+            Begin::InFlight { .. }
+        ));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_default_store_keeps_twenty_thousand_small_outcomes() {
+        const KEYS: usize = 20_000;
+        let store = MemoryStore::new();
+        let outcome = done("R1");
+        for i in 0..KEYS {
+            let (key, fp) = call(&format!("call_{i}"));
+            let lease = start(&store, &key, &fp).await;
+            store.complete(&lease, &outcome).await.unwrap();
+        }
+        assert_eq!(store.entry_count(), KEYS as u64);
+        assert!(store.weighted_size() <= DEFAULT_MAX_BYTES);
+        for i in [0, KEYS / 2, KEYS - 1] {
+            let (key, fp) = call(&format!("call_{i}"));
+            let begin = store.begin(&key, &fp, DEFAULT_LOCK_TTL).await.unwrap();
+            assert_eq!(begin, Begin::Replay(outcome.clone()), "call_{i}");
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_key_weighs_its_text_and_its_outcome() {
+        const KEY: usize = 10_000;
+        const DATA: usize = 5_000;
+        let store = MemoryStore::new();
+        let (key, fp) = call(&"k".repeat(KEY));
+        let lease = start(&store, &key, &fp).await;
+        store
+            .complete(&lease, &done(&"x".repeat(DATA)))
+            .await
+            .unwrap();
+        // The key's text and the outcome's bytes, plus the record and the cache's bookkeeping
+        // (a few hundred bytes).
+        let size = store.weighted_size() as usize;
+        assert!(
+            (KEY + DATA..KEY + DATA + 1024).contains(&size),
+            "{size} bytes for a {KEY}-byte key and {DATA} bytes of outcome"
+        );
+        // Weighing it again kept it.
+        assert!(matches!(
+            store.begin(&key, &fp, DEFAULT_LOCK_TTL).await.unwrap(),
+            Begin::Replay(_)
+        ));
+    }
+}
