@@ -470,6 +470,22 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
+    async fn the_default_store_keeps_a_key_for_a_day() {
+        let store = MemoryStore::new();
+        assert_eq!(store.key_ttl(), 24 * 3600 * SECOND);
+        let (key, fp) = call("call_1");
+        let lease = start(&store, &key, &fp).await;
+        store.complete(&lease, &done("R1")).await.unwrap();
+        tokio::time::advance(24 * 3600 * SECOND - MILLI).await;
+        assert!(matches!(
+            store.begin(&key, &fp, DEFAULT_LOCK_TTL).await.unwrap(),
+            Begin::Replay(_)
+        ));
+        tokio::time::advance(MILLI).await;
+        assert_eq!(start(&store, &key, &fp).await.prior(), Prior::Fresh);
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn a_lock_holds_until_exactly_its_ttl() {
         let store = MemoryStore::new();
         let (key, fp) = call("call_1");

@@ -441,4 +441,38 @@ mod tests {
         assert_eq!(e.kind(), ErrorKind::Unavailable);
         assert!(e.is_never_started());
     }
+
+    #[test]
+    fn a_definitive_answer_is_stored_and_replayed() {
+        for kind in [
+            ErrorKind::AuthExpired,
+            ErrorKind::PermissionDenied,
+            ErrorKind::NotFound,
+            ErrorKind::BadRequest,
+            ErrorKind::InvalidResult,
+        ] {
+            let d = Disposition::for_kind(Status::Error, Some(kind), false);
+            assert_eq!(d, Disposition::Complete, "{kind}");
+        }
+    }
+
+    #[test]
+    fn a_store_error_names_what_failed_and_keeps_its_cause() {
+        let cause = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused by host");
+        let e = StoreError::backend(cause);
+        assert_eq!(
+            e.to_string(),
+            "the idempotency store failed: refused by host"
+        );
+        assert_eq!(
+            e.source().map(ToString::to_string).as_deref(),
+            Some("refused by host")
+        );
+        let e = StoreError::Corrupt("begin answered None".into());
+        assert_eq!(
+            e.to_string(),
+            "the idempotency store answered something unreadable: begin answered None"
+        );
+        assert!(e.source().is_none());
+    }
 }

@@ -173,6 +173,7 @@ impl Eq for StoredOutcome {}
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn success(data: &str) -> Outcome {
         let mut outcome = Outcome::success(
@@ -221,6 +222,64 @@ mod tests {
         envelope["replayed"] = true.into();
         assert_eq!(replay.to_model_json(), envelope);
         assert_eq!(replay.retry_after(), Some(Duration::from_millis(1500)));
+    }
+
+    #[test]
+    fn the_views_of_a_stored_error_are_what_the_call_answered() {
+        let mut failure = Failure::new(ErrorKind::NotFound, "order Z9 does not exist");
+        failure.retryable = false;
+        let mut original = Outcome::failed("c1".into(), Arc::from("refund_order"), failure);
+        original.attempts = 3;
+        original.data = Some(RawValue::from_string(r#"{"hint":1}"#.into()).unwrap());
+        let stored = StoredOutcome::from_outcome(&original);
+        assert_eq!(stored.status(), Status::Error);
+        assert_eq!(stored.error_kind(), Some(ErrorKind::NotFound));
+        assert_eq!(stored.message(), Some("order Z9 does not exist"));
+        assert_eq!(stored.data().map(RawValue::get), Some(r#"{"hint":1}"#));
+        assert_eq!(stored.attempts(), 3);
+    }
+
+    #[test]
+    fn a_record_weighs_its_message_and_data() {
+        let record = |message: &str, data: &str| {
+            StoredOutcome::from_json(&format!(
+                r#"{{"status":"error","error_type":"not_found","message":"{message}","data":"{data}"}}"#
+            ))
+            .unwrap()
+            .weight()
+        };
+        let (message, data) = (1_000, 3_000);
+        let weight = record(&"m".repeat(message), &"d".repeat(data));
+        // The bytes of both (data as JSON text: its quotes too), plus the record itself.
+        let floor = message + data + 2;
+        assert!(
+            (floor..floor + 512).contains(&weight),
+            "{weight} bytes for {message} of message and {data} of data"
+        );
+    }
+
+    #[test]
+    fn two_records_are_equal_only_when_every_field_is() {
+        let base = json!({
+            "status": "error", "error_type": "rate_limited", "message": "m", "retryable": true,
+            "retry_after_ms": 5, "data": {"a": 1}, "attempts": 2, "degraded": "timeout"
+        });
+        let parse = |v: &serde_json::Value| StoredOutcome::from_json(&v.to_string()).unwrap();
+        assert_eq!(parse(&base), parse(&base));
+        for (field, other) in [
+            ("status", json!("success")),
+            ("error_type", json!("timeout")),
+            ("message", json!("n")),
+            ("retryable", json!(false)),
+            ("retry_after_ms", json!(6)),
+            ("data", json!({"a": 2})),
+            ("attempts", json!(3)),
+            ("degraded", json!("unavailable")),
+        ] {
+            let mut changed = base.clone();
+            changed[field] = other;
+            assert_ne!(parse(&base), parse(&changed), "{field}");
+        }
     }
 
     #[test]
