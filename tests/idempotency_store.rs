@@ -626,6 +626,42 @@ async fn redis_a_successful_call_costs_two_round_trips() {
 
 #[cfg(feature = "redis")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_a_record_lives_its_key_ttl_on_the_server_and_its_lock_goes_when_settled() {
+    use toolwright::idempotency::redis::AsyncCommands;
+
+    let Some(h) = redis_harness::Redis::start().await else {
+        return;
+    };
+    let ttl = Duration::from_secs(600);
+    let store = toolwright::idempotency::RedisStore::builder()
+        .prefix("ttl:")
+        .key_ttl(ttl)
+        .connect(&h.server.url())
+        .await
+        .unwrap();
+    assert_eq!(store.key_ttl(), ttl);
+    assert_eq!(store.prefix(), "ttl:");
+    let (key, fp) = call("call_1", ARGS);
+    let record = format!("ttl:{{{}}}", key.as_str());
+    let lock = format!("{record}:lock");
+    let mut raw = h.raw.clone();
+    let lease = started(begin(&store, &key, &fp).await);
+    // While the call runs: the lock for the lock TTL, the record for the longer of the two.
+    let lock_ms: i64 = raw.pttl(&lock).await.unwrap();
+    assert!(lock_ms > 0 && lock_ms <= 90_000, "{lock_ms}");
+    store.complete(&lease, &stored(ARGS).await).await.unwrap();
+    let exists: bool = raw.exists(&lock).await.unwrap();
+    assert!(!exists, "the lock is deleted when the call settles");
+    // A minute of margin: the server's clock runs on a loaded machine.
+    let record_ms: i64 = raw.pttl(&record).await.unwrap();
+    assert!(
+        (540_000..=600_000).contains(&record_ms),
+        "{record_ms} ms left of a 600 s key TTL"
+    );
+}
+
+#[cfg(feature = "redis")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_two_replicas_share_one_key() {
     let Some(h) = redis_harness::Redis::start().await else {
         return;
