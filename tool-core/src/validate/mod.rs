@@ -48,7 +48,8 @@ pub(crate) fn pointer_token(key: &str) -> String {
 
 /// A JSON Pointer with absurdly long tokens shortened (see [`shown_key`]).
 pub(crate) fn bounded_pointer(pointer: &str) -> Cow<'_, str> {
-    if pointer.len() <= 4 * KEY_CHARS {
+    // No token of a pointer this short can be over the limit.
+    if pointer.len() <= KEY_CHARS {
         return Cow::Borrowed(pointer);
     }
     let mut out = String::with_capacity(4 * KEY_CHARS);
@@ -512,6 +513,38 @@ mod tests {
         let bounded = bounded_pointer(&pointer);
         assert_eq!(bounded, format!("/counts/{token}/0"));
         assert_eq!(bounded_pointer("/legs/0/from"), "/legs/0/from");
+        // A long key is cut in a short pointer too, as `pointer_token` names it elsewhere in
+        // the same failure; keys up to the limit are kept whole.
+        let long = "k".repeat(100);
+        assert_eq!(
+            bounded_pointer(&format!("/{long}")),
+            format!("/{}", pointer_token(&long))
+        );
+        assert_ne!(pointer_token(&long), long);
+        let limit = "k".repeat(KEY_CHARS);
+        let pointer = format!("/{limit}/{limit}/{limit}/{limit}/{limit}");
+        assert_eq!(bounded_pointer(&pointer), pointer);
+    }
+
+    #[test]
+    fn any_value_is_previewed_by_its_type_and_scalars_by_their_value() {
+        use serde_json::json;
+        assert_eq!(preview_json(&json!(null)), "null");
+        assert_eq!(preview_json(&json!(true)), "boolean true");
+        assert_eq!(preview_json(&json!(2.5)), "number 2.5");
+        assert_eq!(preview_json(&json!("AB")), "string \"AB\"");
+        assert_eq!(preview_json(&json!([1])), "an array of 1 item");
+        assert_eq!(preview_json(&json!([1, 2])), "an array of 2 items");
+        assert_eq!(preview_json(&json!({"a": 1})), "an object with 1 field");
+        assert_eq!(preview_json(&json!({})), "an object with 0 fields");
+    }
+
+    #[test]
+    fn the_default_size_limit_takes_a_mebibyte() {
+        let mebibyte = "x".repeat(1024 * 1024);
+        assert!(check_size(&mebibyte, DEFAULT_MAX_ARGUMENT_BYTES).is_ok());
+        let over = format!("{mebibyte}x");
+        assert!(check_size(&over, DEFAULT_MAX_ARGUMENT_BYTES).is_err());
     }
 
     #[test]
