@@ -120,7 +120,7 @@ mutants() {
   # Debug impls are left out: their text is for people reading logs, and no contract rests on
   # it. `soak` tests are skipped (minutes each).
   (cd "$work" && cargo mutants --in-place -p toolwright-core --test-package "$packages" \
-    "${feature_args[@]}" "${args[@]}" "${file_args[@]}" --exclude-re 'impl (fmt::)?Debug for' \
+    "${feature_args[@]}" "${args[@]}" "${file_args[@]}" --exclude-re 'impl (std::)?(fmt::)?Debug for' \
     --baseline skip --timeout 30 --build-timeout 600 -o "$dir" "$@" "${extra[@]}" \
     -- -- --skip soak) || status=$?
   # cargo-mutants exits 2 when a mutant was missed and 3 on a timeout: results, not failures.

@@ -540,6 +540,23 @@ mod tests {
     }
 
     #[test]
+    fn a_sensitive_value_is_described_by_its_kind_alone() {
+        use serde_json::json;
+        assert_eq!(describe(None), "a value");
+        assert_eq!(describe(Some(&json!(null))), "null");
+        assert_eq!(describe(Some(&json!(true))), "a boolean");
+        assert_eq!(describe(Some(&json!(-5))), "an integer");
+        assert_eq!(describe(Some(&json!(u64::MAX))), "an integer");
+        assert_eq!(describe(Some(&json!(2.5))), "a number");
+        assert_eq!(describe(Some(&json!("4111"))), "a string of 4 characters");
+        assert_eq!(describe(Some(&json!([1]))), "a list of 1 item");
+        assert_eq!(
+            describe(Some(&json!({"a": 1, "b": 2}))),
+            "an object with 2 fields"
+        );
+    }
+
+    #[test]
     fn the_default_size_limit_takes_a_mebibyte() {
         let mebibyte = "x".repeat(1024 * 1024);
         assert!(check_size(&mebibyte, DEFAULT_MAX_ARGUMENT_BYTES).is_ok());

@@ -242,3 +242,48 @@ pub fn parse_reply(reply: &str) -> Repair {
         _ => Repair::Abort,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::tool::ToolMeta;
+
+    #[test]
+    fn a_repair_request_shows_the_repairer_the_rejected_call() {
+        let schema = json!({"type": "object", "properties": {"amount": {"type": "number"}}});
+        let spec = ToolSpec {
+            name: Arc::from("refund_order"),
+            meta: ToolMeta::new("refund_order", "Refund an order."),
+            input_schema: Arc::new(schema.clone()),
+            output_schema: Arc::new(json!({})),
+            timeout: Duration::from_secs(1),
+            returns_content: false,
+        };
+        let failure = Failure::new(
+            ErrorKind::SchemaMismatch,
+            "`amount` must be a number, got string \"5\"",
+        );
+        let request = RepairRequest {
+            spec: &spec,
+            call_id: "call_7",
+            arguments: r#"{"amount":"5"}"#,
+            failure: &failure,
+        };
+        assert_eq!(request.tool(), "refund_order");
+        assert_eq!(request.call_id(), "call_7");
+        assert_eq!(request.input_schema(), &schema);
+        assert_eq!(request.arguments(), r#"{"amount":"5"}"#);
+        assert_eq!(request.error_kind(), ErrorKind::SchemaMismatch);
+        assert_eq!(request.error(), failure.message);
+        let prompt = request.prompt();
+        assert!(prompt.starts_with("Your previous call to `refund_order` was rejected:"));
+        let schema_text = schema.to_string();
+        for part in [failure.message.as_str(), r#"{"amount":"5"}"#, &schema_text] {
+            assert!(prompt.contains(part), "{prompt}");
+        }
+    }
+}
