@@ -263,10 +263,17 @@ mod tests {
             timeout: Duration::from_secs(1),
             returns_content: false,
         };
-        let failure = Failure::new(
+        let mut failure = Failure::new(
             ErrorKind::SchemaMismatch,
             "`amount` must be a number, got string \"5\"",
         );
+        failure.violations = vec![Violation {
+            path: "/amount".into(),
+            rule: "type",
+            expected: "a number".into(),
+            got: Some("string \"5\"".into()),
+            message: failure.message.clone(),
+        }];
         let request = RepairRequest {
             spec: &spec,
             call_id: "call_7",
@@ -279,6 +286,7 @@ mod tests {
         assert_eq!(request.arguments(), r#"{"amount":"5"}"#);
         assert_eq!(request.error_kind(), ErrorKind::SchemaMismatch);
         assert_eq!(request.error(), failure.message);
+        assert_eq!(request.violations(), failure.violations.as_slice());
         let prompt = request.prompt();
         assert!(prompt.starts_with("Your previous call to `refund_order` was rejected:"));
         let schema_text = schema.to_string();
