@@ -552,6 +552,17 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
+    async fn a_small_outcome_fits_in_the_room_its_key_was_given() {
+        let store = MemoryStore::new();
+        let (key, fp) = call("call_1");
+        let lease = start(&store, &key, &fp).await;
+        let running = store.weighted_size();
+        store.complete(&lease, &done("R1")).await.unwrap();
+        // No second cache write to weigh it again: the key already had room for it.
+        assert_eq!(store.weighted_size(), running);
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn a_key_weighs_its_text_and_its_outcome() {
         const KEY: usize = 10_000;
         const DATA: usize = 5_000;
@@ -565,8 +576,15 @@ mod tests {
         // The key's text and the outcome's bytes, plus the record and the cache's bookkeeping
         // (a few hundred bytes).
         let size = store.weighted_size() as usize;
+        // Never less than what the store holds for it: the key's text, the outcome's bytes, and
+        // the slot, record and stored outcome themselves.
+        let held = KEY
+            + DATA
+            + std::mem::size_of::<Slot>()
+            + std::mem::size_of::<Record>()
+            + std::mem::size_of::<StoredOutcome>();
         assert!(
-            (KEY + DATA..KEY + DATA + 1024).contains(&size),
+            (held..KEY + DATA + 1024).contains(&size),
             "{size} bytes for a {KEY}-byte key and {DATA} bytes of outcome"
         );
         // Weighing it again kept it.
