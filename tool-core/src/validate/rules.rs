@@ -418,6 +418,67 @@ mod tests {
     }
 
     #[test]
+    fn every_argument_type_is_checked_and_an_absent_option_passes() {
+        use std::collections::{BTreeMap, HashMap};
+        let name = String::from("abcd");
+        assert_eq!(
+            run(|r| length(&name, "name", None, Some(3), r)),
+            ["`name` must be at most 3 characters long, got 4 characters"]
+        );
+        assert_eq!(
+            run(|r| length(&Some(name.clone()), "name", None, Some(3), r)),
+            ["`name` must be at most 3 characters long, got 4 characters"]
+        );
+        assert!(run(|r| length(&None::<String>, "name", Some(1), None, r)).is_empty());
+        let map: HashMap<String, u8> = [("a".into(), 1), ("b".into(), 2)].into();
+        assert_eq!(
+            run(|r| length(&map, "tags", None, Some(1), r)),
+            ["`tags` must be at most 1 entry long, got 2 entries"]
+        );
+        let tree: BTreeMap<String, u8> = [("a".into(), 1), ("b".into(), 2)].into();
+        assert_eq!(
+            run(|r| length(&tree, "tags", Some(3), None, r)),
+            ["`tags` must be at least 3 entries long, got 2 entries"]
+        );
+        let (lo, hi) = (Some(Number::int(1)), Some(Number::int(20)));
+        assert_eq!(
+            run(|r| range(&Some(50u32), "max", lo, hi, r)),
+            ["`max` must be at most 20, got 50"]
+        );
+        assert!(run(|r| range(&None::<u32>, "max", lo, hi, r)).is_empty());
+        static P: LazyPattern = LazyPattern::new("^[A-Z]{3}$");
+        assert_eq!(P.source(), "^[A-Z]{3}$");
+        let text = String::from("sfo");
+        assert_eq!(run(|r| pattern(&text, "origin", &P, r)).len(), 1);
+        assert_eq!(
+            run(|r| pattern(&Some(text.clone()), "origin", &P, r)).len(),
+            1
+        );
+        assert_eq!(
+            run(|r| one_of(&Some(text.clone()), "origin", &["SFO"], r)),
+            ["`origin` must be one of \"SFO\", got \"sfo\""]
+        );
+        assert!(run(|r| pattern(&String::from("SFO"), "origin", &P, r)).is_empty());
+        assert!(run(|r| one_of(&None::<String>, "origin", &["SFO"], r)).is_empty());
+    }
+
+    #[test]
+    fn bounds_are_inclusive_and_nan_breaks_a_single_bound_too() {
+        assert!(run(|r| length("ab", "code", Some(2), Some(2), r)).is_empty());
+        assert!(
+            run(|r| range(&2u8, "n", Some(Number::int(2)), Some(Number::int(2)), r)).is_empty()
+        );
+        assert_eq!(
+            run(|r| range(&f64::NAN, "amount", Some(Number::int(1)), None, r)),
+            ["`amount` must be at least 1, got NaN"]
+        );
+        assert_eq!(
+            run(|r| range(&f64::NAN, "amount", None, Some(Number::int(9)), r)),
+            ["`amount` must be at most 9, got NaN"]
+        );
+    }
+
+    #[test]
     fn pattern_and_one_of_quote_what_came() {
         static P: LazyPattern = LazyPattern::new("^[A-Z]{3}$");
         assert_eq!(
