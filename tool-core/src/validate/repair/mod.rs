@@ -253,6 +253,24 @@ mod tests {
     use crate::tool::ToolMeta;
 
     #[test]
+    fn a_reply_is_arguments_only_when_it_is_an_object_that_does_not_abort() {
+        let args = |text: &str| Repair::Arguments(text.into());
+        assert_eq!(
+            parse_reply(r#"{"max_results": 5}"#),
+            args(r#"{"max_results":5}"#)
+        );
+        assert_eq!(parse_reply("```\n{\"a\": 1}\n```"), args(r#"{"a":1}"#));
+        assert_eq!(parse_reply(r#"{"abort": true}"#), Repair::Abort);
+        // `abort` as an argument name with another value is an argument like any other.
+        assert_eq!(
+            parse_reply(r#"{"abort": false, "a": 1}"#),
+            args(r#"{"abort":false,"a":1}"#)
+        );
+        assert_eq!(parse_reply("[1, 2]"), Repair::Abort);
+        assert_eq!(parse_reply("I cannot fix this."), Repair::Abort);
+    }
+
+    #[test]
     fn a_repair_request_shows_the_repairer_the_rejected_call() {
         let schema = json!({"type": "object", "properties": {"amount": {"type": "number"}}});
         let spec = ToolSpec {
