@@ -463,6 +463,25 @@ mod tests {
     }
 
     #[test]
+    fn a_custom_check_reports_its_own_words_at_the_field() {
+        let check = |v: &u32| {
+            if *v > 3 {
+                Err("must be 3 or less")
+            } else {
+                Ok(())
+            }
+        };
+        let mut report = Violations::new();
+        custom(&5u32, "seats", check, &mut report);
+        custom(&2u32, "seats", check, &mut report);
+        let violations = report.into_vec();
+        assert_eq!(violations.len(), 1);
+        assert_eq!(violations[0].path, "/seats");
+        assert_eq!(violations[0].rule, "custom");
+        assert_eq!(violations[0].message, "`seats`: must be 3 or less");
+    }
+
+    #[test]
     fn bounds_are_inclusive_and_nan_breaks_a_single_bound_too() {
         assert!(run(|r| length("ab", "code", Some(2), Some(2), r)).is_empty());
         assert!(
