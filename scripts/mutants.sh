@@ -77,7 +77,8 @@ tests_of() {
     # promises_idempotency: the key's hold is the execution seam's deadline.
     execute) echo "breaker promises_breaker execution fallback promises_fallback promises_idempotency" ;;
     idempotency) echo "idempotency_store idempotency_pipeline promises_idempotency fingerprint_props" ;;
-    validate) echo "repair deterministic_repair repair_claims exactness exact_bounds data_types schema" ;;
+    # dynamic_tools: a tool defined at run time checks every call with the shape validator.
+    validate) echo "repair deterministic_repair repair_claims exactness exact_bounds data_types schema dynamic_tools" ;;
   esac
 }
 features_of() {
