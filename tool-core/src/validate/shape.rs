@@ -809,6 +809,68 @@ mod tests {
         assert_eq!(from_serde(text, Some(&error), &value).path, "/id");
     }
 
+    /// The messages of the slow path for `text` against `schema`.
+    fn messages(schema: Value, text: &str) -> Vec<String> {
+        let failure = failure(text, None, &Arc::new(schema), &ShapeValidator::default());
+        failure.violations.into_iter().map(|v| v.message).collect()
+    }
+
+    #[test]
+    fn only_an_object_is_read_into_the_argument_struct() {
+        assert!(parse::<Line>(" \n{\"sku\": \"A1\", \"qty\": 2}").is_ok());
+        // serde would read a struct from an array, field by field: refused before it can.
+        assert!(matches!(parse::<Line>(r#"["A1", 2]"#), Err(None)));
+        assert!(matches!(parse::<Line>(""), Err(None)));
+    }
+
+    #[test]
+    fn an_unknown_argument_is_answered_with_the_arguments_there_are() {
+        let schema = serde_json::json!({
+            "type": "object",
+            "properties": {
+                "b": {"type": "string"},
+                "a": {"type": "string"},
+                "o": {"type": "object", "properties": {"x": {}}, "additionalProperties": false}
+            },
+            "additionalProperties": false
+        });
+        assert_eq!(
+            messages(schema.clone(), r#"{"a":"1","c":2}"#),
+            ["unknown argument `c`; valid arguments are `a`, `b`, `o`"]
+        );
+        // Below the top level there is no fixed list worth naming.
+        assert_eq!(
+            messages(schema, r#"{"o":{"y":1}}"#),
+            ["unknown argument `o.y`; remove it"]
+        );
+    }
+
+    #[test]
+    fn an_expected_type_is_named_with_its_article() {
+        let schema = serde_json::json!({
+            "type": "object",
+            "properties": {
+                "n": {"type": "integer"},
+                "s": {"type": "string"},
+                "z": {"type": "null"},
+                "l": {"type": "array"},
+                "m": {"type": ["string", "null"]}
+            }
+        });
+        let got = |text: &str| messages(schema.clone(), text);
+        assert_eq!(
+            got(r#"{"n":"x"}"#),
+            ["`n`: expected an integer, got string \"x\""]
+        );
+        assert_eq!(got(r#"{"s":1}"#), ["`s`: expected a string, got number 1"]);
+        assert_eq!(got(r#"{"z":1}"#), ["`z`: expected null, got number 1"]);
+        assert_eq!(got(r#"{"l":1}"#), ["`l`: expected an array, got number 1"]);
+        assert_eq!(
+            got(r#"{"m":1}"#),
+            ["`m`: expected null or string, got number 1"]
+        );
+    }
+
     #[test]
     fn positions_read_as_paths() {
         let text = r#"{"a": [1, {"b": "x\"}"}, [true]], "c": null}"#;
