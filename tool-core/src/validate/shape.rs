@@ -872,6 +872,35 @@ mod tests {
     }
 
     #[test]
+    fn a_choice_of_constants_names_the_values_allowed() {
+        let schema = serde_json::json!({
+            "type": "object",
+            "properties": {
+                "cabin": {"oneOf": [
+                    {"const": "economy", "description": "The cheapest."},
+                    {"const": "business"}
+                ]},
+                "seat": {"anyOf": [{"enum": ["A", "B"]}, {"const": "C"}]},
+                "id": {"oneOf": [{"type": "string"}, {"type": "integer"}]}
+            }
+        });
+        let got = |text: &str| messages(schema.clone(), text);
+        assert_eq!(
+            got(r#"{"cabin":"first"}"#),
+            ["`cabin` must be one of \"economy\", \"business\", got string \"first\""]
+        );
+        assert_eq!(
+            got(r#"{"seat":"D"}"#),
+            ["`seat` must be one of \"A\", \"B\", \"C\", got string \"D\""]
+        );
+        // Branches that failed on something else than a value: the keyword that failed.
+        assert_eq!(
+            got(r#"{"id":true}"#),
+            ["`id` does not satisfy the schema's `oneOf` rule, got boolean true"]
+        );
+    }
+
+    #[test]
     fn positions_read_as_paths() {
         let text = r#"{"a": [1, {"b": "x\"}"}, [true]], "c": null}"#;
         // Just past `1`, past the string holding an escaped quote and brace, past `[true]`,
