@@ -900,6 +900,44 @@ mod tests {
         );
     }
 
+    #[derive(Deserialize, Debug)]
+    #[allow(dead_code, reason = "only the parse is tested")]
+    struct Sizes {
+        qty: u8,
+        ratio: Option<f64>,
+        big: Option<u64>,
+    }
+
+    /// The message for `text`, which the schema accepts and serde refuses.
+    fn refused(text: &str) -> String {
+        let error = parse::<Sizes>(text).unwrap_err();
+        let schema = Arc::new(serde_json::json!({"type": "object"}));
+        let failure = failure(text, error.as_ref(), &schema, &ShapeValidator::default());
+        failure.violations[0].message.clone()
+    }
+
+    #[test]
+    fn a_number_serde_refused_is_explained_in_json_terms() {
+        for (text, message) in [
+            (r#"{"qty":1,"ratio":"a"}"#, "`ratio`: expected a number, got string \"a\""),
+            (r#"{"qty":5.0}"#, "`qty`: expected an integer written without a decimal point or exponent, got number 5.0"),
+            (r#"{"qty":2.5}"#, "`qty`: expected an integer, got number 2.5"),
+            (r#"{"qty":-0}"#, "`qty`: -0 is not accepted for an integer; write 0"),
+            (r#"{"qty":300}"#, "`qty` is out of range for an 8-bit unsigned integer (0 to 255), got 300"),
+            (r#"{"qty":1e3}"#, "`qty` is out of range for an 8-bit unsigned integer (0 to 255), got 1000.0"),
+            (r#"{"qty":-1.0}"#, "`qty` is out of range for an 8-bit unsigned integer (0 to 255), got -1.0"),
+            // Both ends of the range are in it.
+            (r#"{"qty":0.0}"#, "`qty`: expected an integer written without a decimal point or exponent, got number 0.0"),
+            (r#"{"qty":255.0}"#, "`qty`: expected an integer written without a decimal point or exponent, got number 255.0"),
+            // From 2^53 on a double is no longer an exact integer: the range is named.
+            (r#"{"qty":1,"big":9007199254740991.0}"#, "`big`: expected an integer written without a decimal point or exponent, got number 9007199254740991.0"),
+            (r#"{"qty":1,"big":9007199254740992.0}"#, "`big`: expected an integer from 0 to 18446744073709551615 written without a decimal point or exponent, got number 9007199254740992.0"),
+            (r#"{"qty":123456789012345678901}"#, "`qty` is out of range for an 8-bit unsigned integer (0 to 255), got 123456789012345678901"),
+        ] {
+            assert_eq!(refused(text), message, "{text}");
+        }
+    }
+
     #[test]
     fn positions_read_as_paths() {
         let text = r#"{"a": [1, {"b": "x\"}"}, [true]], "c": null}"#;
