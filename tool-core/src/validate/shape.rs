@@ -951,6 +951,10 @@ mod tests {
         assert_eq!(path_at(text, text.find(": [").unwrap()), "");
         assert_eq!(path_at(text, text.find("{\"b").unwrap() + 1), "/a/1");
         assert_eq!(path_at(text, text.find(", {").unwrap() + 1), "/a");
+        // A value right after its colon, no space between.
+        let tight = r#"{"a":{"b":"x,}"},"c":1}"#;
+        assert_eq!(path_at(tight, tight.find("},").unwrap()), "/a/b");
+        assert_eq!(path_at(tight, tight.len() - 1), "/c");
         // The whole text, and a position past its end.
         assert_eq!(path_at(text, text.len()), "");
         assert_eq!(path_at(text, text.len() + 5), "");
