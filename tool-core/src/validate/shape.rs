@@ -939,6 +939,14 @@ mod tests {
     }
 
     #[test]
+    fn a_serde_detail_is_echoed_up_to_200_characters() {
+        assert_eq!(cut("expected u8"), "expected u8");
+        let limit = "é".repeat(DETAIL_CHARS);
+        assert_eq!(cut(&limit), limit);
+        assert_eq!(cut(&format!("{limit}x")), format!("{limit}..."));
+    }
+
+    #[test]
     fn positions_read_as_paths() {
         let text = r#"{"a": [1, {"b": "x\"}"}, [true]], "c": null}"#;
         // Just past `1`, past the string holding an escaped quote and brace, past `[true]`,
