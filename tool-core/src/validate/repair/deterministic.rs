@@ -1177,6 +1177,118 @@ mod tests {
         );
     }
 
+    /// A failure with one violation of `rule`.
+    fn failing(kind: ErrorKind, rule: &'static str) -> Failure {
+        let mut failure = Failure::new(kind, "bad arguments");
+        failure.violations.push(crate::outcome::Violation {
+            path: "/max_results".into(),
+            rule,
+            expected: "integer".into(),
+            got: Some("\"x\"".into()),
+            message: "`max_results` must be integer".into(),
+        });
+        failure
+    }
+
+    #[test]
+    fn only_a_failure_of_syntax_type_or_with_key_case_a_name_is_tried() {
+        let rules = DeterministicRepair::default();
+        // Syntax: tried while any rule is on.
+        let json = Failure::new(ErrorKind::InvalidJson, "not JSON");
+        assert!(rules.may_fix(&json));
+        assert!(only(Fix::TrailingComma).may_fix(&json));
+        assert!(!DeterministicRepair::none().may_fix(&json));
+        // A value's type: tried; a bound, a length, a pattern, a missing field: never.
+        assert!(rules.may_fix(&failing(ErrorKind::SchemaMismatch, "type")));
+        for rule in UNFIXABLE {
+            assert!(
+                !rules.may_fix(&failing(ErrorKind::SchemaMismatch, rule)),
+                "{rule}"
+            );
+        }
+        // One fixable violation among unfixable ones is enough.
+        let mut mixed = failing(ErrorKind::SchemaMismatch, "range");
+        mixed
+            .violations
+            .extend(failing(ErrorKind::SchemaMismatch, "type").violations);
+        assert!(rules.may_fix(&mixed));
+        // An unknown argument only with `key_case` on.
+        let unknown = failing(ErrorKind::UnknownArgument, "unknown_argument");
+        assert!(!rules.may_fix(&unknown));
+        assert!(rules.rule(Fix::KeyCase, true).may_fix(&unknown));
+        // Any other kind of failure: never a matter for the rules.
+        assert!(!rules.may_fix(&failing(ErrorKind::SemanticInvalid, "type")));
+        assert!(!rules.may_fix(&failing(ErrorKind::UnknownTool, "type")));
+    }
+
+    #[test]
+    fn single_quoted_text_keeps_every_character_and_escape() {
+        repairs(
+            Fix::SingleQuotes,
+            r#"{'query': 'it\'s caf\u00e9 \u20ac \ud83d\ude00 \n', 'tags': ['é€😀']}"#,
+            json!({"query": "it's caf\u{e9} \u{20ac} \u{1F600} \n", "tags": ["é€😀"]}),
+        );
+        // Spaces may come between a closing quote and what follows it.
+        repairs(
+            Fix::SingleQuotes,
+            "{'query': 'ada' }",
+            json!({"query": "ada"}),
+        );
+    }
+
+    #[test]
+    fn a_key_after_an_array_or_an_object_is_still_a_key() {
+        repairs(
+            Fix::UnquotedKeys,
+            r#"{tags: ["a", "b"], window: {from: 1, to: 2}, query: "ada", _x: 1, $y: 2}"#,
+            json!({"tags": ["a", "b"], "window": {"from": 1, "to": 2}, "query": "ada", "_x": 1, "$y": 2}),
+        );
+        // An escaped quote does not end a string the syntax pass copies.
+        repairs(
+            Fix::TrailingComma,
+            r#"{"query": "say \"hi\", then,}",}"#,
+            json!({"query": "say \"hi\", then,}"}),
+        );
+    }
+
+    #[test]
+    fn prose_on_one_side_only_is_taken_off() {
+        repairs(
+            Fix::SurroundingProse,
+            r#"{"query": "ada"} is what I would send"#,
+            json!({"query": "ada"}),
+        );
+        repairs(
+            Fix::SurroundingProse,
+            r#"Sending: {"query": "ada"}"#,
+            json!({"query": "ada"}),
+        );
+        // A fence with prose on one side names both rules.
+        for text in [
+            "Sending:\n```json\n{\"query\": \"ada\"}\n```",
+            "```json\n{\"query\": \"ada\"}\n```\nDone.",
+        ] {
+            let repaired = DeterministicRepair::default().repair(&schema(), text);
+            assert_eq!(
+                repaired.map(|r| r.fixes().to_string()).as_deref(),
+                Some("code_fence,surrounding_prose"),
+                "{text}"
+            );
+            assert!(
+                only(Fix::CodeFence).repair(&schema(), text).is_none(),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_fence_of_any_info_word_is_taken_off() {
+        for info in ["json", "tool_call", "x-json", "JSON5", ""] {
+            let text = format!("```{info}\n{{\"query\": \"ada\"}}\n```");
+            repairs(Fix::CodeFence, &text, json!({"query": "ada"}));
+        }
+    }
+
     #[test]
     fn garbage_is_never_repaired_and_never_panics() {
         for text in [
