@@ -1290,6 +1290,77 @@ mod tests {
     }
 
     #[test]
+    fn the_schema_is_read_through_definitions_nullable_any_of_and_type_lists() {
+        let schema = json!({
+            "properties": {
+                "old": {"$ref": "#/definitions/Count"},
+                "maybe": {"anyOf": [{"$ref": "#/$defs/Count"}, {"type": "null"}]},
+                "either": {"oneOf": [{"type": "null"}, {"type": "boolean"}]},
+                "two": {"anyOf": [{"type": "integer"}, {"type": "boolean"}]},
+                "listed": {"type": ["integer", "null"]},
+                "amount": {"type": "number"},
+                "plain": {"properties": {"n": {"type": "integer"}}},
+                "open": {},
+                "nowhere": {"$ref": "#/elsewhere/Count"}
+            },
+            "definitions": {"Count": {"type": "integer"}},
+            "$defs": {"Count": {"$ref": "#/definitions/Count"}}
+        });
+        let fixed = |text: &str| {
+            DeterministicRepair::default()
+                .repair(&schema, text)
+                .map(|r| serde_json::from_str::<Value>(r.text()).ok())
+        };
+        assert_eq!(fixed(r#"{"old": "7"}"#), Some(Some(json!({"old": 7}))));
+        assert_eq!(fixed(r#"{"maybe": "7"}"#), Some(Some(json!({"maybe": 7}))));
+        assert_eq!(
+            fixed(r#"{"either": "true"}"#),
+            Some(Some(json!({"either": true})))
+        );
+        assert_eq!(
+            fixed(r#"{"listed": "-7"}"#),
+            Some(Some(json!({"listed": -7})))
+        );
+        assert_eq!(
+            fixed(r#"{"amount": "1e3"}"#),
+            Some(Some(json!({"amount": 1000.0})))
+        );
+        assert_eq!(
+            fixed(r#"{"plain": {"n": "7"}}"#),
+            Some(Some(json!({"plain": {"n": 7}})))
+        );
+        // Where `null` is allowed (a nullable branch, a type list) it stays.
+        assert_eq!(
+            fixed(r#"{"maybe": null, "either": null, "listed": null}"#),
+            None
+        );
+        // Two non-null branches, no type, or a reference that leads nowhere: nothing is known,
+        // nothing is changed.
+        for text in [
+            r#"{"two": "7"}"#,
+            r#"{"open": "7"}"#,
+            r#"{"nowhere": "7"}"#,
+            r#"{"two": null}"#,
+            r#"{"open": null}"#,
+            r#"{"old": "7.5"}"#,
+        ] {
+            assert_eq!(fixed(text), None, "{text}");
+        }
+    }
+
+    #[test]
+    fn a_reference_cycle_is_followed_a_bounded_number_of_times() {
+        let schema = json!({
+            "type": "object",
+            "properties": {"a": {"$ref": "#/$defs/A"}},
+            "$defs": {"A": {"$ref": "#/$defs/B"}, "B": {"$ref": "#/$defs/A"}}
+        });
+        assert!(DeterministicRepair::default()
+            .repair(&schema, r#"{"a": "1"}"#)
+            .is_none());
+    }
+
+    #[test]
     fn garbage_is_never_repaired_and_never_panics() {
         for text in [
             "",
