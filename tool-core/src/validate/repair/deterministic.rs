@@ -1360,6 +1360,74 @@ mod tests {
             .is_none());
     }
 
+    /// Whether the probe sends arguments that parse as they are to the value stage.
+    fn probed(rules: DeterministicRepair, schema: &Value, text: &str) -> bool {
+        let members = serde_json::from_str::<Members<'_>>(text).expect("an object");
+        let probe = Probe {
+            rules: rules.rules(),
+            root: schema,
+        };
+        probe.members(&members, resolve(schema, schema), 0)
+    }
+
+    #[test]
+    fn the_probe_builds_nothing_for_arguments_no_rule_could_change() {
+        let mut schema = schema();
+        schema["properties"]["either"] = json!({"type": ["integer", "array"], "items": {}});
+        schema["properties"]["any_list"] = json!({"type": "array"});
+        let all = DeterministicRepair::default().rule(Fix::KeyCase, true);
+        let fixable = [
+            (Fix::NumberFromString, r#"{"max_results": "5"}"#),
+            (Fix::NumberFromString, r#"{"price": "-2"}"#),
+            (Fix::NumberFromString, r#"{"ids": ["1"]}"#),
+            (Fix::NumberFromString, r#"{"window": {"from": "1"}}"#),
+            (
+                Fix::NumberFromString,
+                r#"{"legs": [{"to": 1}, {"from": "1"}]}"#,
+            ),
+            (Fix::BoolFromString, r#"{"exact": "false"}"#),
+            (Fix::SingleToArray, r#"{"tags": "x"}"#),
+            (Fix::SingleToArray, r#"{"ids": 5}"#),
+            (Fix::SingleToArray, r#"{"legs": {"from": 1}}"#),
+            (Fix::SingleToArray, r#"{"tags": {"a": 1}}"#),
+            (Fix::NullOptional, r#"{"max_results": null}"#),
+            (Fix::NullOptional, r#"{"window": null}"#),
+            (Fix::KeyCase, r#"{"maxResults": 5}"#),
+        ];
+        for (fix, text) in fixable {
+            assert!(probed(all, &schema, text), "{text}");
+            assert!(probed(only(fix), &schema, text), "{fix} on {text}");
+            assert!(
+                !probed(all.rule(fix, false), &schema, text),
+                "without {fix}: {text}"
+            );
+        }
+        for text in [
+            r#"{"query": "5", "note": "true"}"#,
+            r#"{"max_results": 5, "exact": true, "price": 2.5}"#,
+            r#"{"max_results": "twelve"}"#,
+            r#"{"max_results": "5 "}"#,
+            r#"{"max_results": "-"}"#,
+            r#"{"max_results": ""}"#,
+            r#"{"exact": "yes"}"#,
+            r#"{"tags": ["a", "b"], "ids": [1, 2]}"#,
+            r#"{"ids": [null, true]}"#,
+            r#"{"window": {"from": 1, "to": 2}}"#,
+            r#"{"legs": [{"from": 1, "to": 2}]}"#,
+            r#"{"query": null, "note": null}"#,
+            r#"{"either": 5}"#,
+            r#"{"any_list": ["5"]}"#,
+        ] {
+            assert!(!probed(all, &schema, text), "{text}");
+        }
+        // Unknown keys only with `key_case`.
+        assert!(!probed(
+            DeterministicRepair::default(),
+            &schema,
+            r#"{"limit": 3}"#
+        ));
+    }
+
     #[test]
     fn garbage_is_never_repaired_and_never_panics() {
         for text in [
