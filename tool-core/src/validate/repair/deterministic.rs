@@ -1429,6 +1429,62 @@ mod tests {
     }
 
     #[test]
+    fn a_value_the_schema_already_accepts_is_left_as_it_came() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "code": {"type": ["string", "integer"]},
+                "slots": {"type": "array", "items": {"type": ["string", "null"]}},
+                "big": {"type": "integer"}
+            },
+            "required": ["slots"]
+        });
+        let rules = DeterministicRepair::default();
+        // A string where a string is allowed keeps its digits; a required `null` is not made
+        // an array of `null`.
+        assert!(rules
+            .repair(&schema, r#"{"code": "5", "slots": null}"#)
+            .is_none());
+        // The largest unsigned integer is an integer.
+        let repaired = rules.repair(&schema, r#"{"slots": [], "big": "18446744073709551615"}"#);
+        assert_eq!(
+            repaired.map(|r| r.into_text()).as_deref(),
+            Some(r#"{"slots":[],"big":18446744073709551615}"#)
+        );
+    }
+
+    #[test]
+    fn key_case_folds_case_underscores_and_hyphens_only_where_unknown_keys_are_refused() {
+        let keycase = only(Fix::KeyCase);
+        for key in [
+            "maxResults",
+            "MAX_RESULTS",
+            "max-results",
+            "Max_Results",
+            "maxresults",
+        ] {
+            let text = format!(r#"{{"query": "ada", "{key}": 3}}"#);
+            repairs(
+                Fix::KeyCase,
+                &text,
+                json!({"query": "ada", "max_results": 3}),
+            );
+        }
+        // A schema that lets unknown keys through gives no reason to rename one.
+        let mut open = schema();
+        open["additionalProperties"] = json!(true);
+        assert!(keycase
+            .repair(&open, r#"{"query": "ada", "maxResults": 3}"#)
+            .is_none());
+        if let Some(object) = open.as_object_mut() {
+            object.remove("additionalProperties");
+        }
+        assert!(keycase
+            .repair(&open, r#"{"query": "ada", "maxResults": 3}"#)
+            .is_none());
+    }
+
+    #[test]
     fn garbage_is_never_repaired_and_never_panics() {
         for text in [
             "",
