@@ -1243,6 +1243,10 @@ mod tests {
             r#"{tags: ["a", "b"], window: {from: 1, to: 2}, query: "ada", _x: 1, $y: 2}"#,
             json!({"tags": ["a", "b"], "window": {"from": 1, "to": 2}, "query": "ada", "_x": 1, "$y": 2}),
         );
+        // Only a name is quoted: a number where a key goes is not made one.
+        assert!(only(Fix::UnquotedKeys)
+            .repair(&schema(), r#"{query: "ada", 5: 1}"#)
+            .is_none());
         // An escaped quote does not end a string the syntax pass copies.
         repairs(
             Fix::TrailingComma,
