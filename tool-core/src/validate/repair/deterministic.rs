@@ -1505,6 +1505,9 @@ mod tests {
             "{a:}",
             "\u{1F600}{",
             "{\u{e9}: 1,}",
+            "{\"query\": \"ada}",
+            "{\"query\": \"ada\\}",
+            "{'query': 'ada\\}",
         ] {
             let _ = DeterministicRepair::default()
                 .rule(Fix::KeyCase, true)
