@@ -1379,6 +1379,11 @@ mod tests {
         let mut schema = schema();
         schema["properties"]["either"] = json!({"type": ["integer", "array"], "items": {}});
         schema["properties"]["any_list"] = json!({"type": "array"});
+        schema["properties"]["count_or_rows"] =
+            json!({"type": ["integer", "array"], "items": {"type": "object"}});
+        schema["properties"]["code"] = json!({"type": ["string", "integer"]});
+        schema["properties"]["grid"] =
+            json!({"type": "array", "items": {"type": "array", "items": {}}});
         let all = DeterministicRepair::default().rule(Fix::KeyCase, true);
         let fixable = [
             (Fix::NumberFromString, r#"{"max_results": "5"}"#),
@@ -1394,6 +1399,7 @@ mod tests {
             (Fix::SingleToArray, r#"{"ids": 5}"#),
             (Fix::SingleToArray, r#"{"legs": {"from": 1}}"#),
             (Fix::SingleToArray, r#"{"tags": {"a": 1}}"#),
+            (Fix::SingleToArray, r#"{"count_or_rows": {"a": 1}}"#),
             (Fix::NullOptional, r#"{"max_results": null}"#),
             (Fix::NullOptional, r#"{"window": null}"#),
             (Fix::KeyCase, r#"{"maxResults": 5}"#),
@@ -1421,6 +1427,9 @@ mod tests {
             r#"{"query": null, "note": null}"#,
             r#"{"either": 5}"#,
             r#"{"any_list": ["5"]}"#,
+            r#"{"code": "5"}"#,
+            r#"{"grid": [[1], [null]]}"#,
+            r#"{"grid": [null]}"#,
         ] {
             assert!(!probed(all, &schema, text), "{text}");
         }
