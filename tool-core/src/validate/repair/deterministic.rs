@@ -1418,6 +1418,8 @@ mod tests {
             r#"{"max_results": "twelve"}"#,
             r#"{"max_results": "5 "}"#,
             r#"{"max_results": "-"}"#,
+            r#"{"max_results": "v2", "price": "+2"}"#,
+            r#"{"query": 5, "note": false}"#,
             r#"{"max_results": ""}"#,
             r#"{"exact": "yes"}"#,
             r#"{"tags": ["a", "b"], "ids": [1, 2]}"#,
