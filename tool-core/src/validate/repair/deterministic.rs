@@ -1305,7 +1305,9 @@ mod tests {
                 "amount": {"type": "number"},
                 "plain": {"properties": {"n": {"type": "integer"}}},
                 "open": {},
-                "nowhere": {"$ref": "#/elsewhere/Count"}
+                "nowhere": {"$ref": "#/elsewhere/Count"},
+                "single": {"anyOf": [{"type": "integer"}]},
+                "ids": {"type": "array", "items": {"type": "integer"}}
             },
             "definitions": {"Count": {"type": "integer"}},
             "$defs": {"Count": {"$ref": "#/definitions/Count"}}
@@ -1333,6 +1335,14 @@ mod tests {
             fixed(r#"{"plain": {"n": "7"}}"#),
             Some(Some(json!({"plain": {"n": 7}})))
         );
+        // One integer where integers are wanted, of any size; a float is not one.
+        assert_eq!(
+            fixed(r#"{"ids": 18446744073709551615}"#),
+            Some(Some(json!({"ids": [18446744073709551615_u64]})))
+        );
+        assert_eq!(fixed(r#"{"ids": 2.5}"#), None);
+        // An `anyOf` of one branch does not allow `null`: the field is left out.
+        assert_eq!(fixed(r#"{"single": null}"#), Some(Some(json!({}))));
         // Where `null` is allowed (a nullable branch, a type list) it stays.
         assert_eq!(
             fixed(r#"{"maybe": null, "either": null, "listed": null}"#),
