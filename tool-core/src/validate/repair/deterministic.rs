@@ -1510,6 +1510,64 @@ mod tests {
     }
 
     #[test]
+    fn each_value_rule_applies_only_to_its_own_slip_when_another_rule_runs() {
+        let mut schema = schema();
+        schema["properties"]["code"] = json!({"type": ["string", "integer"]});
+        schema["properties"]["matrix"] =
+            json!({"type": "array", "items": {"type": "array", "items": {"type": "integer"}}});
+        let fixed = |rules: DeterministicRepair, text: &str| {
+            rules.repair(&schema, text).map(|r| {
+                (
+                    serde_json::from_str::<Value>(r.text()).ok(),
+                    r.fixes().to_string(),
+                )
+            })
+        };
+        let all = DeterministicRepair::default();
+        // `price` sends the arguments to the value stage; the rest must stay as they came.
+        assert_eq!(
+            fixed(
+                all,
+                r#"{"query": "ada", "code": "5", "max_results": " 5", "exact": "false", "price": "1"}"#
+            ),
+            Some((
+                Some(
+                    json!({"query": "ada", "code": "5", "max_results": " 5", "exact": false, "price": 1})
+                ),
+                "number_from_string,bool_from_string".into()
+            ))
+        );
+        assert_eq!(
+            fixed(
+                all.rule(Fix::NumberFromString, false),
+                r#"{"query": "ada", "max_results": "5", "exact": "true"}"#
+            ),
+            Some((
+                Some(json!({"query": "ada", "max_results": "5", "exact": true})),
+                "bool_from_string".into()
+            ))
+        );
+        assert_eq!(
+            fixed(
+                all.rule(Fix::BoolFromString, false),
+                r#"{"query": "ada", "max_results": "true", "exact": "true", "price": "1"}"#
+            ),
+            Some((
+                Some(json!({"query": "ada", "max_results": "true", "exact": "true", "price": 1})),
+                "number_from_string".into()
+            ))
+        );
+        // Nested arrays are walked item by item.
+        assert_eq!(
+            fixed(all, r#"{"query": "ada", "matrix": [[1, "2"], ["3"]]}"#),
+            Some((
+                Some(json!({"query": "ada", "matrix": [[1, 2], [3]]})),
+                "number_from_string".into()
+            ))
+        );
+    }
+
+    #[test]
     fn garbage_is_never_repaired_and_never_panics() {
         for text in [
             "",
