@@ -1557,6 +1557,14 @@ mod tests {
                 "number_from_string".into()
             ))
         );
+        // One value for a list of lists becomes a list of one list.
+        assert_eq!(
+            fixed(all, r#"{"query": "ada", "matrix": "7"}"#),
+            Some((
+                Some(json!({"query": "ada", "matrix": [[7]]})),
+                "number_from_string,single_to_array".into()
+            ))
+        );
         // Nested arrays are walked item by item.
         assert_eq!(
             fixed(all, r#"{"query": "ada", "matrix": [[1, "2"], ["3"]]}"#),
