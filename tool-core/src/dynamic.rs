@@ -123,7 +123,7 @@ impl DynamicTool {
         ToolSpec {
             name: Arc::from(self.meta.name),
             meta: self.meta,
-            input_schema: Arc::new(self.input_schema.clone()),
+            input_schema: Arc::new(crate::outcome::ToolSchema::new(self.input_schema.clone())),
             output_schema: Arc::new(self.output_schema.clone()),
             timeout: self.timeout.unwrap_or(default_timeout),
             returns_content: false,

@@ -423,7 +423,7 @@ pub struct Failure {
     pub(crate) retryable: bool,
     pub(crate) violations: Vec<Violation>,
     pub(crate) available_tools: Option<Arc<[String]>>,
-    pub(crate) expected_schema: Option<Arc<Value>>,
+    pub(crate) expected_schema: Option<Arc<ToolSchema>>,
     pub(crate) retry_after: Option<Duration>,
 }
 
@@ -727,7 +727,7 @@ impl Outcome {
                 .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
             expected_schema: failure
                 .and_then(|f| f.expected_schema.as_deref())
-                .map(SchemaField::Tree),
+                .map(|schema| SchemaField::Tree(schema.tree())),
             data: self.data.as_deref(),
             attempts: (self.attempts > 0).then_some(u32::from(self.attempts)),
             replayed: self.is_replayed().then_some(true),
@@ -789,8 +789,8 @@ impl Outcome {
         if let Some(text) = self
             .failure
             .as_deref()
-            .and_then(|f| f.expected_schema.as_ref())
-            .and_then(schema_text::of)
+            .and_then(|f| f.expected_schema.as_deref())
+            .and_then(ToolSchema::text)
         {
             envelope.expected_schema = Some(SchemaField::Text(text));
         }
@@ -1070,70 +1070,57 @@ struct Envelope<'a> {
 /// A failed call's schema in the envelope: the tree itself, or its compact text written once.
 enum SchemaField<'a> {
     Tree(&'a Value),
-    Text(Arc<Box<RawValue>>),
+    Text(&'a RawValue),
 }
 
 impl Serialize for SchemaField<'_> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self {
             SchemaField::Tree(tree) => tree.serialize(serializer),
-            SchemaField::Text(text) => {
-                let raw: &RawValue = text;
-                raw.serialize(serializer)
-            }
+            SchemaField::Text(text) => text.serialize(serializer),
         }
     }
 }
 
-/// The compact text of each tool's input schema, written on its first failed call and copied
-/// into every later envelope. Escaping a schema of a few hundred bytes again on every failure
-/// was about a third of a shape failure's `to_model_string` (6,000 of 19,000 instructions).
-///
-/// Keyed by the schema's allocation: a registry shares one `Arc` per tool. The `Weak` kept with
-/// each text holds that allocation, so no other schema can take its address while the entry
-/// lives; an entry whose schema is gone is dropped when the table is full, and past that a
-/// schema is written out as before, uncached.
-mod schema_text {
-    use std::sync::{Arc, Mutex, PoisonError, Weak};
+/// A tool's input schema as a failed call's envelope carries it: the tree, and its compact text,
+/// written on the tool's first failed call and copied into every later envelope. Escaping a
+/// schema of a few hundred bytes again on every failure was about a third of a shape failure's
+/// `to_model_string` (6,000 of 19,000 instructions). A tool's spec and its failures share one.
+#[derive(Debug)]
+pub(crate) struct ToolSchema {
+    tree: Value,
+    text: std::sync::OnceLock<Option<Box<RawValue>>>,
+}
 
-    use serde_json::value::RawValue;
-    use serde_json::Value;
-
-    /// How many schemas are kept: far more than a registry has tools.
-    pub(super) const CAPACITY: usize = 1024;
-
-    /// A schema, held only as an address, and its text.
-    type Kept = (Weak<Value>, Arc<Box<RawValue>>);
-
-    static TEXTS: Mutex<Vec<Kept>> = Mutex::new(Vec::new());
-
-    /// The text of `schema`, written now if it is not kept yet; `None` when the table is full
-    /// of live schemas.
-    pub(super) fn of(schema: &Arc<Value>) -> Option<Arc<Box<RawValue>>> {
-        // No code panics while holding the lock; a poisoned one still holds whole entries.
-        let mut texts = TEXTS.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some((_, text)) = texts
-            .iter()
-            .find(|(kept, _)| std::ptr::eq(kept.as_ptr(), Arc::as_ptr(schema)))
-        {
-            return Some(Arc::clone(text));
+impl ToolSchema {
+    pub(crate) fn new(tree: Value) -> ToolSchema {
+        ToolSchema {
+            tree,
+            text: std::sync::OnceLock::new(),
         }
-        if texts.len() >= CAPACITY {
-            texts.retain(|(kept, _)| kept.strong_count() > 0);
-            if texts.len() >= CAPACITY {
-                return None;
-            }
-        }
-        let text = RawValue::from_string(serde_json::to_string(&**schema).ok()?).ok()?;
-        let text = Arc::new(text);
-        texts.push((Arc::downgrade(schema), Arc::clone(&text)));
-        Some(text)
     }
 
-    /// How many schemas are kept (for tests).
-    #[cfg(test)]
-    pub(super) fn kept() -> usize {
-        TEXTS.lock().unwrap_or_else(PoisonError::into_inner).len()
+    /// The schema.
+    pub(crate) fn tree(&self) -> &Value {
+        &self.tree
+    }
+
+    /// Its compact text, written the first time it is asked for.
+    fn text(&self) -> Option<&RawValue> {
+        self.text
+            .get_or_init(|| {
+                let text = serde_json::to_string(&self.tree).ok()?;
+                RawValue::from_string(text).ok()
+            })
+            .as_deref()
+    }
+}
+
+impl std::ops::Deref for ToolSchema {
+    type Target = Value;
+
+    fn deref(&self) -> &Value {
+        &self.tree
     }
 }
 
@@ -1141,7 +1128,7 @@ mod schema_text {
 mod tests {
     use super::*;
 
-    fn shape_failure(schema: &Arc<Value>) -> Outcome {
+    fn shape_failure(schema: &Arc<ToolSchema>) -> Outcome {
         let mut failure = Failure::new(ErrorKind::SchemaMismatch, "`n` must be an integer");
         failure.expected_schema = Some(Arc::clone(schema));
         Outcome::failed("call_1".to_owned(), Arc::from("count"), failure)
@@ -1149,11 +1136,11 @@ mod tests {
 
     #[test]
     fn a_failed_calls_text_envelope_is_its_tree_written_out_first_and_later() {
-        let schema = Arc::new(serde_json::json!({
+        let schema = Arc::new(ToolSchema::new(serde_json::json!({
             "type": "object",
             "properties": {"n": {"type": "integer", "description": "a \"quoted\" count\nof caf\u{e9}s \u{1f600}"}},
             "required": ["n"],
-        }));
+        })));
         let outcome = shape_failure(&schema);
         let tree = outcome.to_model_json().to_string();
         assert!(tree.contains("expected_schema"));
@@ -1164,7 +1151,9 @@ mod tests {
         );
         assert_eq!(outcome.to_model_string(), tree, "copied on a later one");
         // Another schema with other text is never answered with the first one's.
-        let other = Arc::new(serde_json::json!({"type": "object", "properties": {}}));
+        let other = Arc::new(ToolSchema::new(
+            serde_json::json!({"type": "object", "properties": {}}),
+        ));
         let outcome = shape_failure(&other);
         assert_eq!(
             outcome.to_model_string(),
@@ -1173,32 +1162,15 @@ mod tests {
     }
 
     #[test]
-    fn schema_texts_stop_at_their_capacity_and_make_room_when_schemas_go() {
-        let mut live = Vec::new();
-        let mut full = false;
-        for i in 0..=schema_text::CAPACITY {
-            let schema = Arc::new(serde_json::json!({"title": format!("schema {i}")}));
-            if schema_text::of(&schema).is_none() {
-                full = true;
-                // Past the capacity a failed call's envelope is still whole: the tree is written.
-                let outcome = shape_failure(&schema);
-                assert_eq!(
-                    outcome.to_model_string(),
-                    outcome.to_model_json().to_string()
-                );
-                break;
-            }
-            live.push(schema);
-        }
-        assert!(
-            full,
-            "the table refuses a schema once it holds its capacity of live ones"
+    fn a_schemas_text_is_written_once_and_shared_by_its_failures() {
+        let schema = Arc::new(ToolSchema::new(serde_json::json!({"title": "once"})));
+        let first = schema.text().map(std::ptr::from_ref);
+        let _ = shape_failure(&schema).to_model_string();
+        assert_eq!(schema.text().map(std::ptr::from_ref), first);
+        assert_eq!(
+            schema.text().map(RawValue::get),
+            Some(r#"{"title":"once"}"#)
         );
-        assert!(schema_text::kept() <= schema_text::CAPACITY);
-        drop(live);
-        let fresh = Arc::new(serde_json::json!({"title": "after"}));
-        let text = schema_text::of(&fresh).expect("gone schemas make room");
-        assert_eq!(text.get(), r#"{"title":"after"}"#);
     }
 
     #[test]

@@ -460,7 +460,7 @@ impl ToolMeta {
 pub struct ToolSpec {
     pub(crate) name: Arc<str>,
     pub(crate) meta: ToolMeta,
-    pub(crate) input_schema: Arc<Value>,
+    pub(crate) input_schema: Arc<crate::outcome::ToolSchema>,
     pub(crate) output_schema: Arc<Value>,
     pub(crate) timeout: Duration,
     /// The tool returns [`Content`](crate::content::Content): formatters carry its blocks.
@@ -516,7 +516,7 @@ impl ToolSpec {
         ToolSpec {
             name: Arc::from(meta.name),
             meta,
-            input_schema: Arc::new(input),
+            input_schema: Arc::new(crate::outcome::ToolSchema::new(input)),
             output_schema: Arc::new(output),
             timeout: meta.timeout.unwrap_or(default_timeout),
             returns_content,

@@ -17,7 +17,6 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use tokio::time::Instant;
 
 use crate::observe::redacted;
@@ -138,7 +137,7 @@ struct Kept {
     at: Instant,
     text: String,
     // What redaction needs, shared with the tool's spec.
-    schema: Arc<Value>,
+    schema: Arc<crate::outcome::ToolSchema>,
     fields: &'static [FieldMeta],
 }
 

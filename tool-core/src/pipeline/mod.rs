@@ -668,7 +668,7 @@ fn invocation<'a>(
 #[cold]
 fn field_failure(
     violations: Vec<crate::outcome::Violation>,
-    schema: &Arc<serde_json::Value>,
+    schema: &Arc<crate::outcome::ToolSchema>,
 ) -> Failure {
     let mut failure = Failure::new(ErrorKind::SchemaMismatch, summarize(&violations));
     failure.violations = violations;

@@ -20,7 +20,7 @@ use super::{
     bounded_pointer, counted, display_path, length_expected, pointer_token, preview_json,
     shown_key, summarize, MAX_REPORTED_VIOLATIONS,
 };
-use crate::outcome::{ErrorKind, Failure, Violation};
+use crate::outcome::{ErrorKind, Failure, ToolSchema, Violation};
 use crate::tool::IntegerType;
 
 /// A tool's input-schema validator, built on the first shape failure and kept.
@@ -70,7 +70,7 @@ fn opens_object(text: &str) -> bool {
 pub(crate) fn failure(
     text: &str,
     error: Option<&serde_json::Error>,
-    schema: &Arc<Value>,
+    schema: &Arc<ToolSchema>,
     validator: &ShapeValidator,
 ) -> Failure {
     if let Some(error) = error.filter(|e| e.classify() != Category::Data) {
@@ -131,7 +131,7 @@ pub(crate) fn failure(
     failure
 }
 
-fn invalid_json(text: &str, error: &serde_json::Error, schema: &Arc<Value>) -> Failure {
+fn invalid_json(text: &str, error: &serde_json::Error, schema: &Arc<ToolSchema>) -> Failure {
     // `got` describes the text instead of quoting it: the model wrote it and a broken text can be
     // arbitrarily long; the position in the message says where it broke.
     let (message, got) = if text.trim().is_empty() {
@@ -811,7 +811,8 @@ mod tests {
 
     /// The messages of the slow path for `text` against `schema`.
     fn messages(schema: Value, text: &str) -> Vec<String> {
-        let failure = failure(text, None, &Arc::new(schema), &ShapeValidator::default());
+        let schema = Arc::new(ToolSchema::new(schema));
+        let failure = failure(text, None, &schema, &ShapeValidator::default());
         failure.violations.into_iter().map(|v| v.message).collect()
     }
 
@@ -911,7 +912,7 @@ mod tests {
     /// The message for `text`, which the schema accepts and serde refuses.
     fn refused(text: &str) -> String {
         let error = parse::<Sizes>(text).unwrap_err();
-        let schema = Arc::new(serde_json::json!({"type": "object"}));
+        let schema = Arc::new(ToolSchema::new(serde_json::json!({"type": "object"})));
         let failure = failure(text, error.as_ref(), &schema, &ShapeValidator::default());
         failure.violations[0].message.clone()
     }

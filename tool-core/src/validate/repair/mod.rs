@@ -276,7 +276,7 @@ mod tests {
         let spec = ToolSpec {
             name: Arc::from("refund_order"),
             meta: ToolMeta::new("refund_order", "Refund an order."),
-            input_schema: Arc::new(schema.clone()),
+            input_schema: Arc::new(crate::outcome::ToolSchema::new(schema.clone())),
             output_schema: Arc::new(json!({})),
             timeout: Duration::from_secs(1),
             returns_content: false,
