@@ -727,7 +727,7 @@ impl Outcome {
                 .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
             expected_schema: failure
                 .and_then(|f| f.expected_schema.as_deref())
-                .map(|schema| SchemaField::Tree(schema.tree())),
+                .map(|schema| SchemaField::Tree(schema)),
             data: self.data.as_deref(),
             attempts: (self.attempts > 0).then_some(u32::from(self.attempts)),
             replayed: self.is_replayed().then_some(true),
@@ -1098,11 +1098,6 @@ impl ToolSchema {
             tree,
             text: std::sync::OnceLock::new(),
         }
-    }
-
-    /// The schema.
-    pub(crate) fn tree(&self) -> &Value {
-        &self.tree
     }
 
     /// Its compact text, written the first time it is asked for.
