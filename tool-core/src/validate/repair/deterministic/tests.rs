@@ -713,3 +713,98 @@ fn garbage_is_never_repaired_and_never_panics() {
         .repair(&schema(), "[{\"query\": \"ada\"},]")
         .is_none());
 }
+
+/// A schema whose argument `x` holds `leaf` at `depth` (the arguments' own members are at depth
+/// 1), reached through arrays or through objects, and compact arguments with `"5"` there.
+fn nested(depth: usize, through_arrays: bool, leaf: Value) -> (Value, String) {
+    let mut schema = leaf;
+    let mut text = String::from("\"5\"");
+    for _ in 1..depth {
+        if through_arrays {
+            schema = json!({"type": "array", "items": schema});
+            text = format!("[{text}]");
+        } else {
+            schema = json!({"type": "object", "properties": {"n": schema}});
+            text = format!("{{\"n\":{text}}}");
+        }
+    }
+    (
+        json!({"type": "object", "properties": {"x": schema}}),
+        format!("{{\"x\":{text}}}"),
+    )
+}
+
+#[test]
+fn values_nested_deeper_than_the_bound_are_left_as_they_came() {
+    let rules = DeterministicRepair::default();
+    let integer = || json!({"type": "integer"});
+    for through_arrays in [false, true] {
+        let how = if through_arrays { "arrays" } else { "objects" };
+        // At the bound: fixed, and the probe sends the arguments on.
+        let (schema, text) = nested(MAX_DEPTH, through_arrays, integer());
+        assert!(probed(rules, &schema, &text), "{how}");
+        assert_eq!(
+            rules.repair(&schema, &text).map(Repaired::into_text),
+            Some(text.replace("\"5\"", "5")),
+            "{how}"
+        );
+        // One deeper: left as it came, and the probe says so without building anything.
+        let (schema, text) = nested(MAX_DEPTH + 1, through_arrays, integer());
+        assert!(!probed(rules, &schema, &text), "{how}");
+        assert_eq!(rules.repair(&schema, &text), None, "{how}");
+    }
+    // A value wrapped in an array puts its item one level deeper: at the bound, `"5"` for a
+    // list of integers would need an item fixed past it, so it stays.
+    let list = || json!({"type": "array", "items": {"type": "integer"}});
+    let (schema, text) = nested(MAX_DEPTH - 1, false, list());
+    assert_eq!(
+        rules.repair(&schema, &text).map(Repaired::into_text),
+        Some(text.replace("\"5\"", "[5]"))
+    );
+    let (schema, text) = nested(MAX_DEPTH, false, list());
+    assert_eq!(rules.repair(&schema, &text), None);
+}
+
+#[test]
+fn two_branches_that_are_not_null_are_never_chosen_between() {
+    // A branch that also allows `null` is still a branch: with another one beside it, which
+    // of them the model meant is unknown, so `"7"` is not made the integer of the second.
+    for kind in ["boolean", "integer", "number", "string", "array", "object"] {
+        let schema = json!({
+            "type": "object",
+            "properties": {"v": {"anyOf": [{"type": [kind, "null"]}, {"type": "integer"}]}}
+        });
+        assert_eq!(
+            DeterministicRepair::default().repair(&schema, r#"{"v": "7"}"#),
+            None,
+            "{kind}"
+        );
+    }
+}
+
+#[test]
+fn true_in_a_string_stays_a_string_where_no_boolean_is_wanted() {
+    let rules = DeterministicRepair::default();
+    // `price` sends the arguments to the value stage; `max_results` wants an integer, and
+    // "true" is not one.
+    assert_eq!(
+        rules
+            .repair(
+                &schema(),
+                r#"{"query": "ada", "max_results": "true", "price": "1"}"#
+            )
+            .map(Repaired::into_text)
+            .as_deref(),
+        Some(r#"{"query":"ada","max_results":"true","price":1}"#)
+    );
+    // Alone, the probe spares it the value stage.
+    assert!(!probed(
+        rules,
+        &schema(),
+        r#"{"max_results": "true", "ids": ["false"]}"#
+    ));
+    assert_eq!(
+        rules.repair(&schema(), r#"{"query": "ada", "max_results": "true"}"#),
+        None
+    );
+}
