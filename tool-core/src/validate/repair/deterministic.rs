@@ -567,7 +567,7 @@ impl<'s> Probe<'s> {
             }
             Some(b'n') => false,
             Some(b'{' | b'[') => wrap,
-            _ => wrap && !types.integer && !types.number && !types.boolean,
+            _ => wrap && !serde_json::from_str(text).is_ok_and(|v| types.accepts(&v)),
         }
     }
 

@@ -808,3 +808,36 @@ fn true_in_a_string_stays_a_string_where_no_boolean_is_wanted() {
         None
     );
 }
+
+#[test]
+fn a_scalar_the_types_refuse_is_wrapped_whatever_else_the_arguments_hold() {
+    // Wanted: an integer or a list. `2.5` is not an integer but is an item of the list, and
+    // `true` likewise for a list of booleans: wrapped, whether or not another member also
+    // needs a fix (the cheap look before the value stage once sent these on only then).
+    let schema = json!({"type": "object", "properties": {
+        "share": {"type": ["integer", "array"], "items": {"type": "number"}},
+        "flags": {"type": ["integer", "array"], "items": {"type": "boolean"}},
+        "count": {"type": "integer"}
+    }});
+    let fixed = |text: &str| {
+        DeterministicRepair::default()
+            .repair(&schema, text)
+            .map(Repaired::into_text)
+    };
+    for (text, want) in [
+        (r#"{"share": 2.5}"#, r#"{"share":[2.5]}"#),
+        (r#"{"flags": true}"#, r#"{"flags":[true]}"#),
+        (
+            r#"{"share": 2.5, "count": "3"}"#,
+            r#"{"share":[2.5],"count":3}"#,
+        ),
+        (
+            r#"{"flags": false, "count": "3"}"#,
+            r#"{"flags":[false],"count":3}"#,
+        ),
+    ] {
+        assert_eq!(fixed(text).as_deref(), Some(want), "{text}");
+    }
+    // What the types accept is left as it came.
+    assert_eq!(fixed(r#"{"share": 2, "flags": 7}"#), None);
+}
