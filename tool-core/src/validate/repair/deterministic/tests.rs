@@ -362,6 +362,13 @@ fn a_key_after_an_array_or_an_object_is_still_a_key() {
         r#"{"query": "say \"hi\", then,}",}"#,
         json!({"query": "say \"hi\", then,}"}),
     );
+    // One escaped quote: the string still ends at its own closing quote, not at the escaped one
+    // (where what follows would read as a trailing comma and an unclosed string).
+    repairs(
+        Fix::TrailingComma,
+        r#"{"query": "6\" tall, }",}"#,
+        json!({"query": "6\" tall, }"}),
+    );
 }
 
 #[test]
