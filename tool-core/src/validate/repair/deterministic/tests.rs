@@ -673,6 +673,14 @@ fn each_value_rule_applies_only_to_its_own_slip_when_another_rule_runs() {
             "number_from_string".into()
         ))
     );
+    // `null` where the schema allows it stays, with or without the value stage.
+    assert_eq!(
+        fixed(all, r#"{"query": "ada", "note": null, "price": "1"}"#),
+        Some((
+            Some(json!({"query": "ada", "note": null, "price": 1})),
+            "number_from_string".into()
+        ))
+    );
     // One value for a list of lists becomes a list of one list.
     assert_eq!(
         fixed(all, r#"{"query": "ada", "matrix": "7"}"#),
