@@ -12,6 +12,7 @@
 #   (only the mutants whose names match), `-- --list` (count them, build nothing).
 #   A run replaces $MUTANTS_OUT/MODULE unless MUTANTS_RESUME=1: then what an earlier run
 #   caught or found unviable is kept and only the rest is tested again (after adding tests).
+#   MUTANTS_THIRD=0 skips execute's third pass (below), e.g. when `--re` names other mutants.
 #
 # The tests per module: toolwright-core's unit tests (`--lib`) and the root crate's integration
 # tests named in `tests_of` below; never the trybuild suite (tests/ui.rs) or the browser test,
@@ -49,6 +50,9 @@ work=${MUTANTS_WORK:-$root/target/mutants/src}
 out=${MUTANTS_OUT:-$root/target/mutants/out}
 # MUTANTS_RESUME=1: keep what an earlier run of the module found and test only the rest.
 resume=${MUTANTS_RESUME:-0}
+# MUTANTS_THIRD=0: no third pass (and no build of its package), for a `--re` that selects none
+# of the mutants it is for (cargo-mutants ORs the pass's `--re` with yours).
+third=${MUTANTS_THIRD:-1}
 # A missing redis-server fails the Redis store tests instead of skipping them.
 export TOOLWRIGHT_REQUIRE_REDIS=1
 
@@ -75,7 +79,8 @@ tests_of() {
   case $1 in
     guard) echo "approval provenance promises_guards guard_order conversation_store" ;;
     # promises_idempotency: the key's hold is the execution seam's deadline.
-    execute) echo "breaker promises_breaker execution fallback promises_fallback promises_idempotency" ;;
+    # tool_forms: sync tools on the blocking pool (blocking.rs), a panicking one contained.
+    execute) echo "breaker promises_breaker execution fallback promises_fallback promises_idempotency tool_forms" ;;
     idempotency) echo "idempotency_store idempotency_pipeline promises_idempotency fingerprint_props" ;;
     # dynamic_tools: a tool defined at run time checks every call with the shape validator.
     validate) echo "repair deterministic_repair repair_claims exactness exact_bounds data_types schema dynamic_tools" ;;
@@ -131,21 +136,26 @@ mutants() {
 count() { if [[ -f $1 ]]; then grep -c . "$1" || true; else echo 0; fi; }
 
 # What every pass found, in $out/$module/{caught,unviable,missed,timeout}.txt: after pass $1
-# (a mutants.out), what it caught or found unviable joins those lists and leaves the
-# survivors; what it missed or timed out on is a survivor.
+# (a mutants.out), what it caught or found unviable joins those lists; what it missed or timed
+# out on is a survivor. A hang stays a hang until a pass catches the mutant: the integration
+# pass runs no unit test, so its "missed" must not replace the unit pass's timeout.
 settle() {
   local pass=$1 kind
+  cat "$pass"/{caught,unviable}.txt >"$out/$module/settled.txt" 2>/dev/null || true
   cat "$pass"/{caught,unviable,missed,timeout}.txt >"$out/$module/seen.txt" 2>/dev/null || true
-  for kind in caught unviable missed timeout; do
+  for kind in caught unviable timeout missed; do
     touch "$out/$module/$kind.txt"
     { case $kind in
-        missed | timeout) grep -vxF -f "$out/$module/seen.txt" "$out/$module/$kind.txt" || true ;;
+        timeout) grep -vxF -f "$out/$module/settled.txt" "$out/$module/$kind.txt" || true ;;
+        missed) grep -vxF -f "$out/$module/seen.txt" "$out/$module/$kind.txt" || true ;;
         *) cat "$out/$module/$kind.txt" ;;
       esac
       cat "$pass/$kind.txt" 2>/dev/null || true; } | sort -u >"$out/$module/$kind.next"
     mv "$out/$module/$kind.next" "$out/$module/$kind.txt"
   done
-  rm "$out/$module/seen.txt"
+  { grep -vxF -f "$out/$module/timeout.txt" "$out/$module/missed.txt" || true; } >"$out/$module/missed.next"
+  mv "$out/$module/missed.next" "$out/$module/missed.txt"
+  rm "$out/$module/seen.txt" "$out/$module/settled.txt"
 }
 
 # Before a pass in DIR: everything caught or found unviable so far is skipped (`--iterate`
@@ -163,6 +173,7 @@ for module in "${modules[@]}"; do
   for f in $(features_of "$module"); do feature_args+=("--features=$f"); done
   files=$(files_of "$module")
   read -r third_package third_tests third_re <<<"$(third_pass_of "$module")"
+  [[ $third == 1 ]] || third_package=""
 
   if $listing; then
     mutants "$out/$module/list" toolwright-core "$files" --lib --
