@@ -764,9 +764,17 @@ fn values_nested_deeper_than_the_bound_are_left_as_they_came() {
             "{how}"
         );
         // One deeper: left as it came, and the probe says so without building anything.
-        let (schema, text) = nested(MAX_DEPTH + 1, through_arrays, integer());
+        let (mut schema, text) = nested(MAX_DEPTH + 1, through_arrays, integer());
         assert!(!probed(rules, &schema, &text), "{how}");
         assert_eq!(rules.repair(&schema, &text), None, "{how}");
+        // Also when another argument sends the arguments to the value stage.
+        schema["properties"]["y"] = integer();
+        let text = text.replacen('{', r#"{"y":"1","#, 1);
+        assert_eq!(
+            rules.repair(&schema, &text).map(Repaired::into_text),
+            Some(text.replace(r#""y":"1""#, r#""y":1"#)),
+            "{how}"
+        );
     }
     // A value wrapped in an array puts its item one level deeper: at the bound, `"5"` for a
     // list of integers would need an item fixed past it, so it stays.
