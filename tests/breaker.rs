@@ -438,6 +438,33 @@ async fn reset_closes_an_open_breaker_and_forgets_its_window() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn the_handle_names_its_tool_and_policy_and_counts_the_openings() {
+    let script = Arc::new(Script::always(Step::Answer));
+    let strict = policy().min_calls(2).failure_rate(0.25);
+    let registry = builder(&script)
+        .breaker_for("send_message", strict)
+        .build()
+        .unwrap();
+    let breaker = registry.breaker("lookup").unwrap();
+    let other = registry.breaker("send_message").unwrap();
+    // What a dashboard shows beside each breaker.
+    assert_eq!((breaker.tool(), other.tool()), ("lookup", "send_message"));
+    assert_eq!((*breaker.policy(), *other.policy()), (policy(), strict));
+
+    assert_eq!(breaker.openings(), 0);
+    trip(&registry, &script).await;
+    assert_eq!(breaker.openings(), 1);
+    // A failed probe opens it again: counted; a forced opening is not, nor another tool's.
+    tokio::time::advance(COOLDOWN).await;
+    script.push(Step::Fail(ErrorKind::Timeout));
+    registry.call(call("lookup", 10)).await;
+    assert_eq!(breaker.state(), BreakerState::Open);
+    assert_eq!(breaker.openings(), 2);
+    breaker.force_open();
+    assert_eq!((breaker.openings(), other.openings()), (2, 0));
+}
+
+#[tokio::test(start_paused = true)]
 async fn opening_between_attempts_stops_the_retries() {
     let script = Arc::new(Script::always(Step::Fail(ErrorKind::Unavailable)));
     let registry = builder(&script)
