@@ -266,27 +266,38 @@ mod tests {
         );
     }
 
+    /// The window `new` builds on a machine with this many stripes (32 from 8 cores up).
+    fn with_stripes(span: Duration, buckets: u32, stripes: usize) -> Window {
+        let mut w = Window::new(span, buckets);
+        w.slots = (0..stripes * w.stride).map(|_| AtomicU64::new(0)).collect();
+        w.stripe_mask = stripes - 1;
+        w
+    }
+
     #[test]
     fn every_thread_counts_in_every_bucket() {
         // Twice as many threads as stripes, so every stripe is written, each thread in every
-        // bucket of the window.
-        let w = std::sync::Arc::new(Window::new(Duration::from_secs(10), 10));
-        let threads = 2 * stripe_count();
-        let handles: Vec<_> = (0..threads)
-            .map(|_| {
-                let w = std::sync::Arc::clone(&w);
-                std::thread::spawn(move || {
-                    for second in 0..10 {
-                        w.record(second * SEC, 1, 2);
-                    }
+        // bucket of the window: with this machine's stripes and with the most there can be
+        // (stripe numbers past the 16 slots of a stride, which a 2-core machine never has).
+        for stripes in [stripe_count(), 32] {
+            let w = std::sync::Arc::new(with_stripes(Duration::from_secs(10), 10, stripes));
+            let threads = 2 * stripes;
+            let handles: Vec<_> = (0..threads)
+                .map(|_| {
+                    let w = std::sync::Arc::clone(&w);
+                    std::thread::spawn(move || {
+                        for second in 0..10 {
+                            w.record(second * SEC, 1, 2);
+                        }
+                    })
                 })
-            })
-            .collect();
-        for h in handles {
-            h.join().unwrap();
+                .collect();
+            for h in handles {
+                h.join().unwrap();
+            }
+            let n = threads as u64 * 10;
+            assert_eq!(w.totals(9 * SEC), (n, 2 * n), "{stripes} stripes");
         }
-        let n = threads as u64 * 10;
-        assert_eq!(w.totals(9 * SEC), (n, 2 * n));
     }
 
     #[test]
