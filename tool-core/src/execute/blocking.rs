@@ -68,3 +68,40 @@ impl<T> Future for Blocking<T> {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::outcome::ErrorKind;
+
+    #[test]
+    fn a_body_the_runtime_shut_down_before_it_started_never_ran() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let handle = runtime.handle().clone();
+        runtime.shutdown_background();
+        let ran = Arc::new(AtomicBool::new(false));
+        let pending = {
+            let _inside = handle.enter();
+            let ran = Arc::clone(&ran);
+            blocking(move || {
+                ran.store(true, Ordering::SeqCst);
+                Ok::<_, ToolError>(())
+            })
+        };
+        let waiter = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let err = waiter
+            .block_on(pending)
+            .expect_err("a runtime that is shut down runs nothing");
+        assert_eq!(err.kind(), ErrorKind::Unavailable);
+        // Safe to retry anywhere: nothing ran.
+        assert!(err.is_never_started());
+        assert!(!ran.load(Ordering::SeqCst));
+    }
+}
