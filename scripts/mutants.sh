@@ -79,8 +79,9 @@ tests_of() {
   case $1 in
     guard) echo "approval provenance promises_guards guard_order conversation_store" ;;
     # promises_idempotency: the key's hold is the execution seam's deadline.
-    # tool_forms: sync tools on the blocking pool (blocking.rs), a panicking one contained.
-    execute) echo "breaker promises_breaker execution fallback promises_fallback promises_idempotency tool_forms" ;;
+    # tool_forms: sync tools on the blocking pool (blocking.rs), a panicking one contained;
+    # promises_observe: the contained panic's event and message.
+    execute) echo "breaker promises_breaker execution fallback promises_fallback promises_idempotency tool_forms promises_observe" ;;
     idempotency) echo "idempotency_store idempotency_pipeline promises_idempotency fingerprint_props" ;;
     # dynamic_tools: a tool defined at run time checks every call with the shape validator.
     validate) echo "repair deterministic_repair repair_claims exactness exact_bounds data_types schema dynamic_tools" ;;

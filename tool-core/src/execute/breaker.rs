@@ -728,6 +728,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_state_prints_as_its_word() {
+        for (state, word) in [
+            (BreakerState::Closed, "closed"),
+            (BreakerState::Open, "open"),
+            (BreakerState::HalfOpen, "half_open"),
+            (BreakerState::ForcedOpen, "forced_open"),
+        ] {
+            assert_eq!((state.to_string(), state.as_str()), (word.to_owned(), word));
+        }
+    }
+
+    #[test]
     fn the_cooldown_grows_per_reopen_up_to_its_maximum() {
         let p = BreakerPolicy::new();
         let secs = |n| p.cooldown_after(n).as_secs();
