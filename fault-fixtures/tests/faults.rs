@@ -61,6 +61,12 @@ async fn misbehave(AxumState(hits): AxumState<Arc<Hits>>, uri: Uri) -> Response 
             "slow down",
         )
             .into_response(),
+        "/redirect-loop" => (
+            StatusCode::FOUND,
+            [(header::LOCATION, "/redirect-loop")],
+            "",
+        )
+            .into_response(),
         "/empty" => (StatusCode::OK, "").into_response(),
         "/malformed" => r#"[{"id": "A1", "#.into_response(),
         _ => {
@@ -241,6 +247,28 @@ async fn a_refused_connection_never_started_so_even_a_non_idempotent_tool_retrie
         !message.contains("127.0.0.1"),
         "the URL stays out of the message: {message}"
     );
+}
+
+#[tokio::test]
+async fn a_request_reqwest_cannot_build_or_follow_is_a_bad_request_never_retried() {
+    // A URL that does not parse: refused before anything is sent, the error's sources joined.
+    let outcome = fetch(&registry("http://[", PATIENT), "list_orders", "/orders").await;
+    assert_eq!(outcome.error_kind(), Some(ErrorKind::BadRequest));
+    assert_eq!((outcome.attempts(), outcome.retry_stop()), (1, None));
+    assert_eq!(
+        outcome.message(),
+        Some("builder error: invalid IPv6 address")
+    );
+    // A redirect back to itself: reqwest follows it 10 times, then gives up.
+    let (base, hits) = serve().await;
+    let outcome = fetch(&registry(&base, PATIENT), "list_orders", "/redirect-loop").await;
+    assert_eq!(outcome.error_kind(), Some(ErrorKind::BadRequest));
+    assert_eq!((outcome.attempts(), outcome.retry_stop()), (1, None));
+    assert_eq!(
+        outcome.message(),
+        Some("error following redirect: too many redirects")
+    );
+    assert_eq!(hits.of("/redirect-loop"), 11);
 }
 
 #[tokio::test]
