@@ -8,10 +8,12 @@ rmcp 3.11 (`#[tool_router]` on an impl, parameters in a `Parameters<..>` struct)
     python3 scripts/tools_crate.py /tmp/tools100 100 /work/main --measure
 
 `--measure` writes the crate, builds its dependencies, then times (debug) a clean build of the
-crate alone and three kinds of rebuild, each after an edit that changes a line's length (so the
+crate alone and four kinds of rebuild, each after an edit that changes a line's length (so the
 text below it moves), three times each (median): the first tool's doc comment, the last tool's
-doc comment, and a comment line added at the top of the file (which moves every tool, and in
-the rmcp crate every parameter struct too); it reports the debug binary's size and the
+doc comment, a `//` comment line added at the top of the file (which moves every tool, and in
+the rmcp crate every parameter struct too, and changes nothing else), and the crate's own `//!`
+doc edited (which moves every tool and changes the crate's attributes); it reports the debug
+binary's size and the
 `cargo llvm-lines` total (set `CARGO_TARGET_DIR` to share built dependencies between crates).
 Times are CPU seconds (user + system) of the build, which move less than wall time on a
 loaded machine. The lock file at PATH pins the dependencies, so both crates build
@@ -203,7 +205,9 @@ results = [
     rebuilds("last tool's doc edited", lambda r: edit(
         f"/// Tool number {last}:", f"/// Tool number {last}: look something up{'!' * (r + 1)}")),
     rebuilds("a line added at the top", lambda r: edit(
-        "//! top", "//! top" + " x" * (r + 1)) if r else prepend("//! top\n")),
+        "// top", "// top" + " x" * (r + 1)) if r else prepend("// top\n")),
+    rebuilds("the crate's doc edited", lambda r: edit(
+        "//! Tools", "//! Tools" + " x" * (r + 1)) if r else prepend("//! Tools\n")),
 ]
 target = os.environ.get("CARGO_TARGET_DIR", os.path.join(out, "target"))
 binary = os.path.getsize(os.path.join(target, "debug", name))

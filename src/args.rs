@@ -64,9 +64,21 @@ pub fn value_once<'de, T: Deserialize<'de>, A: MapAccess<'de>>(
     Ok(())
 }
 
+/// The value read for the parameter `name`, or, if the call did not send it, `missing`'s
+/// value.
+pub fn present<'de, T: Deserialize<'de>, E: de::Error>(
+    slot: Option<T>,
+    name: &'static str,
+) -> Result<T, E> {
+    match slot {
+        Some(value) => Ok(value),
+        None => missing(name),
+    }
+}
+
 /// The value of a parameter the call did not send: `None` for an `Option` (and any type that
 /// reads an absent value as its own), serde's "missing field" error otherwise.
-pub fn missing<'de, T: Deserialize<'de>, E: de::Error>(name: &'static str) -> Result<T, E> {
+fn missing<'de, T: Deserialize<'de>, E: de::Error>(name: &'static str) -> Result<T, E> {
     T::deserialize(Missing(name, PhantomData))
 }
 
@@ -217,19 +229,13 @@ mod tests {
                     let (mut a, mut b) = (None, None);
                     while let Some(i) = map.next_key_seed(FieldIndex(FIELDS))? {
                         match i {
-                            0 => value_once(&mut a, &mut map, "a")?,
-                            _ => value_once(&mut b, &mut map, "b")?,
-                        }
+                            0 => value_once(&mut a, &mut map, "a"),
+                            _ => value_once(&mut b, &mut map, "b"),
+                        }?;
                     }
                     Ok(Args {
-                        a: match a {
-                            Some(v) => v,
-                            None => missing("a")?,
-                        },
-                        b: match b {
-                            Some(v) => v,
-                            None => missing("b")?,
-                        },
+                        a: present(a, "a")?,
+                        b: present(b, "b")?,
                     })
                 }
             }

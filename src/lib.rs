@@ -357,7 +357,7 @@ mod args;
 
 #[doc(hidden)]
 pub mod __private_v0_1 {
-    pub use crate::args::{args_schema, missing, value_once, ArgSchema, FieldIndex};
+    pub use crate::args::{args_schema, present, value_once, ArgSchema, FieldIndex};
     pub use inventory;
     pub use schemars;
     pub use serde;

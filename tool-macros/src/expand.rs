@@ -576,7 +576,7 @@ fn deserialize(tool: &ToolFn, args_ident: &Ident, arg_bounds: &[TokenStream]) ->
             } else {
                 quote!(#i)
             };
-            quote!(#pattern => #p::value_once(&mut #slot, &mut __map, #name)?,)
+            quote!(#pattern => #p::value_once(&mut #slot, &mut __map, #name),)
         });
     let fields = params
         .iter()
@@ -584,25 +584,22 @@ fn deserialize(tool: &ToolFn, args_ident: &Ident, arg_bounds: &[TokenStream]) ->
         .zip(&names)
         .map(|((param, slot), name)| {
             let ident = &param.ident;
-            let absent = match param.arg.default {
+            // A call per field, not a `match`: the function is checked and compiled once
+            // for every tool, where a `match` here would be for each.
+            match param.arg.default {
                 Some(_) => {
                     let default = default_fn(param);
-                    quote!(#args_ident::#default())
+                    quote!(#ident: #slot.unwrap_or_else(#args_ident::#default),)
                 }
-                None => quote!(#p::missing(#name)?),
-            };
-            quote! {
-                #ident: match #slot {
-                    ::core::option::Option::Some(__value) => __value,
-                    ::core::option::Option::None => #absent,
-                },
+                None => quote!(#ident: #p::present(#slot, #name)?,),
             }
         });
     // No parameters: every key is unknown, so the loop only ever ends or fails.
     let take = if params.is_empty() {
         quote!(let _: usize = __key;)
     } else {
-        quote!(match __key { #(#arms)* })
+        // One `?` for every arm.
+        quote!(match __key { #(#arms)* }?;)
     };
     quote! {
         impl<'de> #p::serde::Deserialize<'de> for #args_ident where #(#arg_bounds,)* {
