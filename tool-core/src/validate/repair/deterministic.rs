@@ -730,6 +730,15 @@ impl<'s> Values<'s, '_> {
             return;
         }
         if types.array && !types.accepts(value) && !value.is_null() {
+            // `"1"` where an integer or a list is wanted is the integer, not a list of it:
+            // a value the types take once unquoted is not wrapped. (A string here is one the
+            // types refuse as it is.)
+            if let Value::String(text) = value {
+                if let Some(fixed) = self.unquoted(text, types) {
+                    *value = fixed;
+                    return;
+                }
+            }
             self.wrap(value, wanted.schema, depth);
             return;
         }

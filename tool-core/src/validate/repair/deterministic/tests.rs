@@ -865,6 +865,43 @@ fn a_scalar_the_types_refuse_is_wrapped_whatever_else_the_arguments_hold() {
     assert_eq!(fixed(r#"{"share": 2, "flags": 7}"#), None);
 }
 
+#[test]
+fn a_string_the_types_take_once_unquoted_is_not_wrapped() {
+    // Wanted: an integer or a list of numbers. `"1"` is the integer 1, as it would be where
+    // only an integer is wanted; a list is made only of what no scalar type takes.
+    let schema = json!({"type": "object", "properties": {
+        "share": {"type": ["integer", "array"], "items": {"type": "number"}},
+        "flag": {"type": ["boolean", "array"], "items": {"type": "string"}},
+        "ratio": {"type": ["integer", "array"], "items": {"type": "number"}}
+    }});
+    let rules = DeterministicRepair::default();
+    let fixed = |text: &str| rules.repair(&schema, text).map(Repaired::into_text);
+    assert_eq!(
+        fixed(r#"{"share": "1"}"#).as_deref(),
+        Some(r#"{"share":1}"#)
+    );
+    assert_eq!(
+        rules
+            .repair(&schema, r#"{"share": "1"}"#)
+            .map(|r| r.fixes()),
+        Some(Fixes::EMPTY.with(Fix::NumberFromString))
+    );
+    assert_eq!(
+        fixed(r#"{"flag": "true"}"#).as_deref(),
+        Some(r#"{"flag":true}"#)
+    );
+    // Not an integer once unquoted: an item of the list.
+    assert_eq!(
+        fixed(r#"{"ratio": "2.5"}"#).as_deref(),
+        Some(r#"{"ratio":[2.5]}"#)
+    );
+    // A string no scalar type takes is wrapped as it is.
+    assert_eq!(
+        fixed(r#"{"flag": "yes"}"#).as_deref(),
+        Some(r#"{"flag":["yes"]}"#)
+    );
+}
+
 /// A small xorshift generator: the same cases on every run.
 struct Cases(u64);
 
