@@ -11,7 +11,8 @@
 #   Extra args go to cargo-mutants, e.g. `scripts/mutants.sh execute -- --re 'breaker.rs'`
 #   (only the mutants whose names match), `-- --list` (count them, build nothing).
 #   A run replaces $MUTANTS_OUT/MODULE unless MUTANTS_RESUME=1: then what an earlier run
-#   caught or found unviable is kept and only the rest is tested again (after adding tests).
+#   caught or found unviable is kept and only the rest is tested again (after adding tests);
+#   what it found under names that no longer exist (the lines moved) is dropped first.
 #   MUTANTS_THIRD=0 skips execute's third pass (below), e.g. when `--re` names other mutants.
 #
 # The tests per module: toolwright-core's unit tests (`--lib`) and the root crate's integration
@@ -136,6 +137,16 @@ mutants() {
 
 count() { if [[ -f $1 ]]; then grep -c . "$1" || true; else echo 0; fi; }
 
+# The names of the module's mutants as the code stands now, whatever the filter: a resumed run
+# forgets what an earlier one found under names that no longer exist (lines moved since), so
+# its counts and survivors are of today's mutants only (those are tested again).
+current_names() {
+  local file_args=()
+  for f in $files; do file_args+=("--file=$f"); done
+  (cd "$work" && cargo mutants --list -p toolwright-core "${file_args[@]}" \
+    --exclude-re 'impl (std::)?(fmt::)?Debug for')
+}
+
 # What every pass found, in $out/$module/{caught,unviable,missed,timeout}.txt: after pass $1
 # (a mutants.out), what it caught or found unviable joins those lists; what it missed or timed
 # out on is a survivor. A hang stays a hang until a pass catches the mutant: the integration
@@ -190,6 +201,14 @@ for module in "${modules[@]}"; do
   [[ $resume == 1 ]] || rm -rf "${out:?}/$module"
   mkdir -p "$out/$module"
   touch "$out/$module"/{caught,unviable,missed,timeout}.txt
+  if [[ $resume == 1 ]]; then
+    current_names >"$out/$module/current.txt"
+    for kind in caught unviable missed timeout; do
+      { grep -xF -f "$out/$module/current.txt" "$out/$module/$kind.txt" || true; } \
+        >"$out/$module/$kind.next"
+      mv "$out/$module/$kind.next" "$out/$module/$kind.txt"
+    done
+  fi
   # Two passes. A mutant toolwright-core's unit tests catch costs one build of its test
   # harness (2 to 5 s); only what they miss is built with the integration tests (5 to 20 s).
   echo "== $module: against toolwright-core's unit tests"
