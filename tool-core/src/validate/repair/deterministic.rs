@@ -729,16 +729,17 @@ impl<'s> Values<'s, '_> {
         if !types.known {
             return;
         }
-        if types.array && !types.accepts(value) && !value.is_null() {
-            // `"1"` where an integer or a list is wanted is the integer, not a list of it:
-            // a value the types take once unquoted is not wrapped. (A string here is one the
-            // types refuse as it is.)
-            if let Value::String(text) = value {
+        // Unquoted before anything is wrapped: `"1"` where an integer or a list is wanted is
+        // the integer, not a list of it.
+        if let Value::String(text) = value {
+            if !types.string {
                 if let Some(fixed) = self.unquoted(text, types) {
                     *value = fixed;
                     return;
                 }
             }
+        }
+        if types.array && !types.accepts(value) && !value.is_null() {
             self.wrap(value, wanted.schema, depth);
             return;
         }
@@ -749,11 +750,6 @@ impl<'s> Values<'s, '_> {
                     for item in items {
                         self.fix(item, items_schema, depth + 1);
                     }
-                }
-            }
-            Value::String(text) if !types.string => {
-                if let Some(fixed) = self.unquoted(text, types) {
-                    *value = fixed;
                 }
             }
             _ => {}
