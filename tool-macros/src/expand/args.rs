@@ -1,0 +1,230 @@
+//! The argument struct `<Fn>Args` and what reads and describes it: serde's `Deserialize`
+//! and schemars' `JsonSchema`, written as calls of shared functions, and the functions behind
+//! `#[arg(default = ..)]`.
+
+use proc_macro2::{Ident, TokenStream};
+use quote::{format_ident, quote, quote_spanned};
+use syn::ext::IdentExt;
+
+use super::Names;
+use crate::ast::{Param, ToolFn};
+
+/// `<Fn>Args`: the public struct, the functions behind `default = ..`, and the serde and
+/// schemars impls ([`args_impls`]).
+pub(super) fn args_struct(tool: &ToolFn, names: &Names, arg_bounds: &[TokenStream]) -> TokenStream {
+    let (args_ident, vis) = (&names.args, names.vis);
+    let args_doc = names.args_doc(&tool.name);
+    let fields = tool.args().map(|param| {
+        let (ident, ty, docs) = (&param.ident, &param.ty, &param.docs);
+        quote! {
+            #(#docs)*
+            #vis #ident: #ty,
+        }
+    });
+    let impls = args_impls(tool, names, arg_bounds);
+    let defaults = tool.args().filter_map(default_value);
+    quote! {
+        #[doc = #args_doc]
+        #vis struct #args_ident {
+            #(#fields)*
+        }
+
+        impl #args_ident {
+            #(#defaults)*
+        }
+
+        #impls
+    }
+}
+
+/// The arguments' serde and schemars impls, under a where-clause that assumes every
+/// parameter's type usable: their bodies then never check a field's type themselves (which
+/// would report an unusable type once more per impl); the registration proves each bound once,
+/// at the parameter. Both are written here, not derived: the per-field code of serde's and
+/// schemars' derives becomes calls of shared functions, compiled once for all tools
+/// ([`deserialize`], [`json_schema`]). The public struct carries no bounds itself, so users'
+/// functions that take it are not checked against them.
+fn args_impls(tool: &ToolFn, names: &Names, arg_bounds: &[TokenStream]) -> TokenStream {
+    let deserialize = deserialize(tool, &names.args, arg_bounds);
+    let json_schema = json_schema(tool, names, arg_bounds);
+    quote! {
+        // The bounds' `for<..>` binders name a lifetime they do not use, on purpose.
+        #[allow(unused_lifetimes)]
+        const _: () = {
+            #deserialize
+            #json_schema
+        };
+    }
+}
+
+/// `JsonSchema` for the arguments: the schema schemars' derive writes for the struct with
+/// `#[serde(deny_unknown_fields)]` (doc comments as title and description, defaults, `Option`s
+/// not required), as one call of a shared function with a row per parameter.
+fn json_schema(tool: &ToolFn, names: &Names, arg_bounds: &[TokenStream]) -> TokenStream {
+    let p = quote!(::toolwright::__private_v0_1);
+    let args_ident = &names.args;
+    let args_name = args_ident.to_string();
+    let args_doc = names.args_doc(&tool.name);
+    let rows = tool.args().map(|param| {
+        let ty = &param.ty;
+        let name = param.ident.unraw().to_string();
+        let doc = schemars_doc(&param.docs);
+        let default = param.arg.default.as_ref().map(|_| {
+            let default = default_fn(param);
+            quote! {
+                .with_default(|| #p::schemars::_schemars_maybe_to_value!(#args_ident::#default()))
+            }
+        });
+        quote!(#p::ArgSchema::of::<#ty>(#name, #doc) #default)
+    });
+    quote! {
+        impl #p::schemars::JsonSchema for #args_ident where #(#arg_bounds,)* {
+            fn schema_name() -> ::std::borrow::Cow<'static, str> {
+                ::std::borrow::Cow::Borrowed(#args_name)
+            }
+
+            fn schema_id() -> ::std::borrow::Cow<'static, str> {
+                ::std::borrow::Cow::Borrowed(::core::concat!(::core::module_path!(), "::", #args_name))
+            }
+
+            fn json_schema(generator: &mut #p::schemars::SchemaGenerator) -> #p::schemars::Schema {
+                #p::args_schema(generator, #args_doc, &[#(#rows),*])
+            }
+        }
+    }
+}
+
+/// A parameter's doc comment as schemars' derive reads it: the lines joined with `\n`, each
+/// without the one space after `///`.
+fn schemars_doc(docs: &[syn::Attribute]) -> TokenStream {
+    let mut parts = Vec::new();
+    let lines = docs
+        .iter()
+        .filter_map(|attr| attr.meta.require_name_value().ok());
+    for (i, line) in lines.enumerate() {
+        if i > 0 {
+            parts.push(quote!("\n"));
+        }
+        match &line.value {
+            syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Str(text),
+                ..
+            }) => {
+                let value = text.value();
+                let value = value.strip_prefix(' ').unwrap_or(&value);
+                parts.push(quote!(#value));
+            }
+            other => parts.push(quote!(#other)),
+        }
+    }
+    quote!(::core::concat!(#(#parts),*))
+}
+
+/// `Deserialize` for the arguments: a JSON object read by a map visitor (an array is the wrong
+/// type, not values by position), with serde derive's errors ("missing", "unknown",
+/// "duplicate field") and an absent `Option` read as `None`. The key lookup, the duplicate
+/// check and the absent value are shared functions, compiled once for all tools.
+fn deserialize(tool: &ToolFn, args_ident: &Ident, arg_bounds: &[TokenStream]) -> TokenStream {
+    let p = quote!(::toolwright::__private_v0_1);
+    let expecting = format!("struct {args_ident}");
+    let params: Vec<&Param> = tool.args().collect();
+    let names: Vec<String> = params.iter().map(|p| p.ident.unraw().to_string()).collect();
+    let slots: Vec<Ident> = (0..params.len()).map(|i| format_ident!("__f{i}")).collect();
+    let types = params.iter().map(|param| &param.ty);
+    let arms = slots
+        .iter()
+        .zip(&names)
+        .enumerate()
+        .map(|(i, (slot, name))| {
+            // The last arm takes every index left: the lookup never returns one past the names.
+            let pattern = if i + 1 == params.len() {
+                quote!(_)
+            } else {
+                quote!(#i)
+            };
+            quote!(#pattern => #p::value_once(&mut #slot, &mut __map, #name),)
+        });
+    let fields = params
+        .iter()
+        .zip(&slots)
+        .zip(&names)
+        .map(|((param, slot), name)| {
+            let ident = &param.ident;
+            // A call per field, not a `match`: the function is checked and compiled once
+            // for every tool, where a `match` here would be for each.
+            match param.arg.default {
+                Some(_) => {
+                    let default = default_fn(param);
+                    quote!(#ident: #slot.unwrap_or_else(#args_ident::#default),)
+                }
+                None => quote!(#ident: #p::present(#slot, #name)?,),
+            }
+        });
+    // No parameters: every key is unknown, so the loop only ever ends or fails.
+    let take = if params.is_empty() {
+        quote!(let _: usize = __key;)
+    } else {
+        // One `?` for every arm.
+        quote!(match __key { #(#arms)* }?;)
+    };
+    quote! {
+        impl<'de> #p::serde::Deserialize<'de> for #args_ident where #(#arg_bounds,)* {
+            fn deserialize<D: #p::serde::Deserializer<'de>>(
+                deserializer: D,
+            ) -> ::core::result::Result<Self, D::Error> {
+                struct __Visitor;
+
+                impl<'de> #p::serde::de::Visitor<'de> for __Visitor where #(#arg_bounds,)* {
+                    type Value = #args_ident;
+
+                    fn expecting(
+                        &self,
+                        formatter: &mut ::core::fmt::Formatter<'_>,
+                    ) -> ::core::fmt::Result {
+                        formatter.write_str(#expecting)
+                    }
+
+                    fn visit_map<A: #p::serde::de::MapAccess<'de>>(
+                        self,
+                        mut __map: A,
+                    ) -> ::core::result::Result<#args_ident, A::Error> {
+                        const FIELDS: &[&str] = &[#(#names),*];
+                        #(let mut #slots: ::core::option::Option<#types> = ::core::option::Option::None;)*
+                        while let ::core::option::Option::Some(__key) =
+                            #p::serde::de::MapAccess::next_key_seed(&mut __map, #p::FieldIndex(FIELDS))?
+                        {
+                            #take
+                        }
+                        ::core::result::Result::Ok(#args_ident { #(#fields)* })
+                    }
+                }
+
+                #p::serde::Deserializer::deserialize_map(deserializer, __Visitor)
+            }
+        }
+    }
+}
+
+fn default_fn(param: &Param) -> Ident {
+    format_ident!("__toolwright_default_{}", param.ident.unraw())
+}
+
+/// The function behind `#[arg(default = ..)]`, named by serde's `default = "path"`.
+fn default_value(param: &Param) -> Option<TokenStream> {
+    let expr = param.arg.default.as_ref()?;
+    let (fn_name, ty) = (default_fn(param), &param.ty);
+    let value = match expr {
+        // A string literal also fills `String` (and `Box<str>`, `Cow<str>`, ...).
+        syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Str(lit),
+            ..
+        }) => quote_spanned!(lit.span()=>
+            ::toolwright::__private_v0_1::default_from_str(#lit)
+        ),
+        _ => quote!(#expr),
+    };
+    Some(quote! {
+        #[doc(hidden)]
+        fn #fn_name() -> #ty { #value }
+    })
+}
