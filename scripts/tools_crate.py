@@ -8,12 +8,14 @@ rmcp 3.11 (`#[tool_router]` on an impl, parameters in a `Parameters<..>` struct)
     python3 scripts/tools_crate.py /tmp/tools100 100 /work/main --measure
 
 `--measure` writes the crate, builds its dependencies, then times (debug) a clean build of the
-crate alone and four kinds of rebuild, each after an edit that changes a line's length (so the
-text below it moves), three times each (median): the first tool's doc comment, the last tool's
-doc comment, a `//` comment line added at the top of the file (which moves every tool, and in
-the rmcp crate every parameter struct too, and changes nothing else), and the crate's own `//!`
-doc edited (which moves every tool and changes the crate's attributes); it reports the debug
-binary's size and the
+crate alone and five kinds of rebuild, each after an edit that moves the text below it, three
+times each (median): the first tool's doc comment made longer, the first tool's doc grown by a
+line (the lines below move too), the last tool's doc comment made longer, a `//` comment line
+added at the top of the file (which moves every tool, and in the rmcp crate every parameter
+struct too, and changes nothing else), and the crate's own `//!` doc edited (which moves every
+tool and changes the crate's attributes). Each rebuild reports its CPU seconds and how many
+codegen units rustc compiled again (object files rewritten in the incremental cache: a count
+that does not depend on the machine's load); the script reports the debug binary's size and the
 `cargo llvm-lines` total (set `CARGO_TARGET_DIR` to share built dependencies between crates).
 Times are CPU seconds (user + system) of the build, which move less than wall time on a
 loaded machine. The lock file at PATH pins the dependencies, so both crates build
@@ -183,15 +185,37 @@ def prepend(line):
         f.write(line + text)
 
 
+target = os.environ.get("CARGO_TARGET_DIR", os.path.join(out, "target"))
+
+
+def emitted_since(started):
+    """How many object files of the crate (library and binary) rustc wrote again since
+    `started`: the codegen units it did not reuse from the incremental cache. Unlike seconds, the
+    count does not depend on the machine's load."""
+    incremental = os.path.join(target, "debug", "incremental")
+    count = 0
+    for session_root in os.listdir(incremental):
+        if not session_root.startswith(name + "-"):
+            continue
+        for root, _, files in os.walk(os.path.join(incremental, session_root)):
+            count += sum(1 for f in files
+                         if f.endswith(".o") and os.path.getmtime(os.path.join(root, f)) >= started)
+    return count
+
+
 def rebuilds(name, change):
-    """The median CPU and wall seconds of three rebuilds, each after `change(round)`."""
-    cpu, wall = [], []
+    """The median CPU and wall seconds of three rebuilds, each after `change(round)`, and the
+    median number of codegen units compiled again."""
+    cpu, wall, units = [], [], []
     for r in range(3):
         change(r)
+        started = time.time()
         w, c, _ = run("cargo", "build")
         cpu.append(c)
         wall.append(w)
-    return f"{name} {statistics.median(cpu):.1f} s CPU ({statistics.median(wall):.1f} s wall)"
+        units.append(emitted_since(started))
+    return (f"{name} {statistics.median(cpu):.1f} s CPU ({statistics.median(wall):.1f} s wall, "
+            f"{statistics.median(units):.0f} codegen units)")
 
 
 run("cargo", "build")  # dependencies
@@ -202,6 +226,8 @@ results = [
     f"clean build {clean_cpu:.1f} s CPU ({clean_wall:.1f} s wall)",
     rebuilds("first tool's doc edited", lambda r: edit(
         "/// Tool number 0:", f"/// Tool number 0: look something up{'!' * (r + 1)}")),
+    rebuilds("first tool's doc grown by a line", lambda r: edit(
+        "/// Tool number 0:", f"/// Tool number 0: look something up.\n/// More{'!' * (r + 1)}")),
     rebuilds("last tool's doc edited", lambda r: edit(
         f"/// Tool number {last}:", f"/// Tool number {last}: look something up{'!' * (r + 1)}")),
     rebuilds("a line added at the top", lambda r: edit(
@@ -209,7 +235,6 @@ results = [
     rebuilds("the crate's doc edited", lambda r: edit(
         "//! Tools", "//! Tools" + " x" * (r + 1)) if r else prepend("//! Tools\n")),
 ]
-target = os.environ.get("CARGO_TARGET_DIR", os.path.join(out, "target"))
 binary = os.path.getsize(os.path.join(target, "debug", name))
 _, _, lines = run("cargo", "llvm-lines", "--lib")
 total = re.search(r"^\s*(\d+)\s.*\(TOTAL\)", lines, re.M)

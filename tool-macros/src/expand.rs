@@ -2,7 +2,7 @@
 //! struct, `Tool` impl and collection entry out. Generated code names `::toolwright::__private_v0_1`
 //! only, so users depend on `toolwright` alone.
 
-use proc_macro2::{Ident, Literal, Span, TokenStream};
+use proc_macro2::{Delimiter, Group, Ident, Literal, Span, TokenStream, TokenTree};
 use quote::{format_ident, quote, quote_spanned};
 use syn::ext::IdentExt;
 
@@ -93,6 +93,118 @@ fn located_at(tokens: &TokenStream, span: Span) -> TokenStream {
             tree
         })
         .collect()
+}
+
+/// The generated tokens of `tokens` (those spanned at `Span::call_site()`, the attribute)
+/// re-spanned at `anchor`, a token of the item itself (its `fn`); the user's own tokens (types,
+/// docs, rule arguments) as they were, and what [`at_call_site`] marked at the attribute. With
+/// no anchor (a `#[toolset]` method), only the marks are taken off.
+///
+/// Why: rustc's incremental compilation hashes a span made at a macro's call site, and the
+/// expansion itself, by the attribute's offset from the start of its module. An edit that moves
+/// the tools below it without moving the module's start (the first tool's doc comment made
+/// longer) changes that hash for every tool below, and each one's generated items are
+/// type-checked and compiled again. At a token of the item, a generated token hashes relative
+/// to the item that holds it, as hand-written code does. Name resolution is the same:
+/// call-site hygiene resolves names as the item's own tokens do. A `#[toolset]` is one
+/// expansion at the `impl`, which an edit of its methods does not move.
+///
+/// A macro expanded inside the output (a derive, `concat!`) is hashed with this expansion as
+/// its parent, whatever its tokens' spans: the expansion writes none where it can.
+pub fn anchored(tokens: TokenStream, anchor: Option<Span>) -> TokenStream {
+    let Some(site) = Span::call_site().source_text() else {
+        return unmarked(tokens);
+    };
+    // The trees, each re-spanned if it was generated, a mark replaced by what it holds;
+    // `None` when nothing changed (a user's group is then kept as it came, with its own open
+    // and close spans).
+    fn walk(tokens: &TokenStream, site: &str, anchor: Option<Span>) -> Option<TokenStream> {
+        let mut changed = false;
+        let mut trees = Vec::new();
+        for mut tree in tokens.clone() {
+            let generated = tree.span().source_text().is_some_and(|text| text == site);
+            if let TokenTree::Group(group) = &tree {
+                if generated && is_mark(group) {
+                    trees.extend(group.stream());
+                    changed = true;
+                    continue;
+                }
+                let inner = walk(&group.stream(), site, anchor);
+                let respan = generated && anchor.is_some();
+                if respan || inner.is_some() {
+                    let stream = inner.unwrap_or_else(|| group.stream());
+                    let mut rebuilt = Group::new(group.delimiter(), stream);
+                    rebuilt.set_span(anchor.filter(|_| respan).unwrap_or_else(|| group.span()));
+                    tree = TokenTree::Group(rebuilt);
+                    changed = true;
+                }
+            } else if let Some(anchor) = anchor.filter(|_| generated) {
+                tree.set_span(anchor);
+                changed = true;
+            }
+            trees.push(tree);
+        }
+        changed.then(|| trees.into_iter().collect())
+    }
+    walk(&tokens, &site, anchor).unwrap_or(tokens)
+}
+
+/// `tokens` with the marks of [`at_call_site`] taken off, when the call site has no source
+/// text to tell generated tokens by: every invisible group holding one identifier, which reads
+/// the same without its group.
+fn unmarked(tokens: TokenStream) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|tree| match tree {
+            TokenTree::Group(group) if is_mark(&group) => group.stream(),
+            TokenTree::Group(group) => {
+                let mut rebuilt = Group::new(group.delimiter(), unmarked(group.stream()));
+                rebuilt.set_span(group.span());
+                TokenTree::Group(rebuilt).into()
+            }
+            other => other.into(),
+        })
+        .collect()
+}
+
+fn is_mark(group: &Group) -> bool {
+    let mut inner = group.stream().into_iter();
+    group.delimiter() == Delimiter::None
+        && matches!(inner.next(), Some(TokenTree::Ident(_)))
+        && inner.next().is_none()
+}
+
+/// `name` marked to stay at `#[tool]` when [`anchored`] moves the rest: a generated name that
+/// rustc must read as the macro's, so that it suggests no edit at it, in an item whose hash no
+/// other item's code depends on (a type alias). The mark is an invisible group that
+/// [`anchored`] takes off; it never reaches the compiler.
+pub(crate) fn at_call_site(name: &Ident) -> TokenStream {
+    let name = Ident::new(&name.to_string(), Span::call_site());
+    TokenTree::Group(Group::new(Delimiter::None, quote!(#name))).into()
+}
+
+/// The lints allowed on every generated item. Spanned at the function (see [`anchored`]), a
+/// generated item reads to rustc and clippy as the user's own code, so the lints a user turns
+/// on for their code would fire on it: a `for<..>` binder that names a lifetime it does not use
+/// (on purpose, see `argument_bound`), an argument struct without `Debug` (its fields' types
+/// need not have one), `Duration::from_millis(2000)`, and the like.
+pub(crate) fn allow_lints() -> TokenStream {
+    quote! {
+        #[allow(
+            unused_lifetimes,
+            single_use_lifetimes,
+            unit_bindings,
+            unused_qualifications,
+            unused_results,
+            unreachable_pub,
+            missing_copy_implementations,
+            missing_debug_implementations,
+            clippy::all,
+            clippy::pedantic,
+            clippy::nursery,
+            clippy::restriction
+        )]
+    }
 }
 
 fn opt<T>(value: &Option<T>, f: impl Fn(&T) -> TokenStream) -> TokenStream {
@@ -187,9 +299,18 @@ fn rules(
 /// keeps rustc from rejecting the bound as trivially false where it is declared: it is checked
 /// only where the item that carries it is named.
 fn argument_bound(param: &Param) -> TokenStream {
-    let ty = &param.ty;
-    let (first, _) = token_spans(ty);
-    quote_spanned!(first=> for<'__toolwright> #ty: ::toolwright::__private_v0_1::ToolArgument)
+    bound(&param.ty, token_spans(&param.ty), "ToolArgument")
+}
+
+/// `for<'__toolwright> ty: ::toolwright::__private_v0_1::Trait`, its own tokens spanned at the
+/// first token of `ty` and the trait's name at the last: rustc's note "required by this bound"
+/// then underlines the type, and no token of the bound stands at `#[tool]` (see [`anchored`]).
+fn bound(ty: &impl quote::ToTokens, (first, last): (Span, Span), trait_name: &str) -> TokenStream {
+    let trait_name = Ident::new(trait_name, last);
+    let binder = quote_spanned!(first=> for<'__toolwright>);
+    // The path from `first` to `last`: rustc spans a path from its first segment to its last.
+    let path = quote_spanned!(first=> : ::toolwright::__private_v0_1::#trait_name);
+    quote!(#binder #ty #path)
 }
 
 /// The collection entry of a free function, naming link 0 of the registration chain
@@ -204,9 +325,11 @@ fn registration(
     let p = quote!(::toolwright::__private_v0_1);
     let register = register(tool);
     let links = links(tool, tool_ident, output_bound);
+    let allow = allow_lints();
     match tool.owner {
         None => (
             quote! {
+                #allow
                 const _: () = {
                     #(#links)*
                     #p::inventory::submit! { #p::CollectedTool::new(#register) }
@@ -258,21 +381,11 @@ fn links(tool: &ToolFn, tool_ident: &Ident, output_bound: &TokenStream) -> Vec<T
             span = Span::call_site()
         ),
     };
-    // In the links, the bounds are located at `#[tool]`, so that note points there, as it
-    // does for the output bound, rather than at the type a second time. The type keeps its
-    // own tokens: a type that does not resolve is then one error, at the parameter, not a
-    // second one at `#[tool]`.
-    let arg_bounds: Vec<TokenStream> = args
-        .iter()
-        .map(|param| {
-            let ty = &param.ty;
-            let (first, _) = token_spans(ty);
-            let at = |tokens: TokenStream| located_at(&tokens, Span::call_site());
-            let binder = at(quote_spanned!(first=> for<'__toolwright>));
-            let bound = at(quote_spanned!(first=> : ::toolwright::__private_v0_1::ToolArgument));
-            quote!(#binder #ty #bound)
-        })
-        .collect();
+    // In the links, a bound's own tokens stand at the type's first token, so that rustc's
+    // note "required by this bound" underlines the type: at `#[tool]` they would hash by the
+    // attribute's place in the module (see `anchored`). The type keeps its own tokens: a type
+    // that does not resolve is then one error, at the parameter.
+    let arg_bounds: Vec<TokenStream> = args.iter().copied().map(argument_bound).collect();
     let types: Vec<&syn::Type> = args.iter().map(|param| &param.ty).collect();
     // A method's chain carries the impl's generics and takes the instance along.
     let (generics, set, set_arg, owner_bounds, tool_value) = match &tool.owner {
@@ -388,10 +501,42 @@ fn tool_struct(tool: &ToolFn, names: &Names) -> TokenStream {
     let (tool_ident, vis) = (&names.tool, names.vis);
     let tool_doc = names.tool_doc(&tool.name, tool.owner.as_ref());
     let Some(owner) = &tool.owner else {
+        // The four impls `#[derive(Debug, Clone, Copy, Default)]` writes, written here: a
+        // derive is a macro expanded inside this one, and rustc hashes such an expansion by
+        // where `#[tool]` stands in its module (see [`anchored`]).
+        let name = tool_ident.to_string();
+        let allow = allow_lints();
         return quote! {
             #[doc = #tool_doc]
-            #[derive(Debug, Clone, Copy, Default)]
+            #allow
             #vis struct #tool_ident;
+
+            #[automatically_derived]
+            #allow
+            impl ::core::fmt::Debug for #tool_ident {
+                fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                    ::core::fmt::Formatter::write_str(f, #name)
+                }
+            }
+            #[automatically_derived]
+            #allow
+            impl ::core::clone::Clone for #tool_ident {
+                #[inline]
+                fn clone(&self) -> Self {
+                    *self
+                }
+            }
+            #[automatically_derived]
+            #allow
+            impl ::core::marker::Copy for #tool_ident {}
+            #[automatically_derived]
+            #allow
+            impl ::core::default::Default for #tool_ident {
+                #[inline]
+                fn default() -> Self {
+                    #tool_ident
+                }
+            }
         };
     };
     let self_ty = &owner.self_ty;
@@ -414,37 +559,39 @@ fn tool_struct(tool: &ToolFn, names: &Names) -> TokenStream {
 pub fn expand(tool: &ToolFn) -> (TokenStream, TokenStream) {
     let item = &tool.item;
     let names = Names::of(tool);
-    let Some((ok, first, _)) = tool.output.value() else {
+    let Some((ok, first, last)) = tool.output.value() else {
         // Validation reports every other return type, so `stub` runs instead.
         return (quote!(#item), TokenStream::new());
     };
-    let p = quote!(::toolwright::__private_v0_1);
     let arg_bounds: Vec<TokenStream> = tool.args().map(argument_bound).collect();
     // An unusable result type fails one obligation, `T: ToolOutput`, where the registration
-    // function is named; spanned at the result type so the error points there.
+    // function is named; spanned at the result type so the error and the note of the bound
+    // point there.
     // The impl and that function carry the bound as a `for<..>` where-clause, which rustc
     // checks only where they are used, not as a trivially false bound at the definition.
-    let output_bound = quote_spanned!(first=> for<'__toolwright> #ok: #p::ToolOutput);
+    let output_bound = bound(&ok, (first, last), "ToolOutput");
     let args_struct = args_struct(tool, &names, &arg_bounds);
     let tool_struct = tool_struct(tool, &names);
     let tool_impl = tool_impl(tool, &names, &output_bound, &arg_bounds);
     let (registration, register) = registration(tool, &names.tool, &output_bound);
-    // A method stays in its `impl`; the toolset emits it.
-    let item = tool.owner.is_none().then_some(item);
-    (
-        quote! {
-            #item
+    let generated = quote! {
+        #args_struct
 
-            #args_struct
+        #tool_struct
 
-            #tool_struct
+        #tool_impl
 
-            #tool_impl
-
-            #registration
-        },
-        register,
-    )
+        #registration
+    };
+    match tool.owner {
+        None => {
+            let generated = anchored(generated, Some(item.sig.fn_token.span));
+            (quote!(#item #generated), register)
+        }
+        // A method stays in its `impl`; the toolset emits it. Its generated code stands at
+        // `#[toolset]`, which an edit of the methods below it does not move.
+        Some(_) => (anchored(generated, None), anchored(register, None)),
+    }
 }
 
 /// The tool's `ToolMeta`: name, description, policy and every argument's rules.
@@ -541,9 +688,10 @@ fn tool_impl(
         }
         None => (TokenStream::new(), TokenStream::new(), TokenStream::new()),
     };
+    let allow = allow_lints();
     quote! {
         // The `for<..>` binder of the output bound names a lifetime it does not use, on purpose.
-        #[allow(unused_lifetimes)]
+        #allow
         impl #impl_generics #p::Tool for #tool_ident #ty_generics
         where
             #output_bound,
@@ -707,6 +855,7 @@ impl Calls {
         names: &Names,
         tool: &ToolFn,
         (name, callee, this, convert): (TokenStream, TokenStream, bool, TokenStream),
+        located: Option<Span>,
     ) -> TokenStream {
         let p = quote!(::toolwright::__private_v0_1);
         let args_ident = &names.args;
@@ -722,7 +871,15 @@ impl Calls {
             (true, _) => (Some(quote!(let __this = &*self.0;)), Some(quote!(__this,))),
         };
         let args = &self.args;
-        let call = quote!(#callee(#receiver #(#args),*));
+        // Located at the fallback's path (when given), the parentheses and commas keep the
+        // expansion's context: a fallback of the wrong arity is then reported without rustc's
+        // suggestion to edit the arguments, which are not the user's to edit.
+        let arguments = quote!((#receiver #(#args),*));
+        let arguments = match located {
+            Some(span) => located_at(&arguments, span),
+            None => arguments,
+        };
+        let call = quote!(#callee #arguments);
         let body = match mode {
             Mode::Async => quote! {
                 async move {
@@ -782,7 +939,7 @@ impl Calls {
             None => quote!(#fn_ident),
         };
         let this = tool.receiver().is_some();
-        self.method(names, tool, (quote!(invoke), callee, this, convert))
+        self.method(names, tool, (quote!(invoke), callee, this, convert), None)
     }
 
     /// The fallback takes the tool's own parameters, injected ones included, and answers with
@@ -812,7 +969,12 @@ impl Calls {
                 ::core::result::Result::<Self::Output, ::toolwright::__private_v0_1::ToolError>::Ok(__result)
             ),
         };
-        Some(args.method(names, tool, (quote!(fallback), callee, this, convert)))
+        Some(args.method(
+            names,
+            tool,
+            (quote!(fallback), callee, this, convert),
+            Some(span),
+        ))
     }
 }
 
@@ -992,7 +1154,6 @@ struct StubChecks {
 /// code that registers the stand-in sees the same bounds as the real tool. Left out (with `()`
 /// as the result) when validation already reported a type.
 fn stub_type_checks(tool: &ToolFn, names: &Names) -> StubChecks {
-    let p = quote!(::toolwright::__private_v0_1);
     let unusable = |ty: &syn::Type| unusable(tool, ty);
     let none = || StubChecks {
         output: quote!(()),
@@ -1007,7 +1168,7 @@ fn stub_type_checks(tool: &ToolFn, names: &Names) -> StubChecks {
         return none();
     }
     let arg_bounds: Vec<TokenStream> = tool.args().map(argument_bound).collect();
-    let output_bound = quote_spanned!(token_spans(ok).0=> for<'__toolwright> #ok: #p::ToolOutput);
+    let output_bound = bound(ok, token_spans(ok), "ToolOutput");
     let links = links(tool, &names.tool, &output_bound);
     let mut bounds = vec![output_bound];
     bounds.extend(arg_bounds);

@@ -34,6 +34,8 @@ pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
         Err(errors) => {
             let errors = errors.to_compile_error();
             let (stub, _) = expand::stub(&tool);
+            // Anchored as the tool's items are, so that a mistake reads the same either way.
+            let stub = expand::anchored(stub, Some(tool.item.sig.fn_token.span));
             quote!(#errors #stub).into()
         }
     }
@@ -252,5 +254,58 @@ mod tests {
             "{}",
             found[0]
         );
+    }
+
+    /// The macros a tool's expansion invokes, by name, and whether it derives anything.
+    fn invoked_macros(tokens: proc_macro2::TokenStream) -> (Vec<String>, bool) {
+        use proc_macro2::{Spacing, TokenTree};
+        let (mut names, mut derives) = (Vec::new(), false);
+        let trees: Vec<TokenTree> = tokens.into_iter().collect();
+        for (i, tree) in trees.iter().enumerate() {
+            match (tree, trees.get(i + 1)) {
+                (TokenTree::Ident(name), Some(TokenTree::Punct(bang)))
+                    if bang.as_char() == '!' && bang.spacing() == Spacing::Alone =>
+                {
+                    names.push(name.to_string());
+                }
+                (TokenTree::Ident(name), _) if name == "derive" => derives = true,
+                (TokenTree::Group(group), _) => {
+                    let (inner, derived) = invoked_macros(group.stream());
+                    names.extend(inner);
+                    derives |= derived;
+                }
+                _ => {}
+            }
+        }
+        (names, derives)
+    }
+
+    /// rustc hashes a macro expanded inside `#[tool]`'s output with the attribute's place in
+    /// the module, so every tool below an edit that moves them would be compiled again: the
+    /// expansion writes its impls itself and joins doc comments itself. What is left is the
+    /// collection entry (`inventory::submit!`) and the schema id's `module_path!()`.
+    #[test]
+    fn a_tool_expands_to_no_macro_but_its_collection_entry_and_schema_id() {
+        let item = quote! {
+            /// Look up an order.
+            async fn get_order(
+                /// The order's id,
+                /// as printed on the receipt.
+                #[arg(length(min = 1, max = 20), pattern = "^A[0-9]+$")]
+                order_id: String,
+                /// How many lines.
+                #[arg(range(min = 1, max = 50))]
+                limit: u32,
+            ) -> Result<String, ToolError> {
+                Ok(order_id)
+            }
+        };
+        let (tool, checked) = super::model(quote!(read_only), syn::parse2(item).unwrap(), None);
+        assert!(checked.is_ok());
+        let (expanded, _) = crate::expand::expand(&tool);
+        let (mut names, derives) = invoked_macros(expanded);
+        names.sort();
+        assert_eq!(names, ["concat", "module_path", "submit"]);
+        assert!(!derives);
     }
 }

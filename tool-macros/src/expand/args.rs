@@ -23,12 +23,15 @@ pub(super) fn args_struct(tool: &ToolFn, names: &Names, arg_bounds: &[TokenStrea
     });
     let impls = args_impls(tool, names, arg_bounds);
     let defaults = tool.args().filter_map(default_value);
+    let allow = super::allow_lints();
     quote! {
         #[doc = #args_doc]
+        #allow
         #vis struct #args_ident {
             #(#fields)*
         }
 
+        #allow
         impl #args_ident {
             #(#defaults)*
         }
@@ -44,13 +47,28 @@ pub(super) fn args_struct(tool: &ToolFn, names: &Names, arg_bounds: &[TokenStrea
 /// schemars' derives becomes calls of shared functions, compiled once for all tools
 /// ([`deserialize`], [`json_schema`]). The public struct carries no bounds itself, so users'
 /// functions that take it are not checked against them.
+///
+/// Inside, the parameters' types are named through aliases (`__Arg0` ..) where they stand in
+/// generic arguments (`Option<..>`, `of::<..>`): a type that does not resolve is then reported
+/// at the alias, with the message and span of the function's own error, so rustc shows it once
+/// and suggests no type parameter for a generated item. The alias's name stands at `#[tool]`
+/// ([`super::at_call_site`]), where rustc suggests no edit.
 fn args_impls(tool: &ToolFn, names: &Names, arg_bounds: &[TokenStream]) -> TokenStream {
-    let deserialize = deserialize(tool, &names.args, arg_bounds);
-    let json_schema = json_schema(tool, names, arg_bounds);
+    let aliases: Vec<Ident> = (0..tool.args().count())
+        .map(|i| format_ident!("__Arg{i}"))
+        .collect();
+    let declared = aliases.iter().zip(tool.args()).map(|(alias, param)| {
+        let (alias, ty) = (super::at_call_site(alias), &param.ty);
+        quote!(type #alias = #ty;)
+    });
+    let deserialize = deserialize(tool, &names.args, &aliases, arg_bounds);
+    let json_schema = json_schema(tool, names, &aliases, arg_bounds);
+    let allow = super::allow_lints();
     quote! {
         // The bounds' `for<..>` binders name a lifetime they do not use, on purpose.
-        #[allow(unused_lifetimes)]
+        #allow
         const _: () = {
+            #(#declared)*
             #deserialize
             #json_schema
         };
@@ -60,13 +78,17 @@ fn args_impls(tool: &ToolFn, names: &Names, arg_bounds: &[TokenStream]) -> Token
 /// `JsonSchema` for the arguments: the schema schemars' derive writes for the struct with
 /// `#[serde(deny_unknown_fields)]` (doc comments as title and description, defaults, `Option`s
 /// not required), as one call of a shared function with a row per parameter.
-fn json_schema(tool: &ToolFn, names: &Names, arg_bounds: &[TokenStream]) -> TokenStream {
+fn json_schema(
+    tool: &ToolFn,
+    names: &Names,
+    aliases: &[Ident],
+    arg_bounds: &[TokenStream],
+) -> TokenStream {
     let p = quote!(::toolwright::__private_v0_1);
     let args_ident = &names.args;
     let args_name = args_ident.to_string();
     let args_doc = names.args_doc(&tool.name);
-    let rows = tool.args().map(|param| {
-        let ty = &param.ty;
+    let rows = tool.args().zip(aliases).map(|(param, ty)| {
         let name = param.ident.unraw().to_string();
         let doc = schemars_doc(&param.docs);
         let default = param.arg.default.as_ref().map(|_| {
@@ -95,15 +117,21 @@ fn json_schema(tool: &ToolFn, names: &Names, arg_bounds: &[TokenStream]) -> Toke
 }
 
 /// A parameter's doc comment as schemars' derive reads it: the lines joined with `\n`, each
-/// without the one space after `///`.
+/// without the one space after `///`. Doc comments are joined here into one literal; only a
+/// `#[doc = ..]` that is not a string literal (a macro call) is left to `concat!`, a macro
+/// expanded inside this one, which rustc hashes by where `#[tool]` stands (see `anchored`).
 fn schemars_doc(docs: &[syn::Attribute]) -> TokenStream {
     let mut parts = Vec::new();
+    let mut joined = Some(String::new());
     let lines = docs
         .iter()
         .filter_map(|attr| attr.meta.require_name_value().ok());
     for (i, line) in lines.enumerate() {
         if i > 0 {
             parts.push(quote!("\n"));
+            if let Some(joined) = &mut joined {
+                joined.push('\n');
+            }
         }
         match &line.value {
             syn::Expr::Lit(syn::ExprLit {
@@ -113,24 +141,38 @@ fn schemars_doc(docs: &[syn::Attribute]) -> TokenStream {
                 let value = text.value();
                 let value = value.strip_prefix(' ').unwrap_or(&value);
                 parts.push(quote!(#value));
+                if let Some(joined) = &mut joined {
+                    joined.push_str(value);
+                }
             }
-            other => parts.push(quote!(#other)),
+            other => {
+                parts.push(quote!(#other));
+                joined = None;
+            }
         }
     }
-    quote!(::core::concat!(#(#parts),*))
+    match joined {
+        Some(joined) => quote!(#joined),
+        None => quote!(::core::concat!(#(#parts),*)),
+    }
 }
 
 /// `Deserialize` for the arguments: a JSON object read by a map visitor (an array is the wrong
 /// type, not values by position), with serde derive's errors ("missing", "unknown",
 /// "duplicate field") and an absent `Option` read as `None`. The key lookup, the duplicate
 /// check and the absent value are shared functions, compiled once for all tools.
-fn deserialize(tool: &ToolFn, args_ident: &Ident, arg_bounds: &[TokenStream]) -> TokenStream {
+fn deserialize(
+    tool: &ToolFn,
+    args_ident: &Ident,
+    aliases: &[Ident],
+    arg_bounds: &[TokenStream],
+) -> TokenStream {
     let p = quote!(::toolwright::__private_v0_1);
     let expecting = format!("struct {args_ident}");
     let params: Vec<&Param> = tool.args().collect();
     let names: Vec<String> = params.iter().map(|p| p.ident.unraw().to_string()).collect();
     let slots: Vec<Ident> = (0..params.len()).map(|i| format_ident!("__f{i}")).collect();
-    let types = params.iter().map(|param| &param.ty);
+    let types = aliases;
     let arms = slots
         .iter()
         .zip(&names)
