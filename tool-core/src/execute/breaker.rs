@@ -731,10 +731,13 @@ mod tests {
 
     use super::*;
 
+    /// Another thread's move on a breaker.
+    type Move = Box<dyn FnOnce(&Breaker)>;
+
     thread_local! {
         /// What another thread does on this breaker between this thread's load of the state
         /// word and its next compare-and-swap: set by [`race`], run once by [`before_cas`].
-        static RACE: RefCell<Option<Box<dyn FnOnce(&Breaker)>>> = RefCell::new(None);
+        static RACE: RefCell<Option<Move>> = RefCell::new(None);
     }
 
     /// Runs `other` (another thread's move, made here) just before this thread's next
