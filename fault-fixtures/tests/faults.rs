@@ -271,6 +271,104 @@ async fn a_request_reqwest_cannot_build_or_follow_is_a_bad_request_never_retried
     assert_eq!(hits.of("/redirect-loop"), 11);
 }
 
+/// A server that reads requests and never answers.
+async fn serve_silent() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut buf = [0u8; 1024];
+                while let Ok(1..) = stream.read(&mut buf).await {}
+            });
+        }
+    });
+    base
+}
+
+/// A report's upload failed reading the report: its message says the cause, as libraries
+/// often do, and names it as its source too.
+#[derive(Debug)]
+struct ReadFailed(std::io::Error);
+
+impl std::fmt::Display for ReadFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "reading the report failed: {}", self.0)
+    }
+}
+
+impl std::error::Error for ReadFailed {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.0)
+    }
+}
+
+/// A request body that sends one chunk, then fails.
+struct FailingReport(u8);
+
+impl http_body::Body for FailingReport {
+    type Data = bytes::Bytes;
+    type Error = ReadFailed;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<bytes::Bytes>, ReadFailed>>> {
+        self.0 += 1;
+        std::task::Poll::Ready(Some(match self.0 {
+            1 => Ok(http_body::Frame::data(bytes::Bytes::from_static(
+                b"{\"rows\": [",
+            ))),
+            _ => Err(ReadFailed(std::io::Error::other("the disk went away"))),
+        }))
+    }
+}
+
+/// Upload a report (its body streamed, read as it is sent).
+#[tool(idempotent = false)]
+async fn upload_report(http: State<Http>, path: String) -> Result<Vec<Order>, ToolError> {
+    let response = http
+        .client
+        .post(format!("{}{path}", http.base))
+        .body(reqwest::Body::wrap(FailingReport(0)))
+        .send()
+        .await?;
+    Ok(check_response(response)?.json().await?)
+}
+
+#[tokio::test]
+async fn a_request_body_that_fails_mid_upload_says_its_cause_once() {
+    let base = serve_silent().await;
+    let registry = Registry::builder()
+        .tool(UploadReport)
+        .state(Http {
+            client: reqwest::Client::builder().no_proxy().build().unwrap(),
+            base,
+        })
+        .build()
+        .unwrap();
+    let outcome = fetch(&registry, "upload_report", "/reports").await;
+    assert_eq!(outcome.error_kind(), Some(ErrorKind::Unavailable));
+    // Part of the body went out: the action may have started, so it is not repeated.
+    assert_eq!(outcome.attempts(), 1);
+    assert_eq!(outcome.retry_stop(), Some(RetryStop::NotIdempotent));
+    // Every error in the chain once, in order; the cause that its wrapper already printed is
+    // not printed again.
+    let message = outcome.message().unwrap_or_default();
+    assert!(
+        message.starts_with(
+            "error sending request: client error (SendRequest): error from user's Body stream: \
+             request or response body error: reading the report failed: the disk went away. "
+        ),
+        "{message}"
+    );
+    assert_eq!(
+        message.matches("the disk went away").count(),
+        1,
+        "{message}"
+    );
+}
+
 #[tokio::test]
 async fn a_connection_reset_mid_response_is_unavailable() {
     let (base, hits) = serve_resets().await;
@@ -287,6 +385,12 @@ async fn a_connection_reset_mid_response_is_unavailable() {
     assert_eq!(
         without_message(&outcome),
         json!({"status": "error", "error_type": "unavailable", "seam": "execution", "retryable": true, "attempts": 3})
+    );
+    // reqwest files the body that stopped arriving under "decode"; the model is told what it is.
+    let message = outcome.message().unwrap_or_default();
+    assert!(
+        message.starts_with("the transfer was cut short: "),
+        "{message}"
     );
 
     // The request reached the server: a non-idempotent tool must not repeat it.

@@ -317,6 +317,8 @@ impl Breaker {
     }
 
     fn cas(&self, current: Word, next: Word) -> Result<(), Word> {
+        #[cfg(test)]
+        tests::before_cas(self);
         self.word
             .compare_exchange(current.0, next.0, Ordering::AcqRel, Ordering::Acquire)
             .map(|_| ())
@@ -725,7 +727,30 @@ impl fmt::Debug for BreakerHandle {
 
 #[cfg(test)]
 mod tests {
+    use std::cell::RefCell;
+
     use super::*;
+
+    /// Another thread's move on a breaker.
+    type Move = Box<dyn FnOnce(&Breaker)>;
+
+    thread_local! {
+        /// What another thread does on this breaker between this thread's load of the state
+        /// word and its next compare-and-swap: set by [`race`], run once by [`before_cas`].
+        static RACE: RefCell<Option<Move>> = RefCell::new(None);
+    }
+
+    /// Runs `other` (another thread's move, made here) just before this thread's next
+    /// compare-and-swap of the breaker's word.
+    fn race(other: impl FnOnce(&Breaker) + 'static) {
+        RACE.with(|r| *r.borrow_mut() = Some(Box::new(other)));
+    }
+
+    pub(super) fn before_cas(breaker: &Breaker) {
+        if let Some(other) = RACE.with(|r| r.borrow_mut().take()) {
+            other(breaker);
+        }
+    }
 
     #[test]
     fn a_state_prints_as_its_word() {
@@ -906,6 +931,41 @@ mod tests {
         breaker.force_open();
         closed.record(Verdict::Failure, at(3).1);
         assert_eq!(breaker.load().state(), BreakerState::ForcedOpen);
+    }
+
+    #[test]
+    fn a_failed_probe_reopens_even_when_another_probe_is_given_back_as_it_trips() {
+        let (breaker, at) = one_strike(2);
+        admitted(&breaker, at(0)).record(Verdict::Failure, at(0).1);
+        let failing = admitted(&breaker, at(2));
+        let cancelled = admitted(&breaker, at(2));
+        let generation = cancelled.generation;
+        // The other probe is cancelled on another thread between the trip's read of the word
+        // and its compare-and-swap: the swap fails on the freed slot and must be tried again.
+        std::mem::forget(cancelled);
+        race(move |b| b.return_permit(generation));
+        failing.record(Verdict::Failure, at(2).1);
+        assert!(RACE.with(|r| r.borrow().is_none()), "the race was run");
+        assert_eq!(breaker.load().state(), BreakerState::Open);
+        assert_eq!(breaker.openings.load(Ordering::Relaxed), 2);
+        assert_eq!(breaker.reopens.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn a_close_that_finds_a_later_half_open_changes_nothing() {
+        // A probe's success saw its own half-open and went to close it; before the close
+        // took the lock, another probe failed (open again) and the cooldown let a later
+        // half-open begin. The close must leave that later generation alone.
+        let (breaker, at) = one_strike(2);
+        let (stale, first, second) = stale_and_current(&breaker, &at);
+        let before = breaker.load();
+        breaker.close(stale.generation);
+        assert_eq!(
+            breaker.load().0,
+            before.0,
+            "the later half-open is untouched"
+        );
+        drop((stale, first, second));
     }
 
     #[test]

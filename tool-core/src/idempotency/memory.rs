@@ -591,4 +591,68 @@ mod tests {
             Begin::Replay(_)
         ));
     }
+
+    /// What the store asks of moka for each slot, read from the store's own keep-alive.
+    fn keep_alive(store: &MemoryStore) -> [Option<Duration>; 3] {
+        let keep = KeepAlive {
+            key_ttl: store.inner.key_ttl,
+            max_lock_ms: Arc::clone(&store.inner.max_lock_ms),
+        };
+        let (key, _) = call("call_1");
+        let slot = store.slot(&key);
+        let now = std::time::Instant::now();
+        [
+            keep.expire_after_create(&key, &slot, now),
+            keep.expire_after_read(&key, &slot, now, None, now),
+            keep.expire_after_update(&key, &slot, now, None),
+        ]
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_slot_is_kept_in_memory_for_the_key_ttl_plus_the_longest_lock_seen() {
+        // moka reclaims a slot's memory on its own clock; the store's answers come from the
+        // record's expiry. The slot must outlive every record it can hold: a completed key
+        // (the key TTL after its last change) and a running call (its lock, which may be
+        // longer than the key TTL).
+        let store = MemoryStore::builder().key_ttl(3600 * SECOND).build();
+        let floor = 3600 * SECOND + DEFAULT_LOCK_TTL;
+        assert_eq!(keep_alive(&store), [Some(floor); 3]);
+        let (key, fp) = call("call_2");
+        let _ = store.begin(&key, &fp, 3 * 3600 * SECOND).await.unwrap();
+        let longest = 4 * 3600 * SECOND;
+        assert_eq!(keep_alive(&store), [Some(longest); 3]);
+        // A shorter lock later does not shorten it: older slots may hold the longer one.
+        let (key, fp) = call("call_3");
+        let _ = store.begin(&key, &fp, SECOND).await.unwrap();
+        assert_eq!(keep_alive(&store), [Some(longest); 3]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_slot_evicted_before_it_is_weighed_again_is_not_put_back() {
+        // A call completes with an outcome larger than its slot's reserve; between its
+        // settlement and the weighing, the byte budget evicts the slot and another call of
+        // the same key makes a new one. The weighing must not put the old slot back over it.
+        let store = MemoryStore::new();
+        let (key, fp) = call("call_1");
+        let _ = start(&store, &key, &fp).await;
+        let evicted = store.slot(&key);
+        store.inner.slots.invalidate(&key);
+        let lease = start(&store, &key, &fp).await;
+        let current = store.slot(&key);
+        assert!(!Arc::ptr_eq(&evicted, &current));
+        store.reweigh(&key, &evicted, &done(&"x".repeat(5_000)));
+        assert!(
+            Arc::ptr_eq(&store.slot(&key), &current),
+            "the cache still holds the new slot"
+        );
+        let big = done(&"y".repeat(5_000));
+        assert_eq!(
+            store.complete(&lease, &big).await.unwrap(),
+            Settled::Recorded
+        );
+        assert_eq!(
+            store.begin(&key, &fp, DEFAULT_LOCK_TTL).await.unwrap(),
+            Begin::Replay(big)
+        );
+    }
 }
