@@ -386,8 +386,8 @@ fn links(tool: &ToolFn, tool_ident: &Ident, output_bound: &TokenStream) -> Vec<T
             span = Span::call_site()
         ),
     };
-    // In the links, a bound's own tokens stand at the type's first token, so that rustc's
-    // note "required by this bound" underlines the type: at `#[tool]` they would hash by the
+    // In the links, a bound's own tokens stand at the type ([`bound`]), so that rustc's note
+    // "required by this bound" underlines the type: at `#[tool]` they would hash by the
     // attribute's place in the module (see `anchored`). The type keeps its own tokens: a type
     // that does not resolve is then one error, at the parameter.
     let arg_bounds: Vec<TokenStream> = args.iter().copied().map(argument_bound).collect();
