@@ -2,7 +2,7 @@
 //! struct, `Tool` impl and collection entry out. Generated code names `::toolwright::__private_v0_1`
 //! only, so users depend on `toolwright` alone.
 
-use proc_macro2::{Delimiter, Group, Ident, Literal, Span, TokenStream, TokenTree};
+use proc_macro2::{Ident, Literal, Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::ext::IdentExt;
 
@@ -10,8 +10,13 @@ use crate::ast::{replace_self, token_spans, Output, Owner, Param, ParamKind, Too
 use crate::attr::{NumLit, NumValue, OneOf};
 
 mod args;
+mod chain;
+mod spans;
 
 use args::args_struct;
+use chain::{links, owner_bounds, register, registration};
+pub use spans::anchored;
+use spans::{allow_lints, at_call_site, located_at};
 
 fn pascal_case(snake: &str) -> String {
     let mut out = String::with_capacity(snake.len());
@@ -73,142 +78,6 @@ fn callee(path: &syn::Path, owner: Option<&Owner>) -> TokenStream {
     match owner {
         Some(owner) => replace_self(quote!(#path), &owner.self_ty),
         None => quote!(#path),
-    }
-}
-
-/// `tokens` shown at `span` in diagnostics, each keeping its own hygiene.
-fn located_at(tokens: &TokenStream, span: Span) -> TokenStream {
-    tokens
-        .clone()
-        .into_iter()
-        .map(|mut tree| {
-            if let proc_macro2::TokenTree::Group(group) = &tree {
-                let mut inner =
-                    proc_macro2::Group::new(group.delimiter(), located_at(&group.stream(), span));
-                inner.set_span(group.span().located_at(span));
-                tree = proc_macro2::TokenTree::Group(inner);
-            } else {
-                tree.set_span(tree.span().located_at(span));
-            }
-            tree
-        })
-        .collect()
-}
-
-/// The generated tokens of `tokens` (those spanned at `Span::call_site()`, the attribute)
-/// re-spanned at `anchor`, a token of the item itself (its `fn`); the user's own tokens (types,
-/// docs, rule arguments) as they were, and what [`at_call_site`] marked at the attribute. With
-/// no anchor (a `#[toolset]` method), only the marks are taken off.
-///
-/// Why: rustc's incremental compilation hashes a span made at a macro's call site, and the
-/// expansion itself, by the attribute's offset from the start of its module. An edit that moves
-/// the tools below it without moving the module's start (the first tool's doc comment made
-/// longer) changes that hash for every tool below, and each one's generated items are
-/// type-checked and compiled again. At a token of the item, a generated token hashes relative
-/// to the item that holds it, as hand-written code does. Name resolution is the same:
-/// call-site hygiene resolves names as the item's own tokens do.
-///
-/// A `#[toolset]`'s methods are not anchored: its expansion stands at the `impl`, which an edit
-/// of the methods does not move, so a line added to one of them leaves the generated code of
-/// those below alone; anchored, each method's code would move with it (fewer items compiled
-/// again after an edit that shifts the text without adding a line, more after one that adds a
-/// line: measured, neither wins both).
-///
-/// A macro expanded inside the output (a derive, `concat!`) is hashed with this expansion as
-/// its parent, whatever its tokens' spans: the expansion writes none where it can.
-pub fn anchored(tokens: TokenStream, anchor: Option<Span>) -> TokenStream {
-    let Some(site) = Span::call_site().source_text() else {
-        return unmarked(tokens);
-    };
-    // The trees, each re-spanned if it was generated, a mark replaced by what it holds;
-    // `None` when nothing changed (a user's group is then kept as it came, with its own open
-    // and close spans).
-    fn walk(tokens: &TokenStream, site: &str, anchor: Option<Span>) -> Option<TokenStream> {
-        let mut changed = false;
-        let mut trees = Vec::new();
-        for mut tree in tokens.clone() {
-            let generated = tree.span().source_text().is_some_and(|text| text == site);
-            if let TokenTree::Group(group) = &tree {
-                if generated && is_mark(group) {
-                    trees.extend(group.stream());
-                    changed = true;
-                    continue;
-                }
-                let inner = walk(&group.stream(), site, anchor);
-                let respan = generated && anchor.is_some();
-                if respan || inner.is_some() {
-                    let stream = inner.unwrap_or_else(|| group.stream());
-                    let mut rebuilt = Group::new(group.delimiter(), stream);
-                    rebuilt.set_span(anchor.filter(|_| respan).unwrap_or_else(|| group.span()));
-                    tree = TokenTree::Group(rebuilt);
-                    changed = true;
-                }
-            } else if let Some(anchor) = anchor.filter(|_| generated) {
-                tree.set_span(anchor);
-                changed = true;
-            }
-            trees.push(tree);
-        }
-        changed.then(|| trees.into_iter().collect())
-    }
-    walk(&tokens, &site, anchor).unwrap_or(tokens)
-}
-
-/// `tokens` with the marks of [`at_call_site`] taken off, when the call site has no source
-/// text to tell generated tokens by: every invisible group holding one identifier, which reads
-/// the same without its group.
-fn unmarked(tokens: TokenStream) -> TokenStream {
-    tokens
-        .into_iter()
-        .map(|tree| match tree {
-            TokenTree::Group(group) if is_mark(&group) => group.stream(),
-            TokenTree::Group(group) => {
-                let mut rebuilt = Group::new(group.delimiter(), unmarked(group.stream()));
-                rebuilt.set_span(group.span());
-                TokenTree::Group(rebuilt).into()
-            }
-            other => other.into(),
-        })
-        .collect()
-}
-
-fn is_mark(group: &Group) -> bool {
-    let mut inner = group.stream().into_iter();
-    group.delimiter() == Delimiter::None
-        && matches!(inner.next(), Some(TokenTree::Ident(_)))
-        && inner.next().is_none()
-}
-
-/// `name` marked to stay at `#[tool]` when [`anchored`] moves the rest: a generated name that
-/// rustc must read as the macro's, so that it suggests no edit at it, in an item whose hash no
-/// other item's code depends on (a type alias). The mark is an invisible group that
-/// [`anchored`] takes off; it never reaches the compiler.
-pub(crate) fn at_call_site(name: &Ident) -> TokenStream {
-    let name = Ident::new(&name.to_string(), Span::call_site());
-    TokenTree::Group(Group::new(Delimiter::None, quote!(#name))).into()
-}
-
-/// The lints allowed on every generated item. Spanned at the function (see [`anchored`]), a
-/// generated item reads to rustc and clippy as the user's own code, so the lints a user turns
-/// on for their code would fire on it: a `for<..>` binder that names a lifetime it does not use
-/// (on purpose, see `argument_bound`), an argument struct without `Debug` (its fields' types
-/// need not have one), `Duration::from_millis(2000)`, and the like.
-pub(crate) fn allow_lints() -> TokenStream {
-    quote! {
-        #[allow(
-            unused_lifetimes,
-            single_use_lifetimes,
-            unit_bindings,
-            unused_qualifications,
-            unused_results,
-            unreachable_pub,
-            missing_copy_implementations,
-            missing_debug_implementations,
-            clippy::all,
-            clippy::pedantic,
-            clippy::nursery,
-            clippy::restriction
-        )]
     }
 }
 
@@ -316,150 +185,6 @@ fn bound(ty: &impl quote::ToTokens, (first, last): (Span, Span), trait_name: &st
     // The path from `first` to `last`: rustc spans a path from its first segment to its last.
     let path = quote_spanned!(first=> : ::toolwright::__private_v0_1::#trait_name);
     quote!(#binder #ty #path)
-}
-
-/// The collection entry of a free function, naming link 0 of the registration chain
-/// ([`links`]) spanned at the result type, where the output bound is proven. A `#[toolset]`
-/// method has no entry (its tool needs the instance): the chain is called by the set's
-/// `Toolset::register`, from the block returned second.
-fn registration(
-    tool: &ToolFn,
-    tool_ident: &Ident,
-    output_bound: &TokenStream,
-) -> (TokenStream, TokenStream) {
-    let p = quote!(::toolwright::__private_v0_1);
-    let register = register(tool);
-    let links = links(tool, tool_ident, output_bound);
-    let allow = allow_lints();
-    match tool.owner {
-        None => (
-            quote! {
-                #allow
-                const _: () = {
-                    #(#links)*
-                    #p::inventory::submit! { #p::CollectedTool::new(#register) }
-                };
-            },
-            TokenStream::new(),
-        ),
-        Some(_) => (
-            TokenStream::new(),
-            quote! {
-                {
-                    #(#links)*
-                    #register(builder, &set)
-                }
-            },
-        ),
-    }
-}
-
-/// `__register::<>`, link 0, spanned from the first to the last token of the result type,
-/// which it underlines when the output bound fails.
-fn register(tool: &ToolFn) -> TokenStream {
-    let Some((_, first, last)) = tool.output.value() else {
-        return TokenStream::new();
-    };
-    let ident = Ident::new("__register", first);
-    let open = quote_spanned!(first=> ::<);
-    let close = quote_spanned!(last=> >);
-    quote!(#ident #open #close)
-}
-
-/// The registration function, as a chain with one link per argument.
-///
-/// Link `k` carries the output bound and the bounds of the first `k` arguments; each link calls
-/// the next, and that call, spanned at argument `k`'s type, is the one place where its bound is
-/// proven. So an unusable argument is one error at its own type, and the `Tool` impl (which
-/// carries every bound, as the argument struct's impls do) is never named with an unmet bound.
-/// Link 0 is named by the collection entry, where the output bound is proven.
-fn links(tool: &ToolFn, tool_ident: &Ident, output_bound: &TokenStream) -> Vec<TokenStream> {
-    let p = quote!(::toolwright::__private_v0_1);
-    let args: Vec<&Param> = tool.args().collect();
-    // Link `k + 1` is named after argument `k`, whose bound it adds: rustc's note reads
-    // "required by a bound in `__register_address`".
-    let link = |k: usize| match k {
-        0 => Ident::new("__register", Span::call_site()),
-        k => format_ident!(
-            "__register_{}",
-            args[k - 1].ident.unraw(),
-            span = Span::call_site()
-        ),
-    };
-    // In the links, a bound's own tokens stand at the type ([`bound`]), so that rustc's note
-    // "required by this bound" underlines the type: at `#[tool]` they would hash by the
-    // attribute's place in the module (see `anchored`). The type keeps its own tokens: a type
-    // that does not resolve is then one error, at the parameter.
-    let arg_bounds: Vec<TokenStream> = args.iter().copied().map(argument_bound).collect();
-    let types: Vec<&syn::Type> = args.iter().map(|param| &param.ty).collect();
-    // A method's chain carries the impl's generics and takes the instance along.
-    let (generics, set, set_arg, owner_bounds, tool_value) = match &tool.owner {
-        Some(owner) => {
-            let self_ty = &owner.self_ty;
-            let (impl_generics, _, _) = owner.generics.split_for_impl();
-            (
-                quote!(#impl_generics),
-                quote!(, set: &::std::sync::Arc<#self_ty>),
-                quote!(, set),
-                owner_bounds(owner),
-                quote!(#tool_ident(::std::sync::Arc::clone(set))),
-            )
-        }
-        None => (
-            TokenStream::new(),
-            TokenStream::new(),
-            TokenStream::new(),
-            TokenStream::new(),
-            quote!(#tool_ident),
-        ),
-    };
-    (0..=arg_bounds.len())
-        .map(|k| {
-            let name = link(k);
-            let bounds = &arg_bounds[..k];
-            let body = match types.get(k) {
-                // `next::<>` spanned from the first to the last token of the type underlines
-                // all of it.
-                Some(ty) => {
-                    let (first, last) = token_spans(ty);
-                    let next = Ident::new(&link(k + 1).to_string(), first);
-                    let open = quote_spanned!(first=> ::<);
-                    let close = quote_spanned!(last=> >);
-                    quote! {
-                        let next = #next #open #close;
-                        next(builder #set_arg)
-                    }
-                }
-                None => quote!(builder.tool(#tool_value)),
-            };
-            quote! {
-                #[allow(unused_lifetimes)]
-                fn #name #generics (builder: #p::RegistryBuilder #set) -> #p::RegistryBuilder
-                where
-                    #output_bound,
-                    #(#bounds,)*
-                    #owner_bounds
-                {
-                    #body
-                }
-            }
-        })
-        .collect()
-}
-
-/// What a method's tool needs of the impl: its where-clause, and a type that can be shared
-/// between the calls of every thread.
-fn owner_bounds(owner: &Owner) -> TokenStream {
-    let self_ty = &owner.self_ty;
-    let (first, _) = token_spans(self_ty);
-    let predicates = owner
-        .generics
-        .where_clause
-        .as_ref()
-        .map(|w| w.predicates.iter().collect::<Vec<_>>())
-        .unwrap_or_default();
-    let send = quote_spanned!(first=> ::core::marker::Send + ::core::marker::Sync + 'static);
-    quote!(#(#predicates,)* #self_ty: #send,)
 }
 
 /// The names the macro gives the items it generates, from the function's name.
