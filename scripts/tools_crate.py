@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """Writes a crate of N tools (four parameters each) to measure what a tool costs to compile:
 with toolwright's `#[tool]` (depending on toolwright at PATH), or the same tools written for
-rmcp 3.11 (`#[tool_router]` on an impl, parameters in a `Parameters<..>` struct).
+rmcp 3.11 (`#[tool_router]` on an impl, parameters in a `Parameters<..>` struct per tool, the
+structs above the impl; with `--structs-last`, below it, so that an edit of a method moves them).
 
     python3 scripts/tools_crate.py /tmp/tools100 100 /work/main
     python3 scripts/tools_crate.py /tmp/rmcp100 100 /work/main --rmcp
+    python3 scripts/tools_crate.py /tmp/rmcp100 100 /work/main --rmcp --structs-last
     python3 scripts/tools_crate.py /tmp/tools100 100 /work/main --measure
 
 `--measure` writes the crate, builds its dependencies, then times (debug) a clean build of the
@@ -34,6 +36,7 @@ args = [a for a in sys.argv[1:] if not a.startswith("--")]
 flags = {a for a in sys.argv[1:] if a.startswith("--")}
 out, count, toolwright = args[0], int(args[1]), os.path.abspath(args[2])
 rmcp = "--rmcp" in flags
+structs_last = "--structs-last" in flags
 name = f"{'rmcp' if rmcp else 'tools'}{count}"
 
 
@@ -89,8 +92,9 @@ tokio = { version = "1", features = ["rt", "macros"] }"""
         "}",
         "",
     ]
+    structs = []
     for i in range(count):
-        lines.append(f"""/// Arguments of tool number {i}.
+        structs.append(f"""/// Arguments of tool number {i}.
 #[derive(Deserialize, JsonSchema)]
 pub struct Tool{i}Params {{
     /// What to look for.
@@ -105,6 +109,9 @@ pub struct Tool{i}Params {{
     tag: Option<String>,
 }}
 """)
+    # The structs above the impl (an edit of a method moves none of them), or below it.
+    if not structs_last:
+        lines.extend(structs)
     lines.append("#[tool_router]\nimpl Server {")
     for i in range(count):
         lines.append(f"""    /// Tool number {i}: look something up.
@@ -117,6 +124,8 @@ pub struct Tool{i}Params {{
     }}
 """)
     lines.append("}\n")
+    if structs_last:
+        lines.extend(structs)
     lines.append("pub fn server() -> Server {\n    Server { tool_router: Server::tool_router() }\n}")
     main = f"fn main() {{\n    println!(\"{{}}\", {name}::server().tool_router.list_all().len());\n}}\n"
     return deps, "\n".join(lines) + "\n", main
