@@ -303,7 +303,7 @@ pub fn expand(tool: &ToolFn) -> (TokenStream, TokenStream) {
     let args_struct = args_struct(tool, &names, &arg_bounds);
     let tool_struct = tool_struct(tool, &names);
     let tool_impl = tool_impl(tool, &names, &output_bound, &arg_bounds);
-    let (registration, register) = registration(tool, &names.tool, &output_bound);
+    let (registration, register) = registration(tool, &names.tool, &output_bound, &arg_bounds);
     let generated = quote! {
         #args_struct
 
@@ -899,7 +899,7 @@ fn stub_type_checks(tool: &ToolFn, names: &Names) -> StubChecks {
     }
     let arg_bounds: Vec<TokenStream> = tool.args().map(argument_bound).collect();
     let output_bound = bound(ok, token_spans(ok), "ToolOutput");
-    let links = links(tool, &names.tool, &output_bound);
+    let links = links(tool, &names.tool, &output_bound, &arg_bounds);
     let mut bounds = vec![output_bound];
     bounds.extend(arg_bounds);
     StubChecks {

@@ -11,10 +11,11 @@ pub(super) fn registration(
     tool: &ToolFn,
     tool_ident: &Ident,
     output_bound: &TokenStream,
+    arg_bounds: &[TokenStream],
 ) -> (TokenStream, TokenStream) {
     let p = quote!(::toolwright::__private_v0_1);
     let register = register(tool);
-    let links = links(tool, tool_ident, output_bound);
+    let links = links(tool, tool_ident, output_bound, arg_bounds);
     let allow = allow_lints();
     match tool.owner {
         None => (
@@ -62,6 +63,7 @@ pub(super) fn links(
     tool: &ToolFn,
     tool_ident: &Ident,
     output_bound: &TokenStream,
+    arg_bounds: &[TokenStream],
 ) -> Vec<TokenStream> {
     let p = quote!(::toolwright::__private_v0_1);
     let args: Vec<&Param> = tool.args().collect();
@@ -75,11 +77,11 @@ pub(super) fn links(
             span = Span::call_site()
         ),
     };
-    // In the links, a bound's own tokens stand at the type ([`bound`]), so that rustc's note
-    // "required by this bound" underlines the type: at `#[tool]` they would hash by the
-    // attribute's place in the module (see `anchored`). The type keeps its own tokens: a type
-    // that does not resolve is then one error, at the parameter.
-    let arg_bounds: Vec<TokenStream> = args.iter().copied().map(argument_bound).collect();
+    // `arg_bounds`, one per argument ([`argument_bound`]): a bound's own tokens stand at the
+    // type ([`bound`]), so that rustc's note "required by this bound" underlines the type: at
+    // `#[tool]` they would hash by the attribute's place in the module (see `anchored`). The
+    // type keeps its own tokens: a type that does not resolve is then one error, at the
+    // parameter.
     let types: Vec<&syn::Type> = args.iter().map(|param| &param.ty).collect();
     // A method's chain carries the impl's generics and takes the instance along.
     let (generics, set, set_arg, owner_bounds, tool_value) = match &tool.owner {
