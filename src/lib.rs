@@ -319,6 +319,7 @@ pub use toolwright_core::service;
 /// Serve a registry as a Model Context Protocol server over stdio and streamable HTTP, on
 /// rmcp (the `mcp` feature): `toolwright::mcp::McpServer::new(registry).serve_stdio()`.
 #[cfg(feature = "mcp")]
+#[doc(inline)]
 pub use toolwright_mcp as mcp;
 
 /// The agent loop: an [`Agent`](agent::Agent) over a [`ChatModel`](agent::ChatModel) and a
@@ -326,6 +327,7 @@ pub use toolwright_mcp as mcp;
 /// typed end; [`ScriptedModel`](agent::ScriptedModel) for tests. The `agent` feature adds the
 /// HTTP model clients (`toolwright::agent::http`: OpenAI and OpenAI-compatible servers,
 /// Anthropic, Gemini).
+#[doc(inline)]
 pub use toolwright_agent as agent;
 
 /// The serde toolwright is built on, so a tool crate can name `toolwright::serde::Serialize`
@@ -568,4 +570,46 @@ pub mod __private_v0_1 {
             "the tool's shared state `{type_name}` is not configured"
         ))
     }
+}
+
+/// The README and the guide's pages (`docs/src`), compiled and run as doc tests, so a page whose
+/// code stops compiling fails `cargo test`.
+#[cfg(doctest)]
+mod guide {
+    #[doc = include_str!("../README.md")]
+    mod readme {}
+    #[doc = include_str!("../docs/src/tools.md")]
+    mod tools {}
+    #[doc = include_str!("../docs/src/pipeline.md")]
+    mod pipeline {}
+    #[doc = include_str!("../docs/src/repair.md")]
+    mod repair {}
+    #[doc = include_str!("../docs/src/provenance.md")]
+    mod provenance {}
+    #[doc = include_str!("../docs/src/approval.md")]
+    mod approval {}
+    #[doc = include_str!("../docs/src/idempotency.md")]
+    mod idempotency {}
+    #[doc = include_str!("../docs/src/runtime-tools.md")]
+    mod runtime_tools {}
+    #[cfg(feature = "tower")]
+    #[doc = include_str!("../docs/src/visibility.md")]
+    mod visibility {}
+    #[cfg(feature = "otlp")]
+    #[doc = include_str!("../docs/src/observability.md")]
+    mod observability {}
+    #[doc = include_str!("../docs/src/scale-out.md")]
+    mod scale_out {}
+    #[doc = include_str!("../docs/src/providers.md")]
+    mod providers {}
+    #[cfg(feature = "agent")]
+    #[doc = include_str!("../docs/src/agent.md")]
+    mod agent {}
+    #[cfg(feature = "mcp")]
+    #[doc = include_str!("../docs/src/mcp.md")]
+    mod mcp {}
+    #[doc = include_str!("../docs/src/testing.md")]
+    mod testing {}
+    #[doc = include_str!("../docs/src/support-agent.md")]
+    mod support_agent {}
 }

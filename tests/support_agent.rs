@@ -1,10 +1,10 @@
 //! The main job as a test: `examples/support_agent`'s service, tools and conversations run
 //! in-process, and what they came to checked against what the service saw, against
 //! `registry.stats()`, against a snapshot of the output (timings normalized), and against the
-//! README's copy of that output.
+//! the guide's copy (docs/src/support-agent.md) of that output.
 //!
 //! `UPDATE_SNAPSHOT=1 cargo test --test support_agent` rewrites `tests/snapshots/support_agent.txt`
-//! and the README's block from a real run.
+//! and the guide's block from a real run.
 
 #[path = "../examples/support_agent/job.rs"]
 #[allow(dead_code)] // the example's main uses what this test does not, and the other way round
@@ -196,14 +196,16 @@ fn root() -> PathBuf {
 const BEGIN: &str = "<!-- support_agent output: begin -->\n```text\n";
 const END: &str = "```\n<!-- support_agent output: end -->";
 
-/// The output against `tests/snapshots/support_agent.txt`, and the README's block against both.
+/// The output against `tests/snapshots/support_agent.txt`, and the guide's block against both.
 fn snapshot(output: &str) {
     let path = root().join("tests/snapshots/support_agent.txt");
-    let readme_path = root().join("README.md");
+    let readme_path = root().join("docs/src/support-agent.md");
     let readme = std::fs::read_to_string(&readme_path).unwrap();
     let (start, end) = match (readme.find(BEGIN), readme.find(END)) {
         (Some(start), Some(end)) if start + BEGIN.len() <= end => (start + BEGIN.len(), end),
-        _ => panic!("README.md has no support_agent output block ({BEGIN:?} ... {END:?})"),
+        _ => panic!(
+            "docs/src/support-agent.md has no support_agent output block ({BEGIN:?} ... {END:?})"
+        ),
     };
     let normalized = normalize(output);
     if std::env::var_os("UPDATE_SNAPSHOT").is_some() {
@@ -226,7 +228,7 @@ fn snapshot(output: &str) {
     assert_eq!(
         normalize(&readme[start..end]),
         expected,
-        "README.md's support_agent output block is not the snapshot; run UPDATE_SNAPSHOT=1 cargo test --test support_agent"
+        "docs/src/support-agent.md's support_agent output block is not the snapshot; run UPDATE_SNAPSHOT=1 cargo test --test support_agent"
     );
 }
 

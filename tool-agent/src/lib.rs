@@ -52,6 +52,11 @@
 //!   the agent's own retry budget.
 //! - **Approval:** a call that waits for a person ends the run [`End::Pending`] with the ticket;
 //!   [`Agent::resume`] continues it once decided, without repeating the calls that already ran.
+//! - **Steps:** each [`Step`] is one model turn: its `calls` in the model's order and its
+//!   `outcomes` in the order they finished, each naming its call (`outcome.call_id()`); a call
+//!   that waited for approval and ran after the resume has both outcomes in its step.
+//! - **As it happens:** [`AgentBuilder::on_event`] receives each [`AgentEvent`] (text deltas, a
+//!   call started, a call's outcome, a model retry, a step finished).
 //!
 //! # Model clients
 //!

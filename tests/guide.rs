@@ -1,0 +1,125 @@
+//! The guide in `docs/` stays whole: every page is in the book's table of contents and is
+//! compiled as doc tests (its Rust blocks run in `cargo test`), and the README and the guide
+//! speak to users, not about how the code was built.
+
+use std::path::{Path, PathBuf};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn pages() -> Vec<String> {
+    let mut pages: Vec<String> = std::fs::read_dir(root().join("docs/src"))
+        .expect("docs/src exists")
+        .filter_map(|entry| entry.ok())
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".md") && name != "SUMMARY.md")
+        .collect();
+    pages.sort();
+    pages
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+#[test]
+fn every_page_is_in_the_table_of_contents() {
+    let summary = read(&root().join("docs/src/SUMMARY.md"));
+    for page in pages() {
+        assert!(
+            summary.contains(&format!("]({page})")),
+            "docs/src/{page} is not linked from docs/src/SUMMARY.md"
+        );
+    }
+}
+
+#[test]
+fn every_page_is_compiled_as_doc_tests() {
+    let lib = read(&root().join("src/lib.rs"));
+    for page in pages() {
+        if page == "introduction.md" || page == "layout.md" {
+            continue; // prose only
+        }
+        assert!(
+            lib.contains(&format!("include_str!(\"../docs/src/{page}\")")),
+            "docs/src/{page} is not included in src/lib.rs's `guide` module, so its code is never compiled"
+        );
+    }
+}
+
+#[test]
+fn no_page_has_a_rust_block_that_is_not_compiled() {
+    for page in pages().into_iter().chain(["../../README.md".to_owned()]) {
+        let text = read(&root().join("docs/src").join(&page));
+        for (n, line) in text.lines().enumerate() {
+            let fence = line.trim_start();
+            assert!(
+                !(fence.starts_with("```rust") && fence.contains("ignore")),
+                "docs/src/{page}:{}: a Rust block marked `ignore` is never compiled",
+                n + 1
+            );
+            // rustdoc compiles a fence without a language as Rust: say what it is.
+            assert!(
+                fence != "```" || {
+                    // a closing fence: the number of fences before it is odd
+                    text.lines()
+                        .take(n)
+                        .filter(|l| l.trim_start().starts_with("```"))
+                        .count()
+                        % 2
+                        == 1
+                },
+                "docs/src/{page}:{}: a fence without a language is compiled as Rust; write ```text",
+                n + 1
+            );
+        }
+    }
+}
+
+#[test]
+fn user_docs_tell_no_story_of_how_they_were_built() {
+    let mut docs = vec![(String::from("README.md"), read(&root().join("README.md")))];
+    for page in pages() {
+        docs.push((
+            format!("docs/src/{page}"),
+            read(&root().join("docs/src").join(&page)),
+        ));
+    }
+    let words = [
+        "this branch",
+        "this stage",
+        "issue 1",
+        "issue 2",
+        "issue 3",
+        "seed 0",
+        "DESIGN.md",
+    ];
+    for (name, text) in &docs {
+        let lower = text.to_lowercase();
+        for word in words {
+            assert!(
+                !lower.contains(&word.to_lowercase()),
+                "{name} says {word:?}"
+            );
+        }
+        for (n, line) in text.lines().enumerate() {
+            for token in line.split(|c: char| !c.is_ascii_alphanumeric()) {
+                let hexlike = (7..=40).contains(&token.len())
+                    && token.chars().all(|c| c.is_ascii_hexdigit())
+                    && token.chars().any(|c| c.is_ascii_digit())
+                    && token.chars().any(|c| c.is_ascii_lowercase());
+                assert!(
+                    !hexlike,
+                    "{name}:{}: {token:?} reads as a commit hash",
+                    n + 1
+                );
+            }
+        }
+    }
+    let readme_lines = docs[0].1.lines().count();
+    assert!(
+        readme_lines <= 320,
+        "the README is a front page of about 300 lines; it has {readme_lines}"
+    );
+}
