@@ -169,3 +169,53 @@ async fn an_ordinary_tool_has_no_content_and_a_complete_carriage() {
         Some(())
     );
 }
+
+/// Export a report as files.
+#[tool(read_only)]
+async fn export_report(
+    /// The report.
+    name: String,
+) -> Result<Content, ToolError> {
+    Ok(Content::new()
+        .resource_text(format!("file:///{name}.csv"), "text/csv", "a,b\n1,2\n")
+        .resource_blob(
+            format!("file:///{name}.pdf"),
+            "application/pdf",
+            b"%PDF-1.7",
+        ))
+}
+
+#[tokio::test]
+async fn an_embedded_text_resource_reaches_every_provider_and_its_bytes_only_mcp() {
+    let registry = Registry::builder().tool(ExportReport).build().unwrap();
+    let outcome = registry
+        .call(ToolCall::new("c1", "export_report", r#"{"name":"q3"}"#))
+        .await;
+    assert_eq!(outcome.status(), Status::Success);
+
+    let mcp = mcp::call_tool_result(&outcome);
+    assert_eq!(mcp["content"][0]["type"], "resource");
+    assert_eq!(mcp["content"][0]["resource"]["text"], "a,b\n1,2\n");
+    assert_eq!(mcp["content"][1]["resource"]["blob"], "JVBERi0xLjc=");
+
+    let result = anthropic::tool_result(&outcome);
+    let text = result["content"][0]["text"].as_str().unwrap_or_default();
+    let envelope: Value = toolwright::serde_json::from_str(text).expect("the envelope");
+    let blocks = blocks_in_envelope(&envelope);
+    assert_eq!(blocks[0]["resource"]["text"], "a,b\n1,2\n");
+    assert!(
+        blocks[1]["resource"].get("blob").is_none(),
+        "no base64 in the text"
+    );
+    assert!(blocks[1]["resource"]["not_carried"]
+        .as_str()
+        .is_some_and(|why| why.contains("Anthropic") && why.contains("application/pdf")));
+    let carriage = Carriage::of_outcome(&outcome, Provider::Anthropic);
+    assert_eq!(
+        carriage.blocks(),
+        [
+            (BlockKind::Resource, Carried::AsText),
+            (BlockKind::Resource, Carried::NotCarried)
+        ]
+    );
+}

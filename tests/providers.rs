@@ -1199,3 +1199,28 @@ fn no_provider_json_makes_a_parser_panic() {
         let _ = mcp::parse_params("1", input);
     }
 }
+
+/// The MCP schema types `Tool.outputSchema.properties` as `{ [key: string]: object }`, and the
+/// official TypeScript SDK refuses a whole `tools/list` when one property schema is a boolean:
+/// a runtime tool that declares no output schema (any value, JSON Schema's `true`) must be listed
+/// with an object schema for `data`.
+#[test]
+fn an_mcp_output_schema_has_only_object_property_schemas() {
+    let any = toolwright::DynamicTool::builder("anything")
+        .description("Answers with any JSON value.")
+        .input_schema(json!({"type": "object", "properties": {}, "additionalProperties": false}))
+        .handler(|_args, _ctx| async { Ok(json!(1)) })
+        .build()
+        .unwrap();
+    let registry = Registry::builder().dynamic_tool(any).build().unwrap();
+    let tools = registry.export(Provider::Mcp).unwrap();
+    let output = &tools[0]["outputSchema"];
+    assert_eq!(output["type"], "object");
+    for (name, schema) in output["properties"].as_object().unwrap() {
+        assert!(
+            schema.is_object(),
+            "outputSchema.properties.{name} is {schema}"
+        );
+    }
+    assert_eq!(output["properties"]["data"], json!({}));
+}

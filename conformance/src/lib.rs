@@ -250,6 +250,16 @@ async fn sales_chart(
         .image(PNG, "image/png")
         .audio(b"RIFF\0\0\0\0WAVE", "audio/wav")
         .resource_link(format!("https://example.com/sales/{sku}.csv"), "sales.csv")
+        .resource_text(
+            format!("file:///sales/{sku}.csv"),
+            "text/csv",
+            "month,units\n1,100\n",
+        )
+        .resource_blob(
+            format!("file:///sales/{sku}.pdf"),
+            "application/pdf",
+            b"%PDF-1.7",
+        )
         .data(json!({"units": 1200})))
 }
 

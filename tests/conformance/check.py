@@ -405,6 +405,7 @@ MUTATIONS: list[tuple[str, str, str | None, Callable[[Any], None]]] = [
     ("Gemini function-response part with an unknown key", "gemini.function_response", "00_sales_chart", lambda v: v["functionResponse"]["parts"][0].update(inline_blob={})),
     ("MCP image block without mimeType", "mcp.call_tool_result", "00_sales_chart", lambda v: v["content"][1].pop("mimeType")),
     ("MCP resource_link without uri", "mcp.call_tool_result", "00_sales_chart", lambda v: v["content"][3].pop("uri")),
+    ("MCP embedded resource without uri", "mcp.call_tool_result", "00_sales_chart", lambda v: v["content"][4]["resource"].pop("uri")),
     ("content block in structuredContent off the output schema", "mcp.call_tool_result", "00_sales_chart", lambda v: v["structuredContent"]["data"]["content"][1].update(type="picture")),
     ("tool call arguments as an object", "openai.chat.completion", None, lambda v: v["choices"][0]["message"]["tool_calls"][0]["function"].update(arguments={})),
     ("tool_use without input", "anthropic.message", None, lambda v: v["content"][1].pop("input")),

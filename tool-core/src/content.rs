@@ -2,7 +2,8 @@
 //! audio and links to resources, next to JSON data or instead of it.
 //!
 //! The blocks have MCP's shapes (MCP 2025-11-25, "Tool Result": `text`, `image`, `audio` with
-//! base64 `data` and `mimeType`, `resource_link`), so an MCP client receives them as they are.
+//! base64 `data` and `mimeType`, `resource_link`, and `resource`: an embedded resource with its
+//! `text` or its base64 `blob`), so an MCP client receives them as they are.
 //! The other providers' formatters carry what their result formats accept (Anthropic
 //! `tool_result` image blocks, OpenAI Responses `input_image` parts, Gemini function-response
 //! parts) and say what they cannot carry, to the model in the envelope and to the application
@@ -67,6 +68,38 @@ pub enum Block {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         description: Option<String>,
     },
+    /// A resource embedded in the result: its contents travel with it.
+    Resource {
+        /// The resource: its URI and its text or bytes.
+        resource: ResourceContents,
+    },
+}
+
+/// The contents of an embedded resource ([`Block::Resource`]), as MCP's
+/// `TextResourceContents` or `BlobResourceContents`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum ResourceContents {
+    /// A resource whose contents are text.
+    Text {
+        /// The resource's URI.
+        uri: String,
+        /// Its media type, if known.
+        #[serde(rename = "mimeType", default, skip_serializing_if = "Option::is_none")]
+        mime_type: Option<String>,
+        /// Its text.
+        text: String,
+    },
+    /// A resource whose contents are bytes.
+    Blob {
+        /// The resource's URI.
+        uri: String,
+        /// Its media type, if known.
+        #[serde(rename = "mimeType", default, skip_serializing_if = "Option::is_none")]
+        mime_type: Option<String>,
+        /// Its bytes, base64-encoded (standard alphabet, padded).
+        blob: String,
+    },
 }
 
 impl Block {
@@ -77,6 +110,7 @@ impl Block {
             Block::Image { .. } => BlockKind::Image,
             Block::Audio { .. } => BlockKind::Audio,
             Block::ResourceLink { .. } => BlockKind::ResourceLink,
+            Block::Resource { .. } => BlockKind::Resource,
         }
     }
 }
@@ -93,16 +127,19 @@ pub enum BlockKind {
     Audio,
     /// [`Block::ResourceLink`].
     ResourceLink,
+    /// [`Block::Resource`].
+    Resource,
 }
 
 impl BlockKind {
-    /// The block's `type` tag: `text`, `image`, `audio`, `resource_link`.
+    /// The block's `type` tag: `text`, `image`, `audio`, `resource_link`, `resource`.
     pub const fn as_str(self) -> &'static str {
         match self {
             BlockKind::Text => "text",
             BlockKind::Image => "image",
             BlockKind::Audio => "audio",
             BlockKind::ResourceLink => "resource_link",
+            BlockKind::Resource => "resource",
         }
     }
 }
@@ -159,6 +196,38 @@ impl Content {
             name: name.into(),
             mime_type: None,
             description: None,
+        })
+    }
+
+    /// Embeds a resource whose contents are text, with its media type.
+    pub fn resource_text(
+        self,
+        uri: impl Into<String>,
+        mime_type: impl Into<String>,
+        text: impl Into<String>,
+    ) -> Self {
+        self.block(Block::Resource {
+            resource: ResourceContents::Text {
+                uri: uri.into(),
+                mime_type: Some(mime_type.into()),
+                text: text.into(),
+            },
+        })
+    }
+
+    /// Embeds a resource whose contents are bytes (base64-encoded here), with its media type.
+    pub fn resource_blob(
+        self,
+        uri: impl Into<String>,
+        mime_type: impl Into<String>,
+        bytes: &[u8],
+    ) -> Self {
+        self.block(Block::Resource {
+            resource: ResourceContents::Blob {
+                uri: uri.into(),
+                mime_type: Some(mime_type.into()),
+                blob: base64::engine::general_purpose::STANDARD.encode(bytes),
+            },
         })
     }
 

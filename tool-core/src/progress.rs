@@ -6,8 +6,9 @@
 //! `progressToken` (MCP 2025-11-25, "Progress"); elsewhere a call has no sink and a report is a
 //! `tracing` event at debug level, so a tool reports the same way wherever it runs.
 //!
-//! A [`ProgressHandle`] is rate-limited: at most one report per interval (100 ms by default)
-//! reaches the sink, later ones replace the one waiting, and the waiting one is delivered when
+//! A [`ProgressHandle`] is rate-limited: at most one report per interval (50 ms by default, so a
+//! report at least that long after the last one delivered is never held back) reaches the sink,
+//! later ones replace the one waiting, and the waiting one is delivered when
 //! the interval ends, so a tight loop that reports on every item cannot flood a client, and the
 //! last report is never lost. [`ProgressHandle::finish`] delivers a waiting report at once and
 //! stops the handle (MCP forbids progress after the response).
@@ -43,7 +44,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 /// The default least time between two reports a sink receives.
-pub const DEFAULT_INTERVAL: Duration = Duration::from_millis(100);
+pub const DEFAULT_INTERVAL: Duration = Duration::from_millis(50);
 
 /// One progress report: how much is done, of how much if known, and what is happening.
 #[derive(Debug, Clone, PartialEq)]
@@ -97,7 +98,7 @@ struct Throttle {
 }
 
 impl ProgressHandle {
-    /// A handle over `sink` delivering at most one report per 100 ms.
+    /// A handle over `sink` delivering at most one report per [`DEFAULT_INTERVAL`] (50 ms).
     pub fn new(sink: impl ProgressSink) -> Self {
         ProgressHandle::with_interval(sink, DEFAULT_INTERVAL)
     }
@@ -256,6 +257,23 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(2)).await;
         // The timer delivered the newest report kept during the interval, and only it.
         assert_eq!(dones(&seen), vec![1.0, 10_000.0]);
+    }
+
+    /// A tool that reports every 50 ms (as the MCP conformance suite's progress scenario does:
+    /// 0, 50, 100) gets every report to the client under the default interval.
+    #[tokio::test(start_paused = true)]
+    async fn reports_50_ms_apart_all_arrive_under_the_default_interval() {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&seen);
+        let handle = ProgressHandle::new(move |p: Progress| {
+            sink.lock().unwrap_or_else(PoisonError::into_inner).push(p)
+        });
+        for done in [0.0, 50.0, 100.0] {
+            handle.report(done, Some(100.0), None);
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        handle.finish();
+        assert_eq!(dones(&seen), vec![0.0, 50.0, 100.0]);
     }
 
     #[tokio::test(start_paused = true)]

@@ -24,7 +24,7 @@
 //!   as every official SDK does; the server keeps serving.
 //! - **Progress**: when a `tools/call` carries a `progressToken`, what the tool reports through
 //!   [`ToolContext::progress`](toolwright_core::ToolContext::progress) becomes
-//!   `notifications/progress`, at most one per 100 ms and the last one always, all before the
+//!   `notifications/progress`, at most one per 50 ms and the last one always, all before the
 //!   result.
 //! - **Cancellation**: `notifications/cancelled`, an HTTP response stream the client drops and
 //!   a closed connection drop the call's future; no result is sent. The registry counts a

@@ -5,7 +5,7 @@
 mod common;
 
 use common::{call, duplex, Elicitor};
-use rmcp::model::ContentBlock;
+use rmcp::model::{ContentBlock, ResourceContents};
 use serde_json::json;
 use toolwright::prelude::*;
 use toolwright::Content;
@@ -49,4 +49,57 @@ async fn a_content_result_reaches_the_client_as_typed_blocks() {
     let envelope = result.structured_content.expect("structuredContent");
     assert_eq!(envelope["status"], "success");
     assert_eq!(envelope["data"]["content"][1]["type"], "image");
+}
+
+/// Export the month's figures as files.
+#[tool(read_only, timeout_ms = 1000)]
+async fn export_month(
+    /// The month.
+    month: String,
+) -> Result<Content, ToolError> {
+    Ok(Content::new()
+        .resource_text(
+            format!("file:///reports/{month}.csv"),
+            "text/csv",
+            "day,units\n1,12\n",
+        )
+        .resource_blob(
+            format!("file:///reports/{month}.pdf"),
+            "application/pdf",
+            b"%PDF-1.7",
+        ))
+}
+
+#[tokio::test]
+async fn embedded_resources_reach_the_client_with_their_text_and_bytes() {
+    let registry = Registry::builder()
+        .tool(ExportMonth)
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let client = duplex(McpServer::new(registry), Elicitor::without_elicitation()).await;
+    let result = client
+        .call_tool(call("export_month", json!({"month": "2025-07"})))
+        .await
+        .expect("tools/call");
+    assert_eq!(result.is_error, Some(false));
+    let blocks = &result.content;
+    assert_eq!(blocks.len(), 2, "{blocks:?}");
+    let ContentBlock::Resource(text) = &blocks[0] else {
+        panic!("an embedded resource: {:?}", blocks[0]);
+    };
+    assert!(matches!(
+        &text.resource,
+        ResourceContents::TextResourceContents { uri, mime_type, text, .. }
+            if uri == "file:///reports/2025-07.csv"
+                && mime_type.as_deref() == Some("text/csv")
+                && text == "day,units\n1,12\n"
+    ));
+    let ContentBlock::Resource(blob) = &blocks[1] else {
+        panic!("an embedded resource: {:?}", blocks[1]);
+    };
+    assert!(matches!(
+        &blob.resource,
+        ResourceContents::BlobResourceContents { uri, blob, .. }
+            if uri == "file:///reports/2025-07.pdf" && blob == "JVBERi0xLjc="
+    ));
 }

@@ -37,7 +37,7 @@ async fn a_call_with_a_progress_token_receives_every_step_before_its_result() {
         .expect("tools/call");
     assert_eq!(envelope(&result)["status"], "success");
     let seen = client_handler.progress();
-    // Steps are 50 ms apart, under the 100 ms interval: some wait, none is lost at the end.
+    // Steps are 50 ms apart, at the 50 ms interval: each may be sent, none is lost at the end.
     assert!(seen.len() >= 2, "{seen:?}");
     // rmcp's client replaces the token with one of its own: all of them carry that one.
     assert!(
@@ -64,7 +64,7 @@ async fn a_tight_loop_of_reports_does_not_flood_the_client() {
         .expect("tools/call");
     assert_eq!(envelope(&result)["data"], 10000);
     let seen = client_handler.progress();
-    // The first report at once, then at most one per 100 ms while the loop runs (it takes far
+    // The first report at once, then at most one per 50 ms while the loop runs (it takes far
     // less), and the last one.
     assert!(
         (2..=4).contains(&seen.len()),

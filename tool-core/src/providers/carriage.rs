@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::Provider;
-use crate::content::{Block, BlockKind, Content};
+use crate::content::{Block, BlockKind, Content, ResourceContents};
 use crate::outcome::Outcome;
 
 /// How one block reaches the model through a provider's result format.
@@ -97,6 +97,14 @@ fn carried(provider: Provider, block: &Block) -> Carried {
     match (provider, block) {
         (Provider::Mcp, _) => Carried::Native,
         (_, Block::Text { .. }) | (_, Block::ResourceLink { .. }) => Carried::AsText,
+        // A text resource is text; no tool-result format but MCP's takes arbitrary bytes.
+        (
+            _,
+            Block::Resource {
+                resource: ResourceContents::Text { .. },
+            },
+        ) => Carried::AsText,
+        (_, Block::Resource { .. }) => Carried::NotCarried,
         // Chat Completions' tool messages carry text only.
         (Provider::OpenAi, _) => Carried::NotCarried,
         (_, Block::Image { mime_type, .. }) if IMAGE_TYPES.contains(&mime_type.as_str()) => {
@@ -156,6 +164,25 @@ pub(crate) fn render(outcome: &Outcome, provider: Provider) -> Option<Rendered> 
                     );
                     obj.insert("not_carried".into(), Value::String(why));
                 }
+            }
+        }
+        if let (
+            Block::Resource {
+                resource: ResourceContents::Blob { mime_type, .. },
+            },
+            Some(resource),
+        ) = (
+            block,
+            value.get_mut("resource").and_then(Value::as_object_mut),
+        ) {
+            if carried(provider, block) == Carried::NotCarried {
+                resource.remove("blob");
+                let why = format!(
+                    "{} cannot carry an embedded resource's bytes ({}) in a tool result; they were not sent",
+                    provider.name(),
+                    mime_type.as_deref().unwrap_or("of no stated type"),
+                );
+                resource.insert("not_carried".into(), Value::String(why));
             }
         }
         shown.push(value);

@@ -85,8 +85,17 @@ pub(crate) fn tool(spec: &ToolSpec, input_schema: Value, hints: McpHints) -> Val
 
 /// The JSON Schema of the envelope ([`Outcome::to_model_json`]) with `data` described by the
 /// tool's result schema (whose `$defs` move to the root, where its references point).
+///
+/// A boolean result schema (`true`: any value, what a runtime tool without a declared output
+/// schema has) is written as an object schema (`{}`, or `{"not": {}}` for `false`): the MCP
+/// schema types each of `outputSchema.properties` as an object, and the official TypeScript
+/// SDK refuses a whole `tools/list` that holds a boolean there.
 pub fn envelope_schema(output_schema: &Value) -> Value {
-    let mut data = output_schema.clone();
+    let mut data = match output_schema {
+        Value::Bool(true) => json!({}),
+        Value::Bool(false) => json!({"not": {}}),
+        schema => schema.clone(),
+    };
     let defs = data.as_object_mut().and_then(|d| d.remove("$defs"));
     let error_types: Vec<&str> = ErrorKind::ALL.iter().map(|k| k.as_str()).collect();
     let mut schema = json!({
