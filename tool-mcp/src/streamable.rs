@@ -13,6 +13,7 @@
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -288,8 +289,25 @@ pub(crate) async fn guard(
         .extensions_mut()
         .insert(Disconnected(disconnected.clone()));
     let deadline = guard.body_read_timeout;
-    let request = request.map(|body| Body::new(ReadDeadline::new(body, deadline)));
+    let expired = Arc::new(AtomicBool::new(false));
+    let request =
+        request.map(|body| Body::new(ReadDeadline::new(body, deadline, Arc::clone(&expired))));
     let response = next.run(request).await;
+    if expired.load(Ordering::Relaxed) {
+        // rmcp answers a body that failed to arrive as its own error; say what happened.
+        let mut response = refusal(
+            StatusCode::REQUEST_TIMEOUT,
+            &format!(
+                "the request body did not arrive within {} ms",
+                deadline.as_millis()
+            ),
+            None,
+        );
+        response
+            .headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        return response;
+    }
     if let (Some(reserved), Some(id)) = (reservation, response.headers().get(SESSION_ID)) {
         if let Ok(id) = id.to_str() {
             reserved.commit(id);
@@ -371,14 +389,17 @@ struct ReadDeadline {
     inner: Body,
     deadline: Pin<Box<tokio::time::Sleep>>,
     timeout: Duration,
+    /// Set when the deadline passed, so the guard answers 408 whatever the service made of it.
+    expired: Arc<AtomicBool>,
 }
 
 impl ReadDeadline {
-    fn new(inner: Body, timeout: Duration) -> Self {
+    fn new(inner: Body, timeout: Duration, expired: Arc<AtomicBool>) -> Self {
         ReadDeadline {
             inner,
             deadline: Box::pin(tokio::time::sleep(timeout)),
             timeout,
+            expired,
         }
     }
 }
@@ -395,10 +416,13 @@ impl http_body::Body for ReadDeadline {
             return Poll::Ready(frame);
         }
         match self.deadline.as_mut().poll(cx) {
-            Poll::Ready(()) => Poll::Ready(Some(Err(axum::Error::new(format!(
-                "the request body did not arrive within {} ms",
-                self.timeout.as_millis()
-            ))))),
+            Poll::Ready(()) => {
+                self.expired.store(true, Ordering::Relaxed);
+                Poll::Ready(Some(Err(axum::Error::new(format!(
+                    "the request body did not arrive within {} ms",
+                    self.timeout.as_millis()
+                )))))
+            }
             Poll::Pending => Poll::Pending,
         }
     }

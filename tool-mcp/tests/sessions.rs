@@ -601,3 +601,330 @@ async fn sessions_past_the_default_cap_are_503_with_retry_after() {
     assert_eq!(refused.status(), 503);
     assert!(refused.headers().contains_key("retry-after"));
 }
+
+fn anonymous_initialize(http: &reqwest::Client, url: &str) -> reqwest::RequestBuilder {
+    http.post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(INITIALIZE)
+}
+
+#[tokio::test]
+async fn a_configured_session_cap_refuses_until_a_session_ends() {
+    let shop = Shop::new();
+    let server = bind(shop.server().max_sessions(3)).await;
+    let raw = Raw::new(&server);
+    let alice = raw.open("alice").await;
+    raw.open("alice").await;
+    raw.open("bob").await;
+    let refused = raw
+        .post("bob", None, INITIALIZE)
+        .send()
+        .await
+        .expect("answered");
+    assert_eq!(refused.status(), 503);
+    assert!(refused.headers().contains_key("retry-after"));
+    let message = refused.text().await.unwrap_or_default();
+    assert!(message.contains("maximum of 3 MCP sessions"), "{message}");
+    assert_eq!(raw.delete("alice", &alice).await, 202);
+    raw.open("bob").await;
+}
+
+#[tokio::test]
+async fn one_principal_cannot_take_every_session() {
+    let shop = Shop::new();
+    let server = bind(shop.server().max_sessions_per_principal(2)).await;
+    let raw = Raw::new(&server);
+    raw.open("alice").await;
+    raw.open("alice-narrow").await;
+    let refused = raw
+        .post("alice", None, INITIALIZE)
+        .send()
+        .await
+        .expect("answered");
+    assert_eq!(refused.status(), 503);
+    assert!(refused.headers().contains_key("retry-after"));
+    let message = refused.text().await.unwrap_or_default();
+    assert!(
+        message.contains("'alice' holds its maximum of 2"),
+        "{message}"
+    );
+    raw.open("bob").await;
+}
+
+#[tokio::test]
+async fn an_idle_session_ends_and_a_running_call_keeps_its_session() {
+    let shop = Shop::new();
+    let server = bind(
+        shop.server()
+            .session_idle_timeout(Duration::from_millis(300)),
+    )
+    .await;
+    let raw = Raw::new(&server);
+    let busy = raw.open("alice").await;
+    let idle = raw.open("alice").await;
+    // 20 steps of 50 ms: longer than the idle timeout, with nothing else on the session.
+    let (status, body) = raw
+        .call(
+            "alice",
+            &busy,
+            tools_call(json!(30), "slow_report", json!({"steps": 20})),
+        )
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        answer(&body, &json!(30))["result"]["isError"],
+        false,
+        "{body}"
+    );
+    let mut ended = false;
+    for _ in 0..100 {
+        if raw.status("bob", &idle, tools_list(31)).await == 404
+            && raw.status("alice", &idle, tools_list(31)).await == 404
+        {
+            ended = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(ended, "the idle session still answers");
+}
+
+#[tokio::test]
+async fn an_idle_session_gives_its_place_back() {
+    let shop = Shop::new();
+    let server = bind(
+        shop.server()
+            .max_sessions(1)
+            .session_idle_timeout(Duration::from_millis(200)),
+    )
+    .await;
+    let raw = Raw::new(&server);
+    raw.open("alice").await;
+    let mut opened = false;
+    for _ in 0..100 {
+        let init = raw
+            .post("bob", None, INITIALIZE)
+            .send()
+            .await
+            .expect("answered");
+        if init.status() == 200 {
+            opened = true;
+            break;
+        }
+        assert_eq!(init.status(), 503);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(opened, "the idle session kept its place");
+}
+
+// ---- Bounded connections -------------------------------------------------------------------
+
+mod tcp {
+    use std::time::Duration;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpStream;
+
+    pub async fn connect(server: &toolwright_mcp::HttpServer) -> TcpStream {
+        TcpStream::connect(server.local_addr())
+            .await
+            .expect("connects")
+    }
+
+    /// Everything the server sends until it closes the connection (bounded, so a server that
+    /// never closes fails the test instead of hanging it).
+    pub async fn read_to_close(stream: &mut TcpStream) -> Result<String, &'static str> {
+        let mut all = Vec::new();
+        let mut buf = [0u8; 4096];
+        loop {
+            match tokio::time::timeout(Duration::from_secs(20), stream.read(&mut buf)).await {
+                Err(_) => return Err("still open after 20 s"),
+                Ok(Ok(0)) | Ok(Err(_)) => return Ok(String::from_utf8_lossy(&all).into_owned()),
+                Ok(Ok(n)) => all.extend_from_slice(&buf[..n]),
+            }
+        }
+    }
+
+    pub async fn send(stream: &mut TcpStream, bytes: &str) {
+        stream.write_all(bytes.as_bytes()).await.expect("writes");
+    }
+}
+
+#[tokio::test]
+async fn a_body_that_never_arrives_closes_the_connection() {
+    let shop = Shop::new();
+    let server = bind(shop.server().body_read_timeout(Duration::from_millis(300))).await;
+    let mut stream = tcp::connect(&server).await;
+    let port = server.local_addr().port();
+    tcp::send(
+        &mut stream,
+        &format!(
+            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer alice\r\n\
+             Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+             Content-Length: 100000\r\n\r\n{{"
+        ),
+    )
+    .await;
+    let answer = tcp::read_to_close(&mut stream).await.expect("closed");
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+}
+
+#[tokio::test]
+async fn headers_that_never_end_close_the_connection() {
+    let shop = Shop::new();
+    let server = bind(
+        shop.server()
+            .header_read_timeout(Duration::from_millis(300)),
+    )
+    .await;
+    let mut stream = tcp::connect(&server).await;
+    tcp::send(&mut stream, "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n").await;
+    tcp::read_to_close(&mut stream).await.expect("closed");
+}
+
+#[tokio::test]
+async fn a_connection_past_the_cap_is_503_with_retry_after() {
+    let shop = Shop::new();
+    let server = bind(shop.server().max_connections(2)).await;
+    let first = tcp::connect(&server).await;
+    let second = tcp::connect(&server).await;
+    let raw = Raw::new(&server);
+    // The listener takes connections in order: the two above hold both places.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let refused = raw
+        .post("alice", None, INITIALIZE)
+        .send()
+        .await
+        .expect("answered");
+    assert_eq!(refused.status(), 503);
+    assert_eq!(
+        refused
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok()),
+        Some("1")
+    );
+    drop((first, second));
+    let mut opened = false;
+    for _ in 0..50 {
+        if raw
+            .post("alice", None, INITIALIZE)
+            .send()
+            .await
+            .ok()
+            .map(|r| r.status())
+            == Some(reqwest::StatusCode::OK)
+        {
+            opened = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(opened, "a freed connection place is used again");
+}
+
+// ---- What held, and must keep holding ------------------------------------------------------
+
+#[tokio::test]
+async fn rebinding_hosts_and_foreign_origins_are_refused() {
+    let shop = Shop::new();
+    let server = shop.start().await;
+    let raw = Raw::new(&server);
+    for host in [
+        "evil.example",
+        "localhost.evil.example",
+        "2130706433",
+        "[::ffff:127.0.0.1]",
+    ] {
+        let refused = raw
+            .post("alice", None, INITIALIZE)
+            .header("host", host)
+            .send()
+            .await
+            .expect("answered");
+        assert_eq!(refused.status(), 403, "Host: {host}");
+    }
+    for origin in [
+        "null",
+        "http://evil.example",
+        "http://2130706433",
+        "http://[::ffff:127.0.0.1]",
+        "http://localhost.evil.example",
+    ] {
+        let refused = raw
+            .post("alice", None, INITIALIZE)
+            .header("origin", origin)
+            .send()
+            .await
+            .expect("answered");
+        assert_eq!(refused.status(), 403, "Origin: {origin}");
+    }
+}
+
+#[tokio::test]
+async fn missing_wrong_and_basic_credentials_are_401_with_a_challenge() {
+    let shop = Shop::new();
+    let server = shop.start().await;
+    let http = reqwest::Client::new();
+    for authorization in [
+        None,
+        Some("Bearer stolen"),
+        Some("Basic YWxpY2U6c2VjcmV0"),
+        Some("alice"),
+    ] {
+        let mut request = anonymous_initialize(&http, &server.url());
+        if let Some(value) = authorization {
+            request = request.header("authorization", value);
+        }
+        let refused = request.send().await.expect("answered");
+        assert_eq!(refused.status(), 401, "{authorization:?}");
+        assert!(
+            refused.headers().contains_key("www-authenticate"),
+            "{authorization:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn deep_bodies_and_batches_are_refused_and_the_server_stays_up() {
+    let shop = Shop::new();
+    let server = shop.start().await;
+    let raw = Raw::new(&server);
+    let session = raw.open("alice").await;
+    let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+    let deep_object = format!(
+        r#"{{"jsonrpc":"2.0","id":40,"method":"tools/call","params":{{"name":"echo","arguments":{{"text":{}1{}}}}}}}"#,
+        "[".repeat(100_000),
+        "]".repeat(100_000)
+    );
+    let batch = format!("[{},{}]", tools_list(41), tools_list(42));
+    for body in [deep, deep_object, batch] {
+        let status = raw
+            .post("alice", Some(&session), body)
+            .send()
+            .await
+            .expect("answered")
+            .status();
+        assert!(status.is_client_error(), "{status}");
+    }
+    assert_eq!(raw.status("alice", &session, tools_list(43)).await, 200);
+}
+
+#[tokio::test]
+async fn arguments_of_15_mib_are_refused_naming_the_limit() {
+    let shop = Shop::new();
+    let server = shop.start().await;
+    let raw = Raw::new(&server);
+    let session = raw.open("alice").await;
+    let huge = tools_call(json!(50), "echo", json!({"text": "x".repeat(15 << 20)}));
+    let (status, body) = raw.call("alice", &session, huge).await;
+    assert_eq!(status, 200);
+    let error = &answer(&body, &json!(50))["error"];
+    assert_eq!(error["code"], -32602);
+    assert!(
+        error["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("limit of 1048576 bytes")),
+        "{error}"
+    );
+}
