@@ -8,6 +8,21 @@
 //! - **One [`Session`] per MCP session** (a stdio connection, a streamable-HTTP
 //!   `Mcp-Session-Id`): grounded ids, recovery budgets and idempotency scopes belong to that
 //!   client, never shared with another.
+//! - **A streamable-HTTP session belongs to the principal who opened it.** With
+//!   [`McpServer::authorize`], every HTTP request is authorized on its own (a token the
+//!   authorizer now rejects is 401, on an open session too), and every message naming an
+//!   `Mcp-Session-Id` (requests, notifications such as `notifications/cancelled`, the client's
+//!   answers to elicitation, the `GET` stream, `DELETE`) is accepted only from that principal;
+//!   from anyone else it is 404, exactly as for a session that does not exist, and nothing
+//!   reaches the session. A request's scopes are its own token's, so a narrower token on an
+//!   open session lists and calls fewer tools. Server-to-client requests carry random ids, and
+//!   an answer is delivered only for a request still waiting, once.
+//! - **Bounded**: live sessions ([`McpServer::max_sessions`], per principal
+//!   [`McpServer::max_sessions_per_principal`]; past a cap, 503 with `Retry-After`, decided
+//!   before anything is allocated), idle sessions end ([`McpServer::session_idle_timeout`]),
+//!   and [`McpServer::bind_http`] caps connections and times out slow headers and bodies
+//!   ([`McpServer::max_connections`], [`McpServer::header_read_timeout`],
+//!   [`McpServer::body_read_timeout`]).
 //! - **`tools/list`** is the registry's MCP export (title, annotations, input and output
 //!   schema), filtered to the tools the session is shown ([`Registry::is_visible`]: it holds
 //!   the tool's `#[tool(scopes = [..])]`, and the registry's `visible_when` / `tool_filter`
@@ -19,7 +34,9 @@
 //! - **Protocol errors** are what the spec makes them: a tool the session cannot see is
 //!   JSON-RPC `-32602` (the spec's example for an unknown tool), its message and `data`
 //!   listing the tools it can call; arguments over [`McpServer::max_argument_bytes`] are
-//!   `-32602` naming the limit; malformed JSON-RPC and unknown methods are rmcp's `-32600`,
+//!   `-32602` naming the limit, and so are `tools/call` params of the wrong shape (non-object
+//!   `arguments`: the message names the field, what it must be and what came); malformed
+//!   JSON-RPC and unknown methods are rmcp's `-32600`,
 //!   `-32601` and `-32602`. Input that is not JSON at all has no id to answer and is dropped,
 //!   as every official SDK does; the server keeps serving.
 //! - **Progress**: when a `tools/call` carries a `progressToken`, what the tool reports through
@@ -134,7 +151,14 @@ type SessionFactory = dyn Fn(Session) -> Session + Send + Sync;
 ///         Approval::Denied { reason: "no reviewer on this channel".into() }
 ///     }))
 ///     .approval_timeout(Duration::from_secs(120))
-///     .authorize(|token: &str| (token == "secret").then(|| Grant::new("ops")));
+///     .authorize(|token: &str| (token == "secret").then(|| Grant::new("ops")))
+///     // bounds of the HTTP server (the defaults shown):
+///     .max_sessions(1_000)
+///     .max_sessions_per_principal(100)
+///     .session_idle_timeout(Duration::from_secs(60))
+///     .max_connections(1_024)
+///     .header_read_timeout(Duration::from_secs(10))
+///     .body_read_timeout(Duration::from_secs(30));
 /// # let _ = server;
 /// ```
 pub struct McpServer {
@@ -319,9 +343,11 @@ impl McpServer {
         self
     }
 
-    /// Requires a bearer token on every HTTP request, mapped to the session's principal and
-    /// scopes by `authorizer`; a missing or rejected token is HTTP 401 and nothing runs.
-    /// Ignored over stdio, where the client started the server.
+    /// Requires a bearer token on every HTTP request, mapped to a principal and scopes by
+    /// `authorizer`; a missing or rejected token is HTTP 401 and nothing runs. The token is
+    /// checked on every request, not only the first of a session: a session is its opening
+    /// principal's (another principal's requests on it are 404), and each request runs with
+    /// the scopes of its own token. Ignored over stdio, where the client started the server.
     pub fn authorize(mut self, authorizer: impl Authorizer) -> Self {
         self.authorizer = Some(Arc::new(authorizer));
         self

@@ -29,7 +29,8 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::sessions::{Activity, Full, OwnedSessions};
 
-/// What the [`Authorizer`] grants a credential: the session's principal and scopes.
+/// What the [`Authorizer`] grants a credential: who it is (the principal a session opened with
+/// it belongs to) and the scopes the request carrying it may use.
 ///
 /// ```
 /// use toolwright_mcp::Grant;
