@@ -5,8 +5,9 @@ use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorCode,
-    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
+    CustomResult, ErrorCode, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
+    ServerCapabilities, ServerConfig,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -24,10 +25,17 @@ pub(crate) struct Handler {
     shared: Arc<Shared>,
     /// Made at the first request, when the peer (for elicitation) and the caller's grant are
     /// known.
-    session: OnceLock<Session>,
+    session: OnceLock<Opened>,
     /// The task that tells this client when the registry's tool set changes; stopped when the
     /// session ends (rmcp drops its handler).
     watcher: OnceLock<AbortOnDrop>,
+}
+
+/// The session as the first request made it, and the scopes its grant carried then (told apart
+/// from those the session factory added, which every request keeps).
+struct Opened {
+    session: Session,
+    granted: Vec<String>,
 }
 
 /// A task aborted when its owner is dropped.
@@ -48,26 +56,39 @@ impl Handler {
         }
     }
 
-    /// This MCP session's toolwright session, bound to the principal of its first request: a
-    /// later request of another principal (a stolen or replayed `Mcp-Session-Id`) is refused.
-    fn session(&self, context: &RequestContext<RoleServer>) -> Result<&Session, ErrorData> {
+    /// This MCP session's toolwright session as this request may use it: bound to the
+    /// principal of its first request (a request of another principal is refused; over HTTP
+    /// the guard has already answered it 404), with the scopes of *this* request's grant, so a
+    /// narrower token on an open session gets the narrower tools. The conversation (grounded
+    /// ids, idempotency scope, approver) is the session's whichever token is used.
+    fn session(&self, context: &RequestContext<RoleServer>) -> Result<Cow<'_, Session>, ErrorData> {
         let grant = context
             .extensions
             .get::<http::request::Parts>()
             .and_then(|parts| parts.extensions.get::<Grant>());
-        let session = self.session.get_or_init(|| self.open(grant, context));
-        match grant {
-            Some(grant) if session.principal() != Some(grant.principal()) => {
-                Err(ErrorData::invalid_request(
-                    "this MCP session belongs to another principal; start a new session",
-                    None,
-                ))
-            }
-            _ => Ok(session),
+        let opened = self.session.get_or_init(|| self.open(grant, context));
+        let session = &opened.session;
+        let Some(grant) = grant else {
+            return Ok(Cow::Borrowed(session));
+        };
+        if session.principal() != Some(grant.principal()) {
+            return Err(ErrorData::invalid_request(
+                "this MCP session belongs to another principal; start a new session",
+                None,
+            ));
         }
+        if grant.scopes() == opened.granted.as_slice() {
+            return Ok(Cow::Borrowed(session));
+        }
+        let kept = session
+            .scopes()
+            .iter()
+            .filter(|scope| !opened.granted.contains(scope) && !grant.scopes().contains(scope));
+        let scopes: Vec<String> = kept.chain(grant.scopes()).cloned().collect();
+        Ok(Cow::Owned(session.clone().with_scopes(scopes)))
     }
 
-    fn open(&self, grant: Option<&Grant>, context: &RequestContext<RoleServer>) -> Session {
+    fn open(&self, grant: Option<&Grant>, context: &RequestContext<RoleServer>) -> Opened {
         let mut session = Session::new(format!("mcp-{}", uuid::Uuid::new_v4()));
         if let Some(grant) = grant {
             session = session
@@ -79,9 +100,13 @@ impl Handler {
             self.shared.fallback_approver.clone(),
             self.shared.approval_timeout,
         )));
-        match &self.shared.session_factory {
+        let session = match &self.shared.session_factory {
             Some(factory) => factory(session),
             None => session,
+        };
+        Opened {
+            session,
+            granted: grant.map(|g| g.scopes().to_vec()).unwrap_or_default(),
         }
     }
 
@@ -179,13 +204,31 @@ impl ServerHandler for Handler {
         let _ = self.watcher.set(AbortOnDrop(task));
     }
 
+    /// rmcp hands a request it cannot read as one of its methods over as a custom request: for
+    /// `tools/call` (non-object `arguments`, a missing `name`), that is invalid params naming
+    /// the field, not "method not found".
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        if request.method == "tools/call" {
+            return Err(invalid_call_params(request.params.as_ref()));
+        }
+        Err(ErrorData::new(
+            ErrorCode::METHOD_NOT_FOUND,
+            request.method,
+            None,
+        ))
+    }
+
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let session = self.session(&context)?;
-        Ok(ListToolsResult::with_all_items(self.visible(session)))
+        Ok(ListToolsResult::with_all_items(self.visible(&session)))
     }
 
     async fn call_tool(
@@ -194,6 +237,7 @@ impl ServerHandler for Handler {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let session = self.session(&context)?;
+        let session = session.as_ref();
         let name = request.name;
         if !self.shared.registry.is_visible(&name, session) {
             return Err(self.unknown_tool(session, &name));
@@ -254,12 +298,83 @@ fn cancelled() -> ErrorData {
     ErrorData::new(ErrorCode::INTERNAL_ERROR, "the request was cancelled", None)
 }
 
-/// The JSON-RPC id as the call id: MCP forbids reusing a request id within a session, and the
-/// session is the idempotency scope, so it keys a call once.
+/// The JSON-RPC id as the call id, in its JSON form: `41` and `"41"` are distinct JSON-RPC ids
+/// and stay distinct call ids (`41` and `"41"`). MCP forbids reusing a request id within a
+/// session, and the session is the idempotency scope, so it keys a call once: a request
+/// retried with the same id and arguments replays the first one's outcome.
 fn request_id(context: &RequestContext<RoleServer>) -> String {
-    match serde_json::to_value(&context.id) {
-        Ok(Value::String(s)) => s,
-        Ok(other) => other.to_string(),
-        Err(_) => String::new(),
+    serde_json::to_string(&context.id).unwrap_or_default()
+}
+
+/// `-32602` for `tools/call` params rmcp could not read (it hands them over as a custom
+/// request): the field at fault, what it must be and what came.
+fn invalid_call_params(params: Option<&Value>) -> ErrorData {
+    let (field, expected, got) = match params {
+        None => (
+            "params",
+            "an object with `name` and `arguments`",
+            "nothing".to_owned(),
+        ),
+        Some(Value::Object(params)) => match (params.get("name"), params.get("arguments")) {
+            (Some(Value::String(_)), Some(arguments))
+                if !arguments.is_object() && !arguments.is_null() =>
+            {
+                (
+                    "arguments",
+                    "an object of the tool's parameters",
+                    kind(arguments),
+                )
+            }
+            (Some(Value::String(_)), _) => {
+                let error =
+                    serde_json::from_value::<CallToolRequestParams>(Value::Object(params.clone()))
+                        .err()
+                        .map(|e| e.to_string())
+                        .unwrap_or_default();
+                return ErrorData::invalid_params(
+                    format!("invalid `tools/call` params: {error}"),
+                    Some(json!({"error_type": "schema_mismatch"})),
+                );
+            }
+            (name, _) => (
+                "name",
+                "the tool's name as a string",
+                name.map_or("nothing".to_owned(), kind),
+            ),
+        },
+        Some(other) => (
+            "params",
+            "an object with `name` and `arguments`",
+            kind(other),
+        ),
+    };
+    ErrorData::invalid_params(
+        format!("`{field}` of tools/call must be {expected}, got {got}"),
+        Some(json!({
+            "error_type": "schema_mismatch",
+            "path": format!("/params/{field}"),
+            "expected": expected,
+            "got": got,
+        })),
+    )
+}
+
+/// What a JSON value is, for a message: `a number (5)`, `an array`.
+fn kind(value: &Value) -> String {
+    let shown = |v: &Value| {
+        let text = v.to_string();
+        if text.len() > 40 {
+            format!("{}...", text.chars().take(40).collect::<String>())
+        } else {
+            text
+        }
+    };
+    match value {
+        Value::Null => "null".to_owned(),
+        Value::Bool(b) => format!("a boolean ({b})"),
+        Value::Number(_) => format!("a number ({})", shown(value)),
+        Value::String(_) => format!("a string ({})", shown(value)),
+        Value::Array(_) => "an array".to_owned(),
+        Value::Object(_) => "an object".to_owned(),
     }
 }

@@ -8,6 +8,21 @@
 //! - **One [`Session`] per MCP session** (a stdio connection, a streamable-HTTP
 //!   `Mcp-Session-Id`): grounded ids, recovery budgets and idempotency scopes belong to that
 //!   client, never shared with another.
+//! - **A streamable-HTTP session belongs to the principal who opened it.** With
+//!   [`McpServer::authorize`], every HTTP request is authorized on its own (a token the
+//!   authorizer now rejects is 401, on an open session too), and every message naming an
+//!   `Mcp-Session-Id` (requests, notifications such as `notifications/cancelled`, the client's
+//!   answers to elicitation, the `GET` stream, `DELETE`) is accepted only from that principal;
+//!   from anyone else it is 404, exactly as for a session that does not exist, and nothing
+//!   reaches the session. A request's scopes are its own token's, so a narrower token on an
+//!   open session lists and calls fewer tools. Server-to-client requests carry random ids, and
+//!   an answer is delivered only for a request still waiting, once.
+//! - **Bounded**: live sessions ([`McpServer::max_sessions`], per principal
+//!   [`McpServer::max_sessions_per_principal`]; past a cap, 503 with `Retry-After`, decided
+//!   before anything is allocated), idle sessions end ([`McpServer::session_idle_timeout`]),
+//!   and [`McpServer::bind_http`] caps connections and times out slow headers and bodies
+//!   ([`McpServer::max_connections`], [`McpServer::header_read_timeout`],
+//!   [`McpServer::body_read_timeout`]).
 //! - **`tools/list`** is the registry's MCP export (title, annotations, input and output
 //!   schema), filtered to the tools the session is shown ([`Registry::is_visible`]: it holds
 //!   the tool's `#[tool(scopes = [..])]`, and the registry's `visible_when` / `tool_filter`
@@ -19,7 +34,9 @@
 //! - **Protocol errors** are what the spec makes them: a tool the session cannot see is
 //!   JSON-RPC `-32602` (the spec's example for an unknown tool), its message and `data`
 //!   listing the tools it can call; arguments over [`McpServer::max_argument_bytes`] are
-//!   `-32602` naming the limit; malformed JSON-RPC and unknown methods are rmcp's `-32600`,
+//!   `-32602` naming the limit, and so are `tools/call` params of the wrong shape (non-object
+//!   `arguments`: the message names the field, what it must be and what came); malformed
+//!   JSON-RPC and unknown methods are rmcp's `-32600`,
 //!   `-32601` and `-32602`. Input that is not JSON at all has no id to answer and is dropped,
 //!   as every official SDK does; the server keeps serving.
 //! - **Progress**: when a `tools/call` carries a `progressToken`, what the tool reports through
@@ -52,9 +69,11 @@
 
 mod approval;
 mod handler;
+mod listen;
 mod progress;
 #[cfg(feature = "proxy")]
 pub mod proxy;
+mod sessions;
 mod streamable;
 
 use std::fmt;
@@ -63,7 +82,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::Implementation;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::ServiceExt;
 use tokio_util::sync::CancellationToken;
@@ -77,6 +95,24 @@ pub use rmcp;
 
 /// The default limit on a call's argument text: 1 MiB.
 pub const DEFAULT_MAX_ARGUMENT_BYTES: usize = 1 << 20;
+
+/// The default cap on live streamable-HTTP sessions: 1,000.
+pub const DEFAULT_MAX_SESSIONS: usize = 1_000;
+
+/// The default cap on one principal's live sessions: 100.
+pub const DEFAULT_MAX_SESSIONS_PER_PRINCIPAL: usize = 100;
+
+/// The default time after which a session with nothing in flight ends: 60 seconds.
+pub const DEFAULT_SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The default cap on open HTTP connections of [`McpServer::bind_http`]: 1,024.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1_024;
+
+/// The default time a client has to send a request's headers: 10 seconds.
+pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The default time a client has to send a request's whole body: 30 seconds.
+pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Serves `registry` over stdio with the defaults: `McpServer::new(registry).serve_stdio()`.
 ///
@@ -115,7 +151,14 @@ type SessionFactory = dyn Fn(Session) -> Session + Send + Sync;
 ///         Approval::Denied { reason: "no reviewer on this channel".into() }
 ///     }))
 ///     .approval_timeout(Duration::from_secs(120))
-///     .authorize(|token: &str| (token == "secret").then(|| Grant::new("ops")));
+///     .authorize(|token: &str| (token == "secret").then(|| Grant::new("ops")))
+///     // bounds of the HTTP server (the defaults shown):
+///     .max_sessions(1_000)
+///     .max_sessions_per_principal(100)
+///     .session_idle_timeout(Duration::from_secs(60))
+///     .max_connections(1_024)
+///     .header_read_timeout(Duration::from_secs(10))
+///     .body_read_timeout(Duration::from_secs(30));
 /// # let _ = server;
 /// ```
 pub struct McpServer {
@@ -133,6 +176,12 @@ pub struct McpServer {
     allowed_hosts: Option<Vec<String>>,
     remote: bool,
     sse_keep_alive: Duration,
+    max_sessions: usize,
+    max_sessions_per_principal: usize,
+    session_idle_timeout: Duration,
+    max_connections: usize,
+    header_read_timeout: Duration,
+    body_read_timeout: Duration,
 }
 
 impl fmt::Debug for McpServer {
@@ -234,6 +283,12 @@ impl McpServer {
             allowed_hosts: None,
             remote: false,
             sse_keep_alive: Duration::from_secs(5),
+            max_sessions: DEFAULT_MAX_SESSIONS,
+            max_sessions_per_principal: DEFAULT_MAX_SESSIONS_PER_PRINCIPAL,
+            session_idle_timeout: DEFAULT_SESSION_IDLE_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
+            body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,
         }
     }
 
@@ -288,9 +343,11 @@ impl McpServer {
         self
     }
 
-    /// Requires a bearer token on every HTTP request, mapped to the session's principal and
-    /// scopes by `authorizer`; a missing or rejected token is HTTP 401 and nothing runs.
-    /// Ignored over stdio, where the client started the server.
+    /// Requires a bearer token on every HTTP request, mapped to a principal and scopes by
+    /// `authorizer`; a missing or rejected token is HTTP 401 and nothing runs. The token is
+    /// checked on every request, not only the first of a session: a session is its opening
+    /// principal's (another principal's requests on it are 404), and each request runs with
+    /// the scopes of its own token. Ignored over stdio, where the client started the server.
     pub fn authorize(mut self, authorizer: impl Authorizer) -> Self {
         self.authorizer = Some(Arc::new(authorizer));
         self
@@ -336,6 +393,59 @@ impl McpServer {
     /// client that went away is noticed, and its call cancelled, within about this long.
     pub fn sse_keep_alive(mut self, interval: Duration) -> Self {
         self.sse_keep_alive = interval;
+        self
+    }
+
+    /// The most streamable-HTTP sessions live at once (default [`DEFAULT_MAX_SESSIONS`],
+    /// 1,000). An `initialize` past it is refused with HTTP 503 and `Retry-After`, before
+    /// anything is allocated for it; a session frees its place when the client sends `DELETE`
+    /// or when it has been idle for [`McpServer::session_idle_timeout`].
+    pub fn max_sessions(mut self, sessions: usize) -> Self {
+        self.max_sessions = sessions;
+        self
+    }
+
+    /// The most sessions one principal (a [`Grant::principal`]) may hold at once (default
+    /// [`DEFAULT_MAX_SESSIONS_PER_PRINCIPAL`], 100), so one token cannot take every place;
+    /// past it, 503 with `Retry-After`. Without [`McpServer::authorize`] every client is the
+    /// same anonymous principal and only [`McpServer::max_sessions`] applies.
+    pub fn max_sessions_per_principal(mut self, sessions: usize) -> Self {
+        self.max_sessions_per_principal = sessions;
+        self
+    }
+
+    /// How long a session may sit with no request in flight and no response stream open
+    /// before it ends (default [`DEFAULT_SESSION_IDLE_TIMEOUT`], 60 s); a later request naming
+    /// it gets 404 and the client starts a new session, as the MCP transport specifies. A call
+    /// that runs, or waits on its approval, longer than this keeps its session.
+    pub fn session_idle_timeout(mut self, timeout: Duration) -> Self {
+        self.session_idle_timeout = timeout;
+        self
+    }
+
+    /// The most HTTP connections [`McpServer::bind_http`] keeps open at once (default
+    /// [`DEFAULT_MAX_CONNECTIONS`], 1,024). A connection past it is answered 503 with
+    /// `Retry-After: 1` and closed. Not applied to [`McpServer::router`], whose server is
+    /// yours.
+    pub fn max_connections(mut self, connections: usize) -> Self {
+        self.max_connections = connections;
+        self
+    }
+
+    /// How long [`McpServer::bind_http`] waits for a request's headers (default
+    /// [`DEFAULT_HEADER_READ_TIMEOUT`], 10 s) before closing the connection, so a client that
+    /// opens connections and sends nothing cannot hold them. Not applied to
+    /// [`McpServer::router`].
+    pub fn header_read_timeout(mut self, timeout: Duration) -> Self {
+        self.header_read_timeout = timeout;
+        self
+    }
+
+    /// How long a request's body may take to arrive whole (default
+    /// [`DEFAULT_BODY_READ_TIMEOUT`], 30 s), counted from its headers; a slower body is
+    /// refused and its connection closed. Applies to [`McpServer::router`] too.
+    pub fn body_read_timeout(mut self, timeout: Duration) -> Self {
+        self.body_read_timeout = timeout;
         self
     }
 
@@ -401,13 +511,12 @@ impl McpServer {
             return Err(ServeError::NotLoopback(local_addr));
         }
         let shutdown = CancellationToken::new();
+        let limits = listen::ConnectionLimits {
+            max_connections: self.max_connections,
+            header_read_timeout: self.header_read_timeout,
+        };
         let router = self.router(shutdown.child_token())?;
-        let stop = shutdown.clone();
-        let task = tokio::spawn(async move {
-            axum::serve(listener, router)
-                .with_graceful_shutdown(stop.cancelled_owned())
-                .await
-        });
+        let task = tokio::spawn(listen::serve(listener, router, limits, shutdown.clone()));
         Ok(HttpServer {
             local_addr,
             shutdown,
@@ -416,7 +525,10 @@ impl McpServer {
     }
 
     /// The HTTP routes (`/mcp` and, when configured, the metadata document) to serve with your
-    /// own axum server; `shutdown` ends every session.
+    /// own axum server; `shutdown` ends every session. The session checks and caps, and the
+    /// body read timeout, are in the routes; the connection cap and the header read timeout
+    /// are the server's (yours, here). Call it inside a tokio runtime: idle sessions are ended
+    /// by a task it starts.
     pub fn router(self, shutdown: CancellationToken) -> Result<axum::Router, ServeError> {
         let shared = self.shared()?;
         // Body limit: the argument limit plus room for the envelope, and never below rmcp's
@@ -427,22 +539,30 @@ impl McpServer {
             .saturating_add(1 << 20)
             .max(16 << 20);
         let mut config = StreamableHttpServerConfig::default()
-            .with_cancellation_token(shutdown)
+            .with_cancellation_token(shutdown.clone())
             .with_sse_keep_alive(Some(self.sse_keep_alive))
             .with_max_request_body_bytes(body_limit);
         if let Some(hosts) = &self.allowed_hosts {
             config = config.with_allowed_hosts(hosts.clone());
         }
-        let service: StreamableHttpService<handler::Handler, LocalSessionManager> =
+        let sessions = sessions::OwnedSessions::new(sessions::Limits {
+            max_sessions: self.max_sessions,
+            max_sessions_per_principal: self.max_sessions_per_principal,
+            idle_timeout: self.session_idle_timeout,
+        });
+        sessions.spawn_reaper(shutdown.clone());
+        let service: StreamableHttpService<handler::Handler, sessions::OwnedSessions> =
             StreamableHttpService::new(
                 move || Ok(handler::Handler::new(Arc::clone(&shared))),
-                Arc::new(LocalSessionManager::default()),
+                Arc::clone(&sessions),
                 config,
             );
         let guard = Arc::new(streamable::Guard {
             allowed_origins: self.allowed_origins,
             authorizer: self.authorizer,
             protected_resource: self.protected_resource.clone(),
+            sessions,
+            body_read_timeout: self.body_read_timeout,
         });
         let router = axum::Router::new().nest_service("/mcp", service).layer(
             axum::middleware::from_fn_with_state(guard, streamable::guard),

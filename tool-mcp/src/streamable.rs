@@ -4,13 +4,19 @@
 //! section: a present, foreign `Origin` is a DNS-rebinding attempt, 403), the bearer token
 //! through the application's [`Authorizer`] (missing or rejected: 401 with a
 //! `WWW-Authenticate` challenge naming the protected-resource metadata, RFC 9728; nothing
-//! runs), then rmcp's streamable HTTP service, whose `Host` check and session handling apply.
+//! runs), the session check (a request naming an `Mcp-Session-Id` that this principal did not
+//! open is 404, exactly as for a session that does not exist, and nothing reaches the
+//! session; a request that would open a session past a cap is 503 with `Retry-After`), then
+//! rmcp's streamable HTTP service, whose `Host` check and session handling apply. The request
+//! body must arrive within the body read timeout.
 
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -21,7 +27,10 @@ use axum::Router;
 use serde_json::json;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
-/// What the [`Authorizer`] grants a credential: the session's principal and scopes.
+use crate::sessions::{Activity, Full, OwnedSessions};
+
+/// What the [`Authorizer`] grants a credential: who it is (the principal a session opened with
+/// it belongs to) and the scopes the request carrying it may use.
 ///
 /// ```
 /// use toolwright_mcp::Grant;
@@ -185,6 +194,8 @@ pub(crate) struct Guard {
     pub(crate) allowed_origins: Vec<String>,
     pub(crate) authorizer: Option<Arc<dyn Authorizer>>,
     pub(crate) protected_resource: Option<ProtectedResource>,
+    pub(crate) sessions: Arc<OwnedSessions>,
+    pub(crate) body_read_timeout: Duration,
 }
 
 /// A token cancelled when the response to this HTTP request is dropped: the client went away.
@@ -211,6 +222,7 @@ pub(crate) async fn guard(
             );
         }
     }
+    let mut principal = None;
     if let Some(authorizer) = &guard.authorizer {
         let token = request
             .headers()
@@ -235,6 +247,7 @@ pub(crate) async fn guard(
         };
         match authorizer.authorize(token).await {
             Some(grant) => {
+                principal = Some(grant.principal().to_owned());
                 request.extensions_mut().insert(grant);
             }
             None => {
@@ -246,17 +259,86 @@ pub(crate) async fn guard(
             }
         }
     }
+    let table = &guard.sessions.table;
+    let session = request
+        .headers()
+        .get(SESSION_ID)
+        .map(|id| id.to_str().unwrap_or_default().to_owned());
+    let mut activity = None;
+    let mut reservation = None;
+    match session {
+        Some(id) => match table.enter(&id, principal.as_deref()) {
+            Some(entered) => activity = Some(entered),
+            None => {
+                return refusal(
+                    StatusCode::NOT_FOUND,
+                    "no such MCP session; start a new one with `initialize`",
+                    None,
+                )
+            }
+        },
+        None if request.method() == axum::http::Method::POST => {
+            match table.reserve(principal.as_deref()) {
+                Ok(reserved) => reservation = Some(reserved),
+                Err(full) => return unavailable(&full, table.retry_after_secs()),
+            }
+        }
+        None => {}
+    }
     let disconnected = CancellationToken::new();
     request
         .extensions_mut()
         .insert(Disconnected(disconnected.clone()));
+    let deadline = guard.body_read_timeout;
+    let expired = Arc::new(AtomicBool::new(false));
+    let request =
+        request.map(|body| Body::new(ReadDeadline::new(body, deadline, Arc::clone(&expired))));
     let response = next.run(request).await;
+    if expired.load(Ordering::Relaxed) {
+        // rmcp answers a body that failed to arrive as its own error; say what happened.
+        let mut response = refusal(
+            StatusCode::REQUEST_TIMEOUT,
+            &format!(
+                "the request body did not arrive within {} ms",
+                deadline.as_millis()
+            ),
+            None,
+        );
+        response
+            .headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        return response;
+    }
+    if let (Some(reserved), Some(id)) = (reservation, response.headers().get(SESSION_ID)) {
+        if let Ok(id) = id.to_str() {
+            reserved.commit(id);
+        }
+    }
     let (parts, body) = response.into_parts();
     let body = Body::new(CancelOnDrop {
         inner: body,
         _guard: disconnected.drop_guard(),
+        _activity: activity,
     });
     Response::from_parts(parts, body)
+}
+
+const SESSION_ID: &str = "mcp-session-id";
+
+fn unavailable(full: &Full, retry_after: u64) -> Response {
+    let message = match full {
+        Full::Server(max) => format!(
+            "this server holds its maximum of {max} MCP sessions; retry after {retry_after} s, or end an unused session with DELETE"
+        ),
+        Full::Principal(principal, max) => format!(
+            "'{principal}' holds its maximum of {max} MCP sessions; end one with DELETE, or retry after {retry_after} s"
+        ),
+    };
+    let mut response = refusal(StatusCode::SERVICE_UNAVAILABLE, &message, None);
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
+    response
 }
 
 fn refusal(status: StatusCode, message: &str, challenge: Option<String>) -> Response {
@@ -293,10 +375,66 @@ fn origin_allowed(origin: &str, allowed: &[String]) -> bool {
     matches!(host, "localhost" | "127.0.0.1" | "::1")
 }
 
-/// The response body, holding the guard that cancels the call when hyper drops it.
+/// The response body, holding the guard that cancels the call when hyper drops it, and the
+/// session's activity (the session is not idle while a response of it is open).
 struct CancelOnDrop {
     inner: Body,
     _guard: DropGuard,
+    _activity: Option<Activity>,
+}
+
+/// A request body that must arrive whole before its deadline: a client that sends
+/// `Content-Length: 100000` and one byte gets an error once the deadline passes, and its
+/// connection is closed, instead of holding it open.
+struct ReadDeadline {
+    inner: Body,
+    deadline: Pin<Box<tokio::time::Sleep>>,
+    timeout: Duration,
+    /// Set when the deadline passed, so the guard answers 408 whatever the service made of it.
+    expired: Arc<AtomicBool>,
+}
+
+impl ReadDeadline {
+    fn new(inner: Body, timeout: Duration, expired: Arc<AtomicBool>) -> Self {
+        ReadDeadline {
+            inner,
+            deadline: Box::pin(tokio::time::sleep(timeout)),
+            timeout,
+            expired,
+        }
+    }
+}
+
+impl http_body::Body for ReadDeadline {
+    type Data = axum::body::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        if let Poll::Ready(frame) = Pin::new(&mut self.inner).poll_frame(cx) {
+            return Poll::Ready(frame);
+        }
+        match self.deadline.as_mut().poll(cx) {
+            Poll::Ready(()) => {
+                self.expired.store(true, Ordering::Relaxed);
+                Poll::Ready(Some(Err(axum::Error::new(format!(
+                    "the request body did not arrive within {} ms",
+                    self.timeout.as_millis()
+                )))))
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
 }
 
 impl http_body::Body for CancelOnDrop {

@@ -483,6 +483,7 @@ async fn garbage_on_the_pipe_is_answered_where_it_has_an_id_and_the_server_stays
         r#"{"jsonrpc":"2.0","id":2,"method":"tools/ca"#.to_owned(), // truncated: no id to answer
         r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":7}}"#.to_owned(),
         r#"{"jsonrpc":"2.0","id":4,"method":"no/such/method"}"#.to_owned(),
+        r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":5}}"#.to_owned(),
         huge,
         r#"{"jsonrpc":"2.0","id":6,"method":"ping"}"#.to_owned(),
     ];
@@ -491,7 +492,7 @@ async fn garbage_on_the_pipe_is_answered_where_it_has_an_id_and_the_server_stays
         write.write_all(b"\n").await.expect("write");
     }
     let mut answered = std::collections::BTreeMap::new();
-    while answered.len() < 5 {
+    while answered.len() < 6 {
         let line = tokio::time::timeout(Duration::from_secs(10), lines.next_line())
             .await
             .expect("an answer in time")
@@ -508,4 +509,12 @@ async fn garbage_on_the_pipe_is_answered_where_it_has_an_id_and_the_server_stays
         .as_str()
         .is_some_and(|m| m.contains("limit")));
     assert_eq!(answered[&6]["result"], json!({}));
+    assert_eq!(
+        answered[&7]["error"]["code"], -32602,
+        "not -32601: {}",
+        answered[&7]
+    );
+    assert!(answered[&7]["error"]["message"]
+        .as_str()
+        .is_some_and(|m| m.contains("`arguments`") && m.contains("a number (5)")));
 }
