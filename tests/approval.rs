@@ -82,6 +82,72 @@ async fn without_an_approver_the_call_is_refused_and_never_runs() {
 }
 
 #[tokio::test]
+async fn an_approver_reads_the_arguments_as_the_tools_own_typed_args() {
+    let policy = |request: &ApprovalRequest<'_>| match request.arguments_as::<WireMoneyArgs>() {
+        Ok(args) if args.amount_cents < 10_000 && args.account.starts_with("DE") => {
+            Approval::Approved
+        }
+        Ok(args) => Approval::Denied {
+            reason: format!("{} cents need a second person", args.amount_cents),
+        },
+        Err(e) => Approval::Denied {
+            reason: e.to_string(),
+        },
+    };
+    let session = Session::new("conv-typed").with_approver(Arc::new(policy));
+    let (registry, wires) = bank();
+
+    let small = registry.call_in(&session, wire("call_1", 202)).await;
+    assert_eq!(small.status(), Status::Success, "{}", small.to_model_json());
+    let large = registry.call_in(&session, wire("call_2", 20_000)).await;
+    assert_eq!(
+        large.message(),
+        Some("`wire_money` was not approved: 20000 cents need a second person. Do not retry it; tell the user")
+    );
+    assert_eq!(wires.count(), 1);
+}
+
+/// What a reviewer of wires reads: the amount only, in dollars.
+#[derive(Debug, serde::Deserialize)]
+struct Dollars {
+    #[allow(dead_code)]
+    amount_cents: String,
+}
+
+#[tokio::test]
+async fn arguments_that_do_not_read_as_the_approvers_type_name_the_field() {
+    let seen = Arc::new(std::sync::Mutex::new(None));
+    let policy = {
+        let seen = Arc::clone(&seen);
+        move |request: &ApprovalRequest<'_>| {
+            let read = request.arguments_as::<Dollars>();
+            let reason = match &read {
+                Ok(_) => "read".to_owned(),
+                Err(e) => e.to_string(),
+            };
+            *seen.lock().unwrap() = Some(read.err().map(|e| e.path().to_owned()));
+            Approval::Denied { reason }
+        }
+    };
+    let session = Session::new("conv-wrong-type").with_approver(Arc::new(policy));
+    let outcome = registry().call_in(&session, wire("call_1", 202)).await;
+    assert_eq!(outcome.error_kind(), Some(ErrorKind::ApprovalDenied));
+    let message = outcome.message().unwrap_or_default();
+    assert!(
+        message.contains("the arguments of `wire_money` do not read as"),
+        "{message}"
+    );
+    assert!(
+        message.contains("at `amount_cents`: invalid type: integer `202`, expected a string"),
+        "{message}"
+    );
+    assert_eq!(
+        seen.lock().unwrap().clone(),
+        Some(Some("amount_cents".to_owned()))
+    );
+}
+
+#[tokio::test]
 async fn a_policy_approver_lets_small_wires_through_and_denies_the_rest() {
     let policy = |request: &ApprovalRequest<'_>| {
         let args: serde_json::Value = serde_json::from_str(request.arguments()).unwrap();

@@ -1080,7 +1080,7 @@ mod soak {
 
     /// Calls until the outcome is not `unavailable` (Redis restarting) nor `duplicate_in_flight`:
     /// a key whose release was lost in the restart stays locked for the idempotency store's
-    /// lock TTL (90 s), as a crashed call's would. Gives up well after that.
+    /// lock (the call's deadline, its approval wait and 5 s of slack), as a crashed call's would.
     async fn settled(registry: &Registry, session: &Session, call: &ToolCall) -> Outcome {
         let mut seen: Vec<(Duration, String)> = Vec::new();
         let began = std::time::Instant::now();

@@ -4,8 +4,9 @@
 //! - a panic of a side-effecting tool leaves its effect *unknown*: the next delivery runs again
 //!   under the same key (it is not replayed, and the key remembers its arguments);
 //! - a cancelled call keeps its key locked: a re-delivery is `duplicate_in_flight` until the
-//!   lock expires (90 s), then takes the key over; with a call deadline longer than 90 s the
-//!   lock lasts the whole deadline, and a call that runs longer than 90 s is never taken over;
+//!   lock expires (the call's whole deadline and a few seconds of slack), then takes the key
+//!   over; a call that runs longer than 90 s within its deadline is never taken over;
+//! - `duplicate_in_flight`'s `retry_after_ms` is what is left of the running call's deadline;
 //! - the `toolwright::idempotency` events say when a key is taken over.
 
 #[path = "support/capture.rs"]
@@ -117,8 +118,14 @@ async fn refused_as_in_flight(registry: &Registry, session: &Session) -> Duratio
         .expect("duplicate_in_flight says when to come back")
 }
 
+/// How long `refund` (1 s per attempt, 3 attempts) may run in all.
+fn refund_deadline() -> Duration {
+    toolwright::execute::RetryPolicy::new().deadline_for(Duration::from_secs(1), 3)
+}
+
 #[tokio::test(start_paused = true)]
-async fn a_cancelled_call_holds_its_key_for_90_s_then_the_next_call_takes_it_over() {
+async fn a_cancelled_call_holds_its_key_until_it_would_have_ended_then_the_next_call_takes_it_over()
+{
     let script = Arc::new(Script::new([Step::Hang], Step::Answer));
     let registry = builder(&script).build().unwrap();
     let session = Session::new("conv-1");
@@ -126,18 +133,17 @@ async fn a_cancelled_call_holds_its_key_for_90_s_then_the_next_call_takes_it_ove
     cancelled(&registry, &session, Duration::from_millis(500)).await;
     assert_eq!(script.entered(), 1);
 
-    // Re-delivered at once: the cancelled call may still be acting somewhere.
+    // Re-delivered at once: the cancelled call may still be acting somewhere. The lock lasts
+    // the call's deadline (3.75 s) and 5 s of slack.
+    let lock = refund_deadline() + Duration::from_secs(5);
     let retry_after = refused_as_in_flight(&registry, &session).await;
-    assert!(
-        retry_after > Duration::from_secs(85) && retry_after <= Duration::from_secs(90),
-        "{retry_after:?}"
-    );
-    tokio::time::advance(Duration::from_secs(88)).await;
+    assert_eq!(retry_after, lock - Duration::from_millis(500));
+    tokio::time::advance(lock - Duration::from_secs(2)).await;
     refused_as_in_flight(&registry, &session).await;
     assert_eq!(script.entered(), 1);
 
-    // Past the 90 s lock the next delivery takes the key over, and says so.
-    tokio::time::advance(Duration::from_secs(3)).await;
+    // Past the lock the next delivery takes the key over, and says so.
+    tokio::time::advance(Duration::from_secs(2)).await;
     let (captured, guard) = capture::install();
     let taken_over = registry.call_in(&session, refund("call_1", REFUND)).await;
     drop(guard);
@@ -155,7 +161,7 @@ async fn a_cancelled_call_holds_its_key_for_90_s_then_the_next_call_takes_it_ove
 }
 
 #[tokio::test(start_paused = true)]
-async fn with_a_deadline_longer_than_90_s_a_cancelled_call_holds_its_key_for_the_deadline() {
+async fn with_a_deadline_of_200_s_a_cancelled_call_holds_its_key_for_the_deadline() {
     let script = Arc::new(Script::new([Step::Hang], Step::Answer));
     let registry = builder(&script)
         .call_deadline(Duration::from_secs(200))
@@ -231,4 +237,70 @@ async fn a_call_that_runs_longer_than_90_s_is_never_taken_over() {
     let again = registry.call_in(&session, call()).await;
     assert!(again.is_replayed());
     assert_eq!(runs.count(), 1);
+}
+
+/// Lend a book: a payment for the deposit, 5 s per attempt, 3 attempts.
+#[tool(idempotent = false, retries = 2, timeout_ms = 5000)]
+async fn lend(
+    key: IdempotencyKey,
+    ctx: ToolContext,
+    script: State<Arc<Script>>,
+    order_id: String,
+) -> Result<String, ToolError> {
+    let _ = (key, order_id);
+    script.run(&ctx).await
+}
+
+/// How long `lend` may run in all: its three attempts' timeouts and the waits between them.
+fn lend_deadline() -> Duration {
+    toolwright::execute::RetryPolicy::new().deadline_for(Duration::from_secs(5), 3)
+}
+
+#[tokio::test(start_paused = true)]
+async fn duplicate_in_flight_says_how_long_the_running_call_can_still_take() {
+    let script = Arc::new(Script::always(Step::Hang));
+    let registry = Registry::builder()
+        .tool(Lend)
+        .state(Arc::clone(&script))
+        .random(SeededRandom::new(7))
+        .breaker(BreakerPolicy::disabled())
+        .retry_budget(RetryBudget::unlimited())
+        .build()
+        .unwrap();
+    let session = Session::new("conv-1");
+    let call = || ToolCall::new("call_1", "lend", REFUND);
+    let first = tokio::spawn({
+        let (registry, session) = (registry.clone(), session.clone());
+        async move { registry.call_in(&session, call()).await }
+    });
+    tokio::time::sleep(Duration::from_secs(1)).await;
+
+    let duplicate = registry.call_in(&session, call()).await;
+    assert_eq!(duplicate.error_kind(), Some(ErrorKind::DuplicateInFlight));
+    let retry_after = duplicate.retry_after().expect("retry_after_ms");
+    // What is left of the first call's deadline (15.75 s), with a few seconds of slack for the
+    // store's own round trips; not the store's 90 s default lock.
+    let left = lend_deadline() - Duration::from_secs(1);
+    assert!(
+        retry_after >= left && retry_after <= left + Duration::from_secs(5),
+        "{retry_after:?}, {left:?} left of the running call"
+    );
+    assert_eq!(
+        duplicate.to_model_json()["retry_after_ms"],
+        u64::try_from(retry_after.as_millis()).unwrap()
+    );
+
+    // Coming back after `retry_after_ms` finds the first call over (every attempt timed out,
+    // its effect unknown): the delivery runs again under the same key.
+    tokio::time::sleep(retry_after).await;
+    let first = first.await.unwrap();
+    assert_eq!(first.error_kind(), Some(ErrorKind::Timeout));
+    assert_eq!(script.entered(), 3);
+    let again = tokio::spawn({
+        let (registry, session) = (registry.clone(), session.clone());
+        async move { registry.call_in(&session, call()).await }
+    });
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(script.entered(), 4, "the key was free: the body ran again");
+    again.abort();
 }

@@ -214,3 +214,143 @@ fn the_schema_tells_the_model_the_argument_is_an_id_it_was_given() {
         [("order", "id"), ("sku", "lines.sku")]
     );
 }
+
+/// A book in the catalogue.
+#[toolwright::data(output)]
+struct Book {
+    id: String,
+}
+
+/// Search the catalogue.
+#[tool(read_only, grounds(book = "id"))]
+async fn search_books(
+    /// Words of the title.
+    title: String,
+) -> Result<Vec<Book>, ToolError> {
+    let _ = title;
+    Ok(vec![Book { id: "B1".into() }])
+}
+
+/// A library member.
+#[toolwright::data(output)]
+struct Member {
+    id: String,
+}
+
+/// Find a member by name.
+#[tool(read_only, grounds(member = "id"))]
+async fn find_member(
+    /// The member's name.
+    name: String,
+) -> Result<Member, ToolError> {
+    let _ = name;
+    Ok(Member { id: "M1".into() })
+}
+
+/// Lend a book to a member.
+#[tool(idempotent = true)]
+async fn lend_book(
+    /// Who borrows it.
+    #[arg(grounded = "member")]
+    member_id: String,
+    /// The book.
+    #[arg(grounded = "book")]
+    book_id: String,
+) -> Result<String, ToolError> {
+    Ok(format!("{book_id} lent to {member_id}"))
+}
+
+/// Lend a book to a member of a branch (no tool returns branch ids).
+#[tool(idempotent = true)]
+async fn lend_at_branch(
+    /// The branch.
+    #[arg(grounded = "branch")]
+    branch: String,
+    /// Who borrows it.
+    #[arg(grounded = "member")]
+    member_id: String,
+    /// The book.
+    #[arg(grounded = "book")]
+    book_id: String,
+) -> Result<String, ToolError> {
+    Ok(format!("{book_id} lent to {member_id} at {branch}"))
+}
+
+fn library() -> Registry {
+    Registry::builder()
+        .tool(SearchBooks)
+        .tool(FindMember)
+        .tool(LendBook)
+        .tool(LendAtBranch)
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn the_hint_names_only_the_tools_that_return_the_kind_of_id_that_was_refused() {
+    let registry = library();
+    let session = Session::new("lib-1");
+    let found = registry
+        .call_in(
+            &session,
+            ToolCall::new("call_1", "search_books", r#"{"title":"Dune"}"#),
+        )
+        .await;
+    assert_eq!(found.status(), Status::Success);
+    let outcome = registry
+        .call_in(
+            &session,
+            ToolCall::new(
+                "call_2",
+                "lend_book",
+                r#"{"member_id":"M9","book_id":"B1"}"#,
+            ),
+        )
+        .await;
+    assert_eq!(outcome.error_kind(), Some(ErrorKind::UngroundedIdentifier));
+    assert_eq!(
+        outcome.message(),
+        Some("`member_id` is \"M9\", a `member` id no tool has returned in this conversation. Look it up first with `find_member`; never invent ids.")
+    );
+}
+
+#[tokio::test]
+async fn ids_of_several_kinds_refused_at_once_are_each_sent_to_their_own_tools() {
+    let registry = library();
+    let session = Session::new("lib-2");
+    let outcome = registry
+        .call_in(
+            &session,
+            ToolCall::new(
+                "call_1",
+                "lend_at_branch",
+                r#"{"branch":"north","member_id":"M9","book_id":"B9"}"#,
+            ),
+        )
+        .await;
+    assert_eq!(outcome.error_kind(), Some(ErrorKind::UngroundedIdentifier));
+    let message = outcome.message().unwrap_or_default();
+    assert!(
+        message.ends_with(" Look up a `member` id with `find_member` and a `book` id with `search_books`; use a `branch` id the user gave you; never invent ids."),
+        "{message}"
+    );
+
+    // Only the book is invented: the member's tool is not named.
+    session.ground("branch", "north");
+    session.ground("member", "M1");
+    let outcome = registry
+        .call_in(
+            &session,
+            ToolCall::new(
+                "call_2",
+                "lend_at_branch",
+                r#"{"branch":"north","member_id":"M1","book_id":"B9"}"#,
+            ),
+        )
+        .await;
+    let message = outcome.message().unwrap_or_default();
+    assert!(
+        message.ends_with(" Look it up first with `search_books`; never invent ids."),
+        "{message}"
+    );
+}

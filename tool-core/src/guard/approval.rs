@@ -100,6 +100,38 @@ impl ApprovalRequest<'_> {
         self.arguments
     }
 
+    /// The arguments read into `T`: the tool's own argument struct (`WireMoneyArgs` for
+    /// `fn wire_money`, also `<WireMoney as Tool>::Args`), or a type of the approver's own
+    /// with the fields it decides on. The text was validated against the tool's arguments, so
+    /// the tool's own struct always reads; another type may not, and the error says where.
+    ///
+    /// ```
+    /// use toolwright_core::guard::approval::{Approval, ApprovalRequest};
+    ///
+    /// #[derive(serde::Deserialize)]
+    /// struct Wire {
+    ///     amount_cents: u64,
+    /// }
+    ///
+    /// fn policy(request: &ApprovalRequest<'_>) -> Approval {
+    ///     match request.arguments_as::<Wire>() {
+    ///         Ok(wire) if wire.amount_cents < 10_000 => Approval::Approved,
+    ///         Ok(_) => Approval::Denied { reason: "100 dollars or more need a second person".into() },
+    ///         Err(e) => Approval::Denied { reason: e.to_string() },
+    ///     }
+    /// }
+    /// # let _ = policy;
+    /// ```
+    pub fn arguments_as<T: serde::de::DeserializeOwned>(&self) -> Result<T, ArgumentsError> {
+        let mut deserializer = serde_json::Deserializer::from_str(self.arguments);
+        serde_path_to_error::deserialize(&mut deserializer).map_err(|e| ArgumentsError {
+            tool: self.tool.to_owned(),
+            target: std::any::type_name::<T>(),
+            path: e.path().to_string(),
+            message: e.into_inner().to_string(),
+        })
+    }
+
     /// The arguments as a reviewer or a log may see them: every `#[arg(sensitive)]` field and
     /// every field the tool does not declare replaced by `"[redacted]"`.
     pub fn redacted_arguments(&self) -> &str {
@@ -122,6 +154,82 @@ impl fmt::Debug for ApprovalRequest<'_> {
             .field("call_id", &self.call_id)
             .field("arguments", &self.redacted_arguments())
             .finish()
+    }
+}
+
+/// Why [`ApprovalRequest::arguments_as`] could not read the arguments as the type asked for.
+///
+/// It names the tool, the type and the field, with serde's message: "the arguments of
+/// `wire_money` do not read as `Dollars`: at `amount_cents`: invalid type: integer `202`,
+/// expected a string". That message may quote a scalar it did not expect, so a reason built
+/// from it should not reach the model when the field is `#[arg(sensitive)]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArgumentsError {
+    tool: String,
+    target: &'static str,
+    path: String,
+    message: String,
+}
+
+impl ArgumentsError {
+    /// Where the value that did not fit is: `amount_cents`, `lines[0].sku`, or `.` for the
+    /// arguments as a whole.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+}
+
+impl fmt::Display for ArgumentsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let target = short_type_name(self.target);
+        write!(
+            f,
+            "the arguments of `{}` do not read as `{target}`: at `{}`: {}",
+            self.tool, self.path, self.message
+        )
+    }
+}
+
+impl std::error::Error for ArgumentsError {}
+
+/// `Vec<Dollars>` for `alloc::vec::Vec<my_crate::billing::Dollars>`: each path shortened to its
+/// last segment, as a reader writes the type.
+fn short_type_name(full: &str) -> String {
+    let mut out = String::with_capacity(full.len());
+    let mut segment_start = 0;
+    for (i, c) in full.char_indices() {
+        if c.is_alphanumeric() || c == '_' {
+            continue;
+        }
+        if c == ':' {
+            segment_start = i + 1;
+            continue;
+        }
+        out.push_str(&full[segment_start..i]);
+        out.push(c);
+        segment_start = i + c.len_utf8();
+    }
+    out.push_str(&full[segment_start..]);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn type_names_are_shortened_to_what_a_reader_writes() {
+        assert_eq!(super::short_type_name("app::billing::Dollars"), "Dollars");
+        assert_eq!(
+            super::short_type_name("alloc::vec::Vec<app::Line>"),
+            "Vec<Line>"
+        );
+        assert_eq!(
+            super::short_type_name("std::collections::HashMap<alloc::string::String, u32>"),
+            "HashMap<String, u32>"
+        );
+        assert_eq!(
+            super::short_type_name("(u8, [app::Id; 2])"),
+            "(u8, [Id; 2])"
+        );
     }
 }
 

@@ -114,7 +114,8 @@ pub fn check<T: Identifier + ?Sized>(
 pub(crate) type Finders = HashMap<&'static str, Vec<Arc<str>>>;
 
 /// `ungrounded_identifier`: every id no tool returned (`violations`), and which tools return
-/// ids of the kinds the tool's grounded `fields` take.
+/// ids of the kinds that were refused. Only the refused fields' kinds count: a model told to
+/// look a `member` id up with a tool that returns `book` ids calls the wrong tool.
 #[cold]
 pub(crate) fn ungrounded(
     violations: Vec<Violation>,
@@ -122,28 +123,69 @@ pub(crate) fn ungrounded(
     finders: &Finders,
 ) -> Failure {
     let mut message = crate::validate::summarize(&violations);
-    let mut names: Vec<&str> = Vec::new();
-    for kind in fields.iter().filter_map(FieldMeta::grounded_kind) {
-        names.extend(finders.get(kind).into_iter().flatten().map(|name| &**name));
-    }
-    names.sort_unstable();
-    names.dedup();
     if !message.ends_with('.') {
         message.push('.');
     }
-    match names.as_slice() {
-        [] => message.push_str(" Use an id the user or a tool gave you; never invent one."),
-        names => {
-            let names: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
-            message.push_str(&format!(
-                " Look it up first with {}; never invent ids.",
-                names.join(" or ")
-            ));
-        }
-    }
+    message.push_str(&lookup_hint(&refused_kinds(&violations, fields), finders));
     let mut failure = Failure::new(ErrorKind::UngroundedIdentifier, message);
     failure.violations = violations;
     failure
+}
+
+/// The kinds of the grounded fields `violations` refused, in the order they were refused,
+/// each once.
+fn refused_kinds(violations: &[Violation], fields: &[FieldMeta]) -> Vec<&'static str> {
+    let mut kinds = Vec::new();
+    for violation in violations.iter().filter(|v| v.rule == "grounded") {
+        let kind = fields.iter().find_map(|field| {
+            let kind = field.grounded_kind()?;
+            let path = violation.path.strip_prefix('/')?;
+            (path == escape_pointer(field.name())).then_some(kind)
+        });
+        if let Some(kind) = kind.filter(|kind| !kinds.contains(kind)) {
+            kinds.push(kind);
+        }
+    }
+    kinds
+}
+
+/// Where the model finds ids of `kinds`: the tools that return each kind, or the user for a
+/// kind no tool returns.
+fn lookup_hint(kinds: &[&str], finders: &Finders) -> String {
+    let tools = |kind: &str| -> Option<String> {
+        let mut names: Vec<&str> = finders.get(kind)?.iter().map(|name| &**name).collect();
+        names.sort_unstable();
+        names.dedup();
+        let names: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+        (!names.is_empty()).then(|| names.join(" or "))
+    };
+    match kinds {
+        [kind] => match tools(kind) {
+            Some(tools) => format!(" Look it up first with {tools}; never invent ids."),
+            None => " Use an id the user or a tool gave you; never invent one.".to_owned(),
+        },
+        kinds => {
+            let (mut found, mut given) = (Vec::new(), Vec::new());
+            for kind in kinds {
+                match tools(kind) {
+                    Some(tools) => found.push(format!("{} id with {tools}", article(kind))),
+                    None => given.push(format!("{} id", article(kind))),
+                }
+            }
+            let mut parts = Vec::new();
+            if !found.is_empty() {
+                parts.push(format!("Look up {}", found.join(" and ")));
+            }
+            if !given.is_empty() {
+                let use_ = if found.is_empty() { "Use" } else { "use" };
+                parts.push(format!("{use_} {} the user gave you", given.join(" and ")));
+            }
+            if parts.is_empty() {
+                return " Use an id the user or a tool gave you; never invent one.".to_owned();
+            }
+            format!(" {}; never invent ids.", parts.join("; "))
+        }
+    }
 }
 
 /// Remembers the ids a successful result carries, as `grounds` declares them.

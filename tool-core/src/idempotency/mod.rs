@@ -54,7 +54,9 @@
 //! - completed earlier: the stored outcome is answered, errors included, marked
 //!   [`Outcome::is_replayed`](crate::Outcome::is_replayed) (`"replayed": true`); the tool body
 //!   does not run;
-//! - running elsewhere: `duplicate_in_flight` with `retry_after_ms`; used with other arguments:
+//! - running elsewhere: `duplicate_in_flight` with `retry_after_ms`, how long the running call
+//!   can still take (the key is locked for the call's deadline, every attempt's timeout and
+//!   every wait, plus its approval and 5 s of slack); used with other arguments:
 //!   `idempotency_mismatch`;
 //! - the store unreachable: `unavailable`, never started (fail closed); the tool's breaker does
 //!   not count it;
@@ -64,8 +66,8 @@
 //!   timeout, a 5xx, a panic, not proven never started), a call that ends refused (a
 //!   `conflict`, an open breaker) records an unknown effect rather than forgetting it.
 //!
-//! A call whose future is dropped never settles: its lock expires and the next call under the
-//! key takes it over as an unknown effect.
+//! A call whose future is dropped never settles: its lock expires when the call would have
+//! ended at the latest, and the next call under the key takes it over as an unknown effect.
 
 mod fingerprint;
 mod memory;

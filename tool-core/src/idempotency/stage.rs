@@ -6,13 +6,14 @@ use std::time::Duration;
 
 use super::{
     Disposition, Fingerprint, IdempotencyKey, IdempotencyStore, Lease, Prior, Settled,
-    StoredOutcome, DEFAULT_LOCK_TTL,
+    StoredOutcome,
 };
 use crate::error::ToolError;
 use crate::outcome::Outcome;
 
 /// How much longer than a call's whole deadline its idempotency lock lasts: room for the clock
-/// reads and the store's own round trips around the attempts.
+/// reads and the store's own round trips around the attempts (and for the breaker's permit
+/// between the key's begin and the first attempt).
 const LOCK_SLACK: Duration = Duration::from_secs(5);
 
 /// Begins a side-effecting call under its key: the lease to run under, or the outcome to answer
@@ -26,9 +27,12 @@ pub(crate) async fn begin(
     (call_id, tool): (&str, &Arc<str>),
     hold: Duration,
 ) -> Result<Lease, Outcome> {
-    // The lock outlives the whole call (every attempt and wait), so a slow call is never taken
-    // over while it runs.
-    let lock_ttl = DEFAULT_LOCK_TTL.max(hold + LOCK_SLACK);
+    // The lock lasts as long as the call can (every attempt, every wait, the approval), and no
+    // longer: a slow call is never taken over while it runs, a duplicate's `retry_after_ms`
+    // (the lock's remaining time) says when the running call must be over, and a key whose
+    // call vanished (a crash, a dropped future) is free again as soon as that call would have
+    // ended.
+    let lock_ttl = hold.saturating_add(LOCK_SLACK);
     let lease = match store.begin(&key, &fingerprint, lock_ttl).await {
         Ok(begin) => begin.into_lease(call_id, tool)?,
         // Fail closed: without the record the framework cannot tell a retry from a new action.

@@ -28,10 +28,14 @@ use crate::outcome::{ErrorKind, Failure, Outcome, Status};
 /// How long a key is remembered after its call last changed it: 24 hours, Stripe's window.
 pub const DEFAULT_KEY_TTL: Duration = Duration::from_secs(24 * 60 * 60);
 
-/// How long a running call holds its key before another may take it over: 90 seconds. Longer
-/// than any sensible per-call deadline, short enough that a crashed replica's refund is retried
-/// within the conversation. Pass at least the call's whole deadline to
-/// [`IdempotencyStore::begin`].
+/// A lock lifetime for a caller of [`IdempotencyStore::begin`] that does not know how long its
+/// call may take: 90 seconds. Longer than any sensible per-call deadline, short enough that a
+/// crashed replica's refund is retried within the conversation.
+///
+/// The registry does not use it: it locks each key for the call's whole deadline (every
+/// attempt's timeout and every wait between them, plus the approval when the tool needs one)
+/// and 5 seconds of slack, so a duplicate's `retry_after_ms` says when the running call must be
+/// over, and a key whose call crashed is free again once that call would have ended.
 pub const DEFAULT_LOCK_TTL: Duration = Duration::from_secs(90);
 
 /// The future an [`IdempotencyStore`] method returns: boxed, so the trait is dyn-compatible and
@@ -145,7 +149,8 @@ pub enum Begin {
     Replay(StoredOutcome),
     /// Another call holds the key and its lock has not expired: `duplicate_in_flight`.
     InFlight {
-        /// How long until that call's lock expires.
+        /// How long until that call's lock expires: in the registry, how long the running call
+        /// can still take (what is left of its deadline) and a few seconds of slack.
         retry_after: Duration,
     },
     /// The key was used with other arguments: `idempotency_mismatch`.
