@@ -39,10 +39,20 @@ impl ShapeValidator {
     }
 
     fn get(&self, schema: &Value) -> Option<&Validator> {
-        self.0
-            .get_or_init(|| jsonschema::draft202012::new(schema).ok())
-            .as_ref()
+        self.0.get_or_init(|| build(schema).ok()).as_ref()
     }
+}
+
+/// The validator of `schema` (draft 2020-12) with every `pattern` and `patternProperties` on
+/// the `regex` crate's engine, whose matching time is linear in the string's length: a schema
+/// toolwright did not write (a runtime tool's, a proxied server's) cannot make one argument
+/// cost seconds of backtracking. The pattern is read as ECMA-262 (`\d` is `[0-9]`), as
+/// `#[arg(pattern)]` reads it. A pattern that engine cannot run (a lookaround, a backreference)
+/// fails the build.
+pub(crate) fn build(schema: &Value) -> Result<Validator, jsonschema::ValidationError<'static>> {
+    jsonschema::draft202012::options()
+        .with_pattern_options(jsonschema::PatternOptions::regex())
+        .build(schema)
 }
 
 /// The fast path: the argument text straight into the typed struct, no `Value` in between.
