@@ -506,6 +506,33 @@ impl Outcome {
         }
     }
 
+    /// The outcome of a call that was refused before any stage of the pipeline ran (by the
+    /// code around the registry: an agent loop's per-turn cap, a gateway's own limit): `kind`,
+    /// retryable when the model may act on it, with `message` for the model. Nothing was
+    /// attempted.
+    ///
+    /// ```
+    /// use toolwright_core::{ErrorKind, Outcome};
+    ///
+    /// let outcome = Outcome::refused(
+    ///     "call_9",
+    ///     "lookup",
+    ///     ErrorKind::RateLimited,
+    ///     "this call did not run: too many calls in one turn; make it again in the next turn",
+    /// );
+    /// assert_eq!(outcome.error_kind(), Some(ErrorKind::RateLimited));
+    /// assert!(outcome.retryable());
+    /// assert_eq!(outcome.attempts(), 0);
+    /// ```
+    pub fn refused(
+        call_id: impl Into<String>,
+        tool: impl Into<Arc<str>>,
+        kind: ErrorKind,
+        message: impl Into<String>,
+    ) -> Self {
+        Outcome::failed(call_id.into(), tool.into(), Failure::new(kind, message))
+    }
+
     pub(crate) fn failed(call_id: String, tool: Arc<str>, failure: Failure) -> Self {
         Outcome::failed_boxed(call_id, tool, Box::new(failure))
     }
