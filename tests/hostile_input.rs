@@ -47,7 +47,11 @@ fn a_pattern_only_a_backtracking_engine_can_run_is_a_build_error_naming_tool_and
     ] {
         let err = tool_with(with_pattern(pattern)).unwrap_err();
         match &err {
-            BuildError::InvalidSchema { tool, path, message } => {
+            BuildError::InvalidSchema {
+                tool,
+                path,
+                message,
+            } => {
                 assert_eq!(tool, "hostile");
                 assert_eq!(path, "/properties/p/pattern", "{pattern}");
                 assert!(message.contains(pattern), "{message}");
@@ -107,4 +111,139 @@ async fn a_runtime_pattern_reads_classes_as_ecma_262_does() {
             "{refused}"
         );
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The envelope
+
+use toolwright::outcome::DEFAULT_MAX_ENVELOPE_BYTES;
+use toolwright::providers::Provider;
+
+fn mcp_only(schema: Value) -> Registry {
+    let tool = DynamicTool::builder("hostile")
+        .description("A tool whose schema came from somewhere else.")
+        .input_schema(schema)
+        .handler(|_, _| async { Ok(json!("ran")) })
+        .effect(Effect::ReadOnly)
+        .providers([Provider::Mcp])
+        .build()
+        .unwrap();
+    Registry::builder().dynamic_tool(tool).build().unwrap()
+}
+
+/// The issue's reproduction: a 200,000-value `enum` quoted whole made a 9.3 MB envelope.
+#[tokio::test]
+async fn a_huge_enum_is_cut_in_the_envelope_with_a_count_of_what_was_left_out() {
+    let values: Vec<String> = (0..200_000).map(|i| format!("value-{i}")).collect();
+    let registry = mcp_only(json!({
+        "type": "object",
+        "properties": {"choice": {"enum": values}},
+        "required": ["choice"]
+    }));
+    let outcome = call(&registry, r#"{"choice":"nope"}"#.to_owned()).await;
+    assert_eq!(outcome.error_kind(), Some(ErrorKind::SchemaMismatch));
+    let expected = &outcome.violations()[0].expected;
+    assert!(
+        expected.starts_with("one of \"value-0\", \"value-1\""),
+        "{expected}"
+    );
+    assert!(expected.ends_with(", and 199980 more"), "{expected}");
+    let text = outcome.to_model_string();
+    assert!(
+        text.len() <= DEFAULT_MAX_ENVELOPE_BYTES,
+        "{} bytes",
+        text.len()
+    );
+    // The schema, megabytes long, is left out and the message says so.
+    let envelope: Value = serde_json::from_str(&text).unwrap();
+    assert!(envelope.get("expected_schema").is_none());
+    let message = envelope["message"].as_str().unwrap();
+    assert!(message.contains("expected_schema"), "{message}");
+    assert!(message.contains("left out"), "{message}");
+    let tree = outcome.to_model_json().to_string();
+    assert!(
+        tree.len() <= DEFAULT_MAX_ENVELOPE_BYTES,
+        "{} bytes",
+        tree.len()
+    );
+    // Another cap, when asked.
+    let small = outcome.to_model_string_within(4096);
+    assert!(small.len() <= 4096, "{} bytes: {small}", small.len());
+    serde_json::from_str::<Value>(&small).unwrap();
+}
+
+/// A pattern of 20,000 characters, a `oneOf` of 10,000 constants and a schema of 100,000
+/// properties with 20,000 unknown keys sent: each `expected` is cut, the envelope under its cap.
+#[tokio::test]
+async fn every_long_expected_side_is_cut_and_the_envelope_stays_under_its_cap() {
+    let pattern = format!("^({})$", vec!["abc"; 5_000].join("|"));
+    let constants: Vec<Value> = (0..10_000).map(|i| json!({ "const": i })).collect();
+    let mut properties = serde_json::Map::new();
+    properties.insert("p".into(), json!({"type": "string", "pattern": pattern}));
+    properties.insert("k".into(), json!({"oneOf": constants}));
+    for i in 0..100_000 {
+        properties.insert(format!("field_{i}"), json!({"type": "integer"}));
+    }
+    let registry = mcp_only(json!({
+        "type": "object",
+        "properties": properties,
+        "additionalProperties": false
+    }));
+    let outcome = call(&registry, json!({"p": "zzz", "k": -1}).to_string()).await;
+    assert_eq!(outcome.error_kind(), Some(ErrorKind::SchemaMismatch));
+    for violation in outcome.violations() {
+        assert!(
+            violation.expected.len() < 2_000,
+            "{}: {} bytes",
+            violation.rule,
+            violation.expected.len()
+        );
+        assert!(
+            violation.message.len() < 3_000,
+            "{}",
+            violation.message.len()
+        );
+    }
+    let pattern_violation = outcome
+        .violations()
+        .iter()
+        .find(|v| v.rule == "pattern")
+        .unwrap();
+    assert!(
+        pattern_violation
+            .expected
+            .contains("(a pattern of 20003 characters, cut here)"),
+        "{}",
+        pattern_violation.expected
+    );
+    let text = outcome.to_model_string();
+    assert!(
+        text.len() <= DEFAULT_MAX_ENVELOPE_BYTES,
+        "{} bytes",
+        text.len()
+    );
+
+    let mut unknown = serde_json::Map::new();
+    for i in 0..20_000 {
+        unknown.insert(format!("x{i}"), json!(1));
+    }
+    let outcome = call(&registry, Value::Object(unknown).to_string()).await;
+    assert_eq!(outcome.error_kind(), Some(ErrorKind::UnknownArgument));
+    assert_eq!(
+        outcome.violations().len(),
+        toolwright::validate::MAX_REPORTED_VIOLATIONS
+    );
+    let expected = &outcome.violations()[0].expected;
+    assert!(expected.ends_with(" more"), "{expected}");
+    assert!(expected.len() < 2_000, "{} bytes", expected.len());
+    let text = outcome.to_model_string();
+    assert!(
+        text.len() <= DEFAULT_MAX_ENVELOPE_BYTES,
+        "{} bytes",
+        text.len()
+    );
+    assert!(
+        text.contains("only the first 50 problems are listed"),
+        "cut, and says so"
+    );
 }
