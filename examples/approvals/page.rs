@@ -7,6 +7,13 @@
 //! Access needs the token: `/?token=...` once (answered with an `HttpOnly`, `SameSite=Strict`
 //! cookie and a redirect that drops the token from the address bar), or
 //! `Authorization: Bearer ...` on every request. Every value rendered is HTML-escaped.
+//!
+//! A state-changing request (every `POST`) signed in by the cookie must come from the page
+//! itself: its `Origin` (or, without one, its `Sec-Fetch-Site`) must name the page's own origin,
+//! scheme, host and port, or it is refused with 403 before anything is decided. `SameSite=Strict`
+//! alone does not do that: a page on another port of the same host is "same-site", so the
+//! browser sends the cookie with its form. A request signed in by `Authorization: Bearer` needs
+//! no such check (no browser attaches that header on another page's behalf).
 #![allow(dead_code)]
 
 use std::fmt::Write as _;
@@ -77,11 +84,21 @@ fn same(a: &str, b: &str) -> bool {
     a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0
 }
 
-fn authorized(review: &Review, headers: &HeaderMap) -> bool {
+/// How a request proved it holds the token, or `None` when it did not.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum SignedIn {
+    Bearer,
+    Cookie,
+}
+
+fn signed_in(review: &Review, headers: &HeaderMap) -> Option<SignedIn> {
     let bearer = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "));
+    if bearer.is_some_and(|given| same(given, &review.token)) {
+        return Some(SignedIn::Bearer);
+    }
     let cookie = headers
         .get_all(header::COOKIE)
         .iter()
@@ -90,18 +107,58 @@ fn authorized(review: &Review, headers: &HeaderMap) -> bool {
         .filter_map(|pair| pair.trim().split_once('='))
         .find(|(name, _)| *name == COOKIE)
         .map(|(_, value)| value);
-    [bearer, cookie]
-        .into_iter()
-        .flatten()
-        .any(|given| same(given, &review.token))
+    cookie
+        .is_some_and(|given| same(given, &review.token))
+        .then_some(SignedIn::Cookie)
+}
+
+fn authorized(review: &Review, headers: &HeaderMap) -> bool {
+    signed_in(review, headers).is_some()
 }
 
 async fn require_token(State(review): State<Review>, request: Request, next: Next) -> Response {
-    if authorized(&review, request.headers()) {
-        next.run(request).await
-    } else {
-        unauthorized()
+    match signed_in(&review, request.headers()) {
+        None => unauthorized(),
+        Some(SignedIn::Cookie)
+            if request.method() != axum::http::Method::GET
+                && !from_the_page(request.headers()) =>
+        {
+            other_origin()
+        }
+        Some(_) => next.run(request).await,
     }
+}
+
+/// Whether a request was made by the page itself: its `Origin` is the page's own (the scheme
+/// and the `Host` it was sent to, port included), or, for a browser that sent no `Origin`, its
+/// `Sec-Fetch-Site` is `same-origin`. A request with neither is refused: every browser that
+/// supports `SameSite` sends one of them with a form's `POST`.
+fn from_the_page(headers: &HeaderMap) -> bool {
+    let text = |name: header::HeaderName| headers.get(name).and_then(|v| v.to_str().ok());
+    let Some(host) = text(header::HOST) else {
+        return false;
+    };
+    match text(header::ORIGIN) {
+        Some(origin) => {
+            let origin = origin.to_ascii_lowercase();
+            let host = host.to_ascii_lowercase();
+            origin == format!("http://{host}") || origin == format!("https://{host}")
+        }
+        None => headers
+            .get("sec-fetch-site")
+            .is_some_and(|site| site.as_bytes() == b"same-origin"),
+    }
+}
+
+fn other_origin() -> Response {
+    let body = layout(
+        "Refused",
+        "",
+        "<p class=\"error\">This request did not come from the review page itself (its \
+         <code>Origin</code> is another site, or another port of this host); nothing was \
+         decided. Decide from the page.</p>",
+    );
+    (StatusCode::FORBIDDEN, Html(body)).into_response()
 }
 
 fn unauthorized() -> Response {

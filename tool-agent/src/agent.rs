@@ -29,6 +29,12 @@ pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(600);
 /// The limit of one model request when none is set (then it is a `timeout`, and retried).
 pub const DEFAULT_MODEL_TIMEOUT: Duration = Duration::from_secs(120);
 
+/// The calls of one model turn that run when no cap is set: 64, far above what a model fanning
+/// out a real task makes in a turn, and far below a turn of ten thousand side-effecting calls
+/// all started at once. The calls past the cap do not run; each is answered `rate_limited`,
+/// telling the model to make it again in a later turn.
+pub const DEFAULT_MAX_CALLS_PER_TURN: usize = 64;
+
 /// A model, a registry and the rules of the loop between them. Cheap to clone; one agent serves
 /// any number of conversations at once, each with its own [`Session`].
 #[derive(Clone)]
@@ -44,6 +50,7 @@ struct Inner {
     tools_version: u64,
     system: String,
     max_steps: usize,
+    max_calls_per_turn: usize,
     deadline: Duration,
     tool_concurrency: Option<usize>,
     model_retry: RetryPolicy,
@@ -72,6 +79,7 @@ pub struct AgentBuilder {
     system: String,
     error_contract: bool,
     max_steps: usize,
+    max_calls_per_turn: usize,
     deadline: Duration,
     tool_concurrency: Option<usize>,
     model_retry: RetryPolicy,
@@ -96,6 +104,7 @@ impl Agent {
     /// |---|---|
     /// | [`system`](AgentBuilder::system) | none, plus [`ERROR_CONTRACT`] (so the model knows how to read a failed call's envelope) |
     /// | [`max_steps`](AgentBuilder::max_steps) | [`DEFAULT_MAX_STEPS`] (10) model turns |
+    /// | [`max_calls_per_turn`](AgentBuilder::max_calls_per_turn) | [`DEFAULT_MAX_CALLS_PER_TURN`] (64) calls run per model turn |
     /// | [`deadline`](AgentBuilder::deadline) | [`DEFAULT_DEADLINE`] (10 min) for the whole run |
     /// | [`tool_concurrency`](AgentBuilder::tool_concurrency) | every call of a turn at once |
     /// | [`model_retry`](AgentBuilder::model_retry) | 3 attempts, full jitter from 250 ms, `Retry-After` honoured |
@@ -108,6 +117,7 @@ impl Agent {
             system: String::new(),
             error_contract: true,
             max_steps: DEFAULT_MAX_STEPS,
+            max_calls_per_turn: DEFAULT_MAX_CALLS_PER_TURN,
             deadline: DEFAULT_DEADLINE,
             tool_concurrency: None,
             model_retry: RetryPolicy::new(),
@@ -254,13 +264,42 @@ impl Agent {
                 run.end = End::Final(text.unwrap_or_default());
                 return run;
             }
-            let outcomes = vec![None; calls.len()];
+            let outcomes = self.past_the_cap(&mut run, &calls);
             let turn = PendingTurn { calls, outcomes };
             if let Err(end) = self.finish_turn(session, &mut run, turn, deadline).await {
                 run.end = end;
                 return run;
             }
         }
+    }
+
+    /// The outcomes a turn starts with: none for the calls within the per-turn cap, and for
+    /// each call past it a `rate_limited` refusal (recorded in the step and reported as an
+    /// event), so it never runs.
+    fn past_the_cap(&self, run: &mut Run, calls: &[ToolCall]) -> Vec<Option<Outcome>> {
+        let inner = &*self.inner;
+        let cap = inner.max_calls_per_turn;
+        let mut outcomes = vec![None; calls.len()];
+        for (slot, call) in outcomes.iter_mut().zip(calls).skip(cap) {
+            let outcome = Outcome::refused(
+                call.id(),
+                call.name(),
+                ErrorKind::RateLimited,
+                format!(
+                    "this call did not run: the turn made {} tool calls and at most {cap} run per turn; split the work and make this call again in a later turn, after reading the results of the first {cap}",
+                    calls.len()
+                ),
+            );
+            inner.events.emit(AgentEvent::ToolOutcome {
+                call,
+                outcome: &outcome,
+            });
+            if let Some(last) = run.steps.last_mut() {
+                last.outcomes.push(outcome.clone());
+            }
+            *slot = Some(outcome);
+        }
+        outcomes
     }
 
     /// Runs the calls of a turn that have no outcome yet, concurrently up to the bound, and
@@ -418,6 +457,15 @@ impl AgentBuilder {
         self
     }
 
+    /// Calls of one model turn that run (at least 1; default [`DEFAULT_MAX_CALLS_PER_TURN`],
+    /// 64). The calls past it, in the order the model made them, do not run: each is answered
+    /// [`ErrorKind::RateLimited`], retryable, its message telling the model how many calls run
+    /// per turn and to make the rest in a later one.
+    pub fn max_calls_per_turn(mut self, calls: usize) -> Self {
+        self.max_calls_per_turn = calls.max(1);
+        self
+    }
+
     /// Wall-clock limit of a run (and of each resumed part of it): past it, the run ends with
     /// [`AbortReason::Deadline`] and whatever was running is cancelled.
     pub fn deadline(mut self, deadline: Duration) -> Self {
@@ -482,6 +530,7 @@ impl AgentBuilder {
                 tools_version,
                 system,
                 max_steps: self.max_steps,
+                max_calls_per_turn: self.max_calls_per_turn,
                 deadline: self.deadline,
                 tool_concurrency: self.tool_concurrency,
                 model_retry: self.model_retry,

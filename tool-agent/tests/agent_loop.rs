@@ -411,3 +411,51 @@ async fn a_run_past_its_deadline_is_aborted() {
         "{elapsed:?}"
     );
 }
+
+/// A turn of 10,000 calls: the first `max_calls_per_turn` run, every other one is answered
+/// `rate_limited` without running, its message telling the model to split the work.
+#[tokio::test(start_paused = true)]
+async fn calls_past_the_per_turn_cap_do_not_run_and_tell_the_model_to_split_the_work() {
+    let counts = Arc::new(Counts::default());
+    let calls: Vec<ToolCall> = (0..10_000)
+        .map(|i| call(&format!("c{i}"), "lookup", r#"{"order_id":"A1"}"#))
+        .collect();
+    let model = Arc::new(ScriptedModel::new([
+        Turn::calls(calls),
+        Turn::text("done"),
+    ]));
+    let capped = agent(&model, &counts).build().unwrap();
+    let run = capped.run(&Session::new("s"), vec![Message::user("go")]).await;
+    assert!(matches!(run.end(), End::Final(_)), "{:?}", run.end());
+    assert_eq!(
+        counts.lookups.load(Ordering::SeqCst),
+        toolwright_agent::DEFAULT_MAX_CALLS_PER_TURN as u32
+    );
+    let results = run
+        .transcript()
+        .iter()
+        .find_map(|m| match m {
+            Message::ToolResults(outcomes) => Some(outcomes),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(results.len(), 10_000);
+    assert!(results[..64].iter().all(Outcome::is_ok));
+    let refused = &results[64];
+    assert_eq!(refused.call_id(), "c64");
+    assert_eq!(refused.error_kind(), Some(ErrorKind::RateLimited));
+    let message = refused.message().unwrap();
+    assert!(message.contains("64"), "{message}");
+    assert!(message.contains("did not run"), "{message}");
+    assert!(results[64..].iter().all(|o| o.error_kind() == Some(ErrorKind::RateLimited)));
+
+    // The cap is the builder's.
+    let counts = Arc::new(Counts::default());
+    let model = Arc::new(ScriptedModel::new([
+        Turn::calls((0..5).map(|i| call(&format!("c{i}"), "lookup", r#"{"order_id":"A1"}"#))),
+        Turn::text("done"),
+    ]));
+    let two = agent(&model, &counts).max_calls_per_turn(2).build().unwrap();
+    two.run(&Session::new("s"), vec![Message::user("go")]).await;
+    assert_eq!(counts.lookups.load(Ordering::SeqCst), 2);
+}

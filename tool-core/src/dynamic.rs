@@ -183,6 +183,13 @@ impl DynamicToolBuilder {
     /// The JSON Schema (draft 2020-12) of the arguments: an object schema. It is exported as
     /// written and every call is checked against it; say `"additionalProperties": false` to
     /// have unknown arguments refused as `unknown_argument`.
+    ///
+    /// Every `pattern` and `patternProperties` key runs on the `regex` crate's engine, whose
+    /// matching time is linear in the argument's length, read as ECMA-262 reads it (`\d` is
+    /// `[0-9]`, `\w` is ASCII): a schema written elsewhere (a plugin, a proxied server) cannot
+    /// make one argument cost seconds. A pattern only a backtracking engine can run (a
+    /// lookaround such as `(?=.*[0-9])`, a backreference such as `\1`) fails
+    /// [`build`](DynamicToolBuilder::build) with [`BuildError::InvalidSchema`] at its path.
     pub fn input_schema(mut self, schema: Value) -> Self {
         self.input_schema = Some(schema);
         self
@@ -333,8 +340,7 @@ impl DynamicToolBuilder {
             return Err(invalid(e.instance_path().as_str(), e.to_string()));
         }
         let fields = fields(&mut input_schema, self.sensitive, self.grounded, &invalid)?;
-        let validator = jsonschema::draft202012::new(&input_schema)
-            .map_err(|e| invalid(e.instance_path().as_str(), e.to_string()))?;
+        let validator = shape::build(&input_schema).map_err(|e| unrunnable(&e, &invalid))?;
         if let Err(e) = jsonschema::draft202012::meta::validate(&self.output_schema) {
             return Err(invalid(
                 &format!("output{}", e.instance_path().as_str()),
@@ -394,6 +400,28 @@ impl DynamicToolBuilder {
             }
         }
         Ok(tool)
+    }
+}
+
+/// Why `schema` could not be compiled, at the path into the schema that failed: for a pattern
+/// the linear-time engine cannot run, the pattern and what to write instead.
+fn unrunnable(
+    error: &jsonschema::ValidationError<'_>,
+    invalid: &dyn Fn(&str, String) -> BuildError,
+) -> BuildError {
+    use jsonschema::error::ValidationErrorKind;
+    match error.kind() {
+        ValidationErrorKind::Format { format } if format == "regex" => {
+            let pattern = error.instance();
+            let pattern = pattern.as_str().map_or_else(|| pattern.to_string(), str::to_owned);
+            invalid(
+                error.schema_path().as_str(),
+                format!(
+                    "the pattern `{pattern}` cannot run on the linear-time regex engine (it uses a lookaround, a backreference or another backtracking-only feature, or is too large); a runtime tool's patterns must match in time linear in the argument's length: rewrite it without those features"
+                ),
+            )
+        }
+        _ => invalid(error.instance_path().as_str(), error.to_string()),
     }
 }
 

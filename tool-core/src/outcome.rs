@@ -506,6 +506,33 @@ impl Outcome {
         }
     }
 
+    /// The outcome of a call that was refused before any stage of the pipeline ran (by the
+    /// code around the registry: an agent loop's per-turn cap, a gateway's own limit): `kind`,
+    /// retryable when the model may act on it, with `message` for the model. Nothing was
+    /// attempted.
+    ///
+    /// ```
+    /// use toolwright_core::{ErrorKind, Outcome};
+    ///
+    /// let outcome = Outcome::refused(
+    ///     "call_9",
+    ///     "lookup",
+    ///     ErrorKind::RateLimited,
+    ///     "this call did not run: too many calls in one turn; make it again in the next turn",
+    /// );
+    /// assert_eq!(outcome.error_kind(), Some(ErrorKind::RateLimited));
+    /// assert!(outcome.retryable());
+    /// assert_eq!(outcome.attempts(), 0);
+    /// ```
+    pub fn refused(
+        call_id: impl Into<String>,
+        tool: impl Into<Arc<str>>,
+        kind: ErrorKind,
+        message: impl Into<String>,
+    ) -> Self {
+        Outcome::failed(call_id.into(), tool.into(), Failure::new(kind, message))
+    }
+
     pub(crate) fn failed(call_id: String, tool: Arc<str>, failure: Failure) -> Self {
         Outcome::failed_boxed(call_id, tool, Box::new(failure))
     }
@@ -723,9 +750,11 @@ impl Outcome {
                 _ => None,
             },
             errors: failure
-                .map(|f| f.violations.as_slice())
+                .map(|f| Cow::Borrowed(f.violations.as_slice()))
                 .filter(|v| !v.is_empty()),
-            available_tools: failure.and_then(|f| f.available_tools.as_deref()),
+            available_tools: failure
+                .and_then(|f| f.available_tools.as_deref())
+                .map(Cow::Borrowed),
             retry_after_ms: failure
                 .and_then(|f| f.retry_after)
                 .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
@@ -769,7 +798,11 @@ impl Outcome {
     /// }
     /// ```
     pub fn to_model_json(&self) -> Value {
-        serde_json::to_value(self.envelope()).unwrap_or_else(|e| {
+        let mut envelope = self.envelope();
+        if self.failure.is_some() && serialized_len(&envelope) > DEFAULT_MAX_ENVELOPE_BYTES {
+            fit(&mut envelope, DEFAULT_MAX_ENVELOPE_BYTES);
+        }
+        serde_json::to_value(envelope).unwrap_or_else(|e| {
             // Unreachable in practice: every field is plain data. Still never panic.
             serde_json::json!({"status": "error", "error_type": "invalid_result", "message": e.to_string()})
         })
@@ -787,6 +820,27 @@ impl Outcome {
     /// }
     /// ```
     pub fn to_model_string(&self) -> String {
+        self.to_model_string_within(DEFAULT_MAX_ENVELOPE_BYTES)
+    }
+
+    /// [`Outcome::to_model_string`] with another cap than [`DEFAULT_MAX_ENVELOPE_BYTES`] on a
+    /// failed call's envelope, in bytes (at least 1,024 are kept). Over the cap, the parts a
+    /// schema or a model can make long are left out or cut, each saying how much was left out,
+    /// in this order until the envelope fits: the tool's `expected_schema`, the
+    /// `available_tools` past the first ones, the `errors` past the first ones, then the text of
+    /// what remains. A successful call's data is never cut here (the registry's
+    /// `max_result_bytes` bounds it).
+    ///
+    /// ```
+    /// use toolwright_core::Outcome;
+    ///
+    /// /// For a model with a small context: failures in at most 8 KiB.
+    /// fn tool_message(outcome: &Outcome) -> String {
+    ///     outcome.to_model_string_within(8 * 1024)
+    /// }
+    /// ```
+    pub fn to_model_string_within(&self, max_bytes: usize) -> String {
+        let max_bytes = max_bytes.max(MIN_ENVELOPE_BYTES);
         let mut envelope = self.envelope();
         // A failed call's envelope repeats its tool's schema: copy the text written once per
         // schema rather than escape the whole tree again for every failure.
@@ -798,13 +852,156 @@ impl Outcome {
         {
             envelope.expected_schema = Some(SchemaField::Text(text));
         }
-        serde_json::to_string(&envelope).unwrap_or_else(|e| {
+        let text = serde_json::to_string(&envelope);
+        let text = match text {
+            Ok(text) if text.len() > max_bytes && self.failure.is_some() => {
+                fit(&mut envelope, max_bytes);
+                serde_json::to_string(&envelope)
+            }
+            other => other,
+        };
+        text.unwrap_or_else(|e| {
             format!(
                 r#"{{"status":"error","error_type":"invalid_result","message":{:?}}}"#,
                 e.to_string()
             )
         })
     }
+}
+
+/// The most bytes a failed call's envelope takes ([`Outcome::to_model_string`],
+/// [`Outcome::to_model_json`]): 64 KiB, whatever the schema (a 200,000-value `enum`, a schema of
+/// megabytes) and whatever the arguments. Far above a real failure's envelope (a few hundred
+/// bytes to a few KiB), far below what would fill a model's context with one tool result.
+/// [`Outcome::to_model_string_within`] takes another cap.
+pub const DEFAULT_MAX_ENVELOPE_BYTES: usize = 64 * 1024;
+
+/// The smallest cap [`Outcome::to_model_string_within`] honours: room for the envelope's fixed
+/// fields and a cut message.
+const MIN_ENVELOPE_BYTES: usize = 1024;
+
+/// The length of `value`'s compact JSON text, counted without keeping it.
+fn serialized_len<T: Serialize>(value: &T) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    match serde_json::to_writer(&mut count, value) {
+        Ok(()) => count.0,
+        Err(_) => usize::MAX,
+    }
+}
+
+/// `text` cut to about `max_chars` characters, saying how many were left out.
+fn cut_text(text: &str, max_chars: usize) -> String {
+    let count = text.chars().count();
+    if count <= max_chars {
+        return text.to_owned();
+    }
+    let head: String = text.chars().take(max_chars).collect();
+    format!("{head}... ({} more characters left out)", count - max_chars)
+}
+
+/// Shrinks a failed call's envelope until its text is at most `max_bytes` long (see
+/// [`Outcome::to_model_string_within`] for the order), noting in its message what was left out.
+fn fit(envelope: &mut Envelope<'_>, max_bytes: usize) {
+    let mut notes: Vec<String> = Vec::new();
+    let original = envelope.message.clone().unwrap_or_default().into_owned();
+    let noted = |envelope: &mut Envelope<'_>, notes: &[String]| {
+        let mut message = original.clone();
+        for note in notes {
+            message.push_str(" (");
+            message.push_str(note);
+            message.push(')');
+        }
+        envelope.message = Some(Cow::Owned(message));
+    };
+    let fits = |envelope: &Envelope<'_>| serialized_len(envelope) <= max_bytes;
+    if let Some(schema) = envelope.expected_schema.take() {
+        notes.push(format!(
+            "expected_schema, {} bytes, is left out to keep this answer under {max_bytes} bytes: read the tool's definition for it",
+            serialized_len(&schema)
+        ));
+        noted(envelope, &notes);
+        if fits(envelope) {
+            return;
+        }
+    }
+    if let Some(tools) = envelope.available_tools.take() {
+        let all = tools.len();
+        let mut keep = all;
+        let mut shown = tools;
+        loop {
+            keep /= 2;
+            shown = Cow::Owned(shown[..keep].to_vec());
+            let mut trial = notes.clone();
+            trial.push(format!(
+                "only {keep} of the {all} available tools are listed"
+            ));
+            envelope.available_tools = Some(shown.clone());
+            noted(envelope, &trial);
+            if fits(envelope) || keep == 0 {
+                notes = trial;
+                break;
+            }
+        }
+        if fits(envelope) {
+            return;
+        }
+    }
+    if let Some(errors) = envelope.errors.take() {
+        let all = errors.len();
+        let mut keep = all;
+        let mut shown = errors;
+        loop {
+            keep = (keep / 2).max(1);
+            let mut kept = shown[..keep.min(shown.len())].to_vec();
+            if keep == 1 {
+                // One problem whose own text is too long (a custom check's message): cut it.
+                let budget = max_bytes / 8;
+                for violation in &mut kept {
+                    violation.expected = cut_text(&violation.expected, budget);
+                    violation.message = cut_text(&violation.message, budget);
+                    violation.got = violation.got.as_deref().map(|g| cut_text(g, budget));
+                    violation.path = cut_text(&violation.path, budget);
+                }
+            }
+            shown = Cow::Owned(kept);
+            let mut trial = notes.clone();
+            if keep < all {
+                trial.push(format!(
+                    "only the first {keep} of the {all} problems are listed: fix them and call again"
+                ));
+            }
+            envelope.errors = Some(shown.clone());
+            noted(envelope, &trial);
+            if fits(envelope) || keep == 1 {
+                notes = trial;
+                break;
+            }
+        }
+        if fits(envelope) {
+            return;
+        }
+    }
+    // The message itself: cut to what is left of the budget, the notes kept whole.
+    let rest =
+        serialized_len(envelope).saturating_sub(envelope.message.as_ref().map_or(0, |m| m.len()));
+    let budget = max_bytes.saturating_sub(rest).saturating_sub(256) / 4;
+    let mut message = cut_text(&original, budget.max(64));
+    for note in &notes {
+        message.push_str(" (");
+        message.push_str(note);
+        message.push(')');
+    }
+    envelope.message = Some(Cow::Owned(message));
 }
 
 /// Facts about how an outcome came to be, one bit each (an `Outcome` stays under 128 bytes).
@@ -842,9 +1039,9 @@ struct Envelope<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     message: Option<Cow<'a, str>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    errors: Option<&'a [Violation]>,
+    errors: Option<Cow<'a, [Violation]>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    available_tools: Option<&'a [String]>,
+    available_tools: Option<Cow<'a, [String]>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     retry_after_ms: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -39,10 +39,20 @@ impl ShapeValidator {
     }
 
     fn get(&self, schema: &Value) -> Option<&Validator> {
-        self.0
-            .get_or_init(|| jsonschema::draft202012::new(schema).ok())
-            .as_ref()
+        self.0.get_or_init(|| build(schema).ok()).as_ref()
     }
+}
+
+/// The validator of `schema` (draft 2020-12) with every `pattern` and `patternProperties` on
+/// the `regex` crate's engine, whose matching time is linear in the string's length: a schema
+/// toolwright did not write (a runtime tool's, a proxied server's) cannot make one argument
+/// cost seconds of backtracking. The pattern is read as ECMA-262 (`\d` is `[0-9]`), as
+/// `#[arg(pattern)]` reads it. A pattern that engine cannot run (a lookaround, a backreference)
+/// fails the build.
+pub(crate) fn build(schema: &Value) -> Result<Validator, jsonschema::ValidationError<'static>> {
+    jsonschema::draft202012::options()
+        .with_pattern_options(jsonschema::PatternOptions::regex())
+        .build(schema)
 }
 
 /// The fast path: the argument text straight into the typed struct, no `Value` in between.
@@ -110,6 +120,11 @@ pub(crate) fn failure(
                 &mut violations,
             );
         }
+    }
+    if violations.len() > MAX_REPORTED_VIOLATIONS {
+        // One error can make many (every unknown key of one object).
+        violations.truncate(MAX_REPORTED_VIOLATIONS);
+        truncated = true;
     }
     if violations.is_empty() {
         violations.push(from_serde(text, error, &value));
@@ -281,8 +296,8 @@ fn convert(
             let valid = if defined.is_empty() {
                 "remove it".to_owned()
             } else {
-                let quoted: Vec<String> = defined.iter().map(|d| format!("`{d}`")).collect();
-                format!("valid arguments are {}", quoted.join(", "))
+                let quoted = defined.iter().map(|d| format!("`{}`", shown_key(d)));
+                format!("valid arguments are {}", listed(quoted, defined.len()))
             };
             for name in unexpected {
                 let p = child(path, name);
@@ -373,7 +388,7 @@ fn convert(
             );
         }
         ValidationErrorKind::Pattern { pattern } => {
-            let expected = format!("a string matching `{pattern}`");
+            let expected = format!("a string matching {}", shown_pattern(pattern));
             push(
                 path.into(),
                 "pattern",
@@ -388,8 +403,10 @@ fn convert(
             // An enum whose variants carry docs is a `oneOf` of documented `const`s: say which
             // values are allowed, not which keyword failed.
             let values = constants(context).unwrap_or_default();
-            let shown: Vec<String> = values.iter().map(|v| v.to_string()).collect();
-            let expected = format!("one of {}", shown.join(", "));
+            let expected = format!(
+                "one of {}",
+                listed(values.iter().map(|v| shown_value(v)), values.len())
+            );
             push(
                 path.into(),
                 "one_of",
@@ -403,11 +420,11 @@ fn convert(
             expected_value: options,
         } => {
             let expected = match options.as_array() {
-                Some(items) => {
-                    let shown: Vec<String> = items.iter().map(Value::to_string).collect();
-                    format!("one of {}", shown.join(", "))
-                }
-                None => options.to_string(),
+                Some(items) => format!(
+                    "one of {}",
+                    listed(items.iter().map(shown_value), items.len())
+                ),
+                None => shown_value(options),
             };
             push(
                 path.into(),
@@ -428,6 +445,67 @@ fn convert(
                 format!("`{field}` does not satisfy the schema's `{keyword}` rule, got {got}"),
             );
         }
+    }
+}
+
+/// Most values (allowed values, argument names) one `expected` lists.
+const LISTED_VALUES: usize = 20;
+
+/// Most characters of the values one `expected` lists, and of one value or pattern quoted.
+const LISTED_CHARS: usize = 1000;
+
+/// Most characters of one allowed value or pattern quoted whole.
+const QUOTED_CHARS: usize = 200;
+
+/// `items` (of `total`) joined with `, `, cut after [`LISTED_VALUES`] of them or
+/// [`LISTED_CHARS`] characters, saying how many were left out: a schema's 200,000-value `enum`
+/// must not come back whole in every failure.
+fn listed(items: impl Iterator<Item = String>, total: usize) -> String {
+    let mut out = String::new();
+    let mut shown = 0;
+    for item in items.take(LISTED_VALUES) {
+        if shown > 0 && out.len() + item.len() > LISTED_CHARS {
+            break;
+        }
+        if shown > 0 {
+            out.push_str(", ");
+        }
+        out.push_str(&item);
+        shown += 1;
+    }
+    if shown < total {
+        out.push_str(&format!(", and {} more", total - shown));
+    }
+    out
+}
+
+/// One allowed value as JSON text, cut with its length when long.
+fn shown_value(value: &Value) -> String {
+    match value {
+        Value::String(s) => super::preview_str(s),
+        Value::Array(_) | Value::Object(_) => {
+            let text = value.to_string();
+            match text.char_indices().nth(QUOTED_CHARS) {
+                Some((at, _)) => {
+                    format!("{}... ({} characters)", &text[..at], text.chars().count())
+                }
+                None => text,
+            }
+        }
+        other => other.to_string(),
+    }
+}
+
+/// A schema's pattern as a message quotes it, in backticks: whole up to [`QUOTED_CHARS`]
+/// characters, cut with its length beyond.
+fn shown_pattern(pattern: &str) -> String {
+    match pattern.char_indices().nth(QUOTED_CHARS) {
+        Some((at, _)) => format!(
+            "`{}...` (a pattern of {} characters, cut here)",
+            &pattern[..at],
+            pattern.chars().count()
+        ),
+        None => format!("`{pattern}`"),
     }
 }
 
