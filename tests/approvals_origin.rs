@@ -36,7 +36,9 @@ async fn a_decision_from_another_origin_is_refused_with_403_and_decides_nothing(
     let registry = shop::registry(&ledger);
     let store: Arc<dyn ConversationStore> = Arc::new(MemoryConversationStore::new());
     let approvals = Approvals::new(Arc::clone(&store));
-    let asked = shop::seed(&registry, &store).await.expect("the seed calls wait");
+    let asked = shop::seed(&registry, &store)
+        .await
+        .expect("the seed calls wait");
     let token = page::new_token().expect("a token");
     let address = serve(&registry, &store, &token).await;
     let page_origin = format!("http://{address}");
@@ -120,11 +122,7 @@ async fn a_decision_from_another_origin_is_refused_with_403_and_decides_nothing(
     assert_eq!(same_origin.status(), StatusCode::SEE_OTHER);
     // The bearer token is never attached by a browser on another page's behalf: no Origin needed.
     let third = &asked[2].ticket;
-    let bearer = deny(third)
-        .bearer_auth(&token)
-        .send()
-        .await
-        .unwrap();
+    let bearer = deny(third).bearer_auth(&token).send().await.unwrap();
     assert_eq!(bearer.status(), StatusCode::SEE_OTHER);
     // Reading the page stays open to a cookie from anywhere (a link, a bookmark).
     let read = http

@@ -120,8 +120,7 @@ async fn require_token(State(review): State<Review>, request: Request, next: Nex
     match signed_in(&review, request.headers()) {
         None => unauthorized(),
         Some(SignedIn::Cookie)
-            if request.method() != axum::http::Method::GET
-                && !from_the_page(request.headers()) =>
+            if request.method() != axum::http::Method::GET && !from_the_page(request.headers()) =>
         {
             other_origin()
         }

@@ -77,8 +77,8 @@ mod scripted;
 pub mod http;
 
 pub use agent::{
-    AbortReason, Agent, AgentBuilder, End, Run, Step, DEFAULT_DEADLINE, DEFAULT_MAX_CALLS_PER_TURN, DEFAULT_MAX_STEPS,
-    DEFAULT_MODEL_TIMEOUT,
+    AbortReason, Agent, AgentBuilder, End, Run, Step, DEFAULT_DEADLINE, DEFAULT_MAX_CALLS_PER_TURN,
+    DEFAULT_MAX_STEPS, DEFAULT_MODEL_TIMEOUT,
 };
 pub use message::{AssistantTurn, Message, Usage};
 pub use model::{AgentEvent, BoxFuture, ChatModel, Events, ModelError, ModelRequest, Turn};

@@ -420,12 +420,11 @@ async fn calls_past_the_per_turn_cap_do_not_run_and_tell_the_model_to_split_the_
     let calls: Vec<ToolCall> = (0..10_000)
         .map(|i| call(&format!("c{i}"), "lookup", r#"{"order_id":"A1"}"#))
         .collect();
-    let model = Arc::new(ScriptedModel::new([
-        Turn::calls(calls),
-        Turn::text("done"),
-    ]));
+    let model = Arc::new(ScriptedModel::new([Turn::calls(calls), Turn::text("done")]));
     let capped = agent(&model, &counts).build().unwrap();
-    let run = capped.run(&Session::new("s"), vec![Message::user("go")]).await;
+    let run = capped
+        .run(&Session::new("s"), vec![Message::user("go")])
+        .await;
     assert!(matches!(run.end(), End::Final(_)), "{:?}", run.end());
     assert_eq!(
         counts.lookups.load(Ordering::SeqCst),
@@ -447,7 +446,9 @@ async fn calls_past_the_per_turn_cap_do_not_run_and_tell_the_model_to_split_the_
     let message = refused.message().unwrap();
     assert!(message.contains("64"), "{message}");
     assert!(message.contains("did not run"), "{message}");
-    assert!(results[64..].iter().all(|o| o.error_kind() == Some(ErrorKind::RateLimited)));
+    assert!(results[64..]
+        .iter()
+        .all(|o| o.error_kind() == Some(ErrorKind::RateLimited)));
 
     // The cap is the builder's.
     let counts = Arc::new(Counts::default());
@@ -455,7 +456,10 @@ async fn calls_past_the_per_turn_cap_do_not_run_and_tell_the_model_to_split_the_
         Turn::calls((0..5).map(|i| call(&format!("c{i}"), "lookup", r#"{"order_id":"A1"}"#))),
         Turn::text("done"),
     ]));
-    let two = agent(&model, &counts).max_calls_per_turn(2).build().unwrap();
+    let two = agent(&model, &counts)
+        .max_calls_per_turn(2)
+        .build()
+        .unwrap();
     two.run(&Session::new("s"), vec![Message::user("go")]).await;
     assert_eq!(counts.lookups.load(Ordering::SeqCst), 2);
 }

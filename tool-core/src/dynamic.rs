@@ -413,7 +413,9 @@ fn unrunnable(
     match error.kind() {
         ValidationErrorKind::Format { format } if format == "regex" => {
             let pattern = error.instance();
-            let pattern = pattern.as_str().map_or_else(|| pattern.to_string(), str::to_owned);
+            let pattern = pattern
+                .as_str()
+                .map_or_else(|| pattern.to_string(), str::to_owned);
             invalid(
                 error.schema_path().as_str(),
                 format!(
