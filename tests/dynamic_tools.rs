@@ -309,7 +309,8 @@ fn compiled_and_runtime_tools_mix_and_export_alike_to_every_provider() {
         .build()
         .unwrap();
     let mcp = without_output.export(Provider::Mcp).unwrap();
-    assert_eq!(mcp[0]["outputSchema"]["properties"]["data"], json!(true));
+    // Any value, written as an object schema: MCP types each property schema as an object.
+    assert_eq!(mcp[0]["outputSchema"]["properties"]["data"], json!({}));
     let twin = DynamicTool::builder("find_orders")
         .description("Look up orders by customer.")
         .input_schema(compiled_schema())
