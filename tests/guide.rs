@@ -1,6 +1,6 @@
 //! The guide in `docs/` stays whole: every page is in the book's table of contents and is
-//! compiled as doc tests (its Rust blocks run in `cargo test`), and the README and the guide
-//! speak to users, not about how the code was built.
+//! compiled as doc tests (its Rust blocks run in `cargo test`), and the README, the guide and
+//! the measurement pages speak to users, not about how the code was built.
 
 use std::path::{Path, PathBuf};
 
@@ -80,6 +80,9 @@ fn no_page_has_a_rust_block_that_is_not_compiled() {
 #[test]
 fn user_docs_tell_no_story_of_how_they_were_built() {
     let mut docs = vec![(String::from("README.md"), read(&root().join("README.md")))];
+    for other in ["docs/mutants.md", "benches/README.md", "examples/README.md"] {
+        docs.push((other.to_owned(), read(&root().join(other))));
+    }
     for page in pages() {
         docs.push((
             format!("docs/src/{page}"),
