@@ -5,30 +5,18 @@
 
 #[path = "../examples/approvals/page.rs"]
 mod page;
+#[path = "support/review_page.rs"]
+mod review_page;
 #[path = "../examples/approvals/shop.rs"]
 mod shop;
 
-use std::net::{Ipv4Addr, SocketAddr};
+use review_page::serve;
+
 use std::sync::Arc;
 
 use reqwest::StatusCode;
 use toolwright::approval::Approvals;
 use toolwright::conversation::{ConversationStore, MemoryConversationStore, TicketState};
-use toolwright::Registry;
-
-async fn serve(registry: &Registry, store: &Arc<dyn ConversationStore>, token: &str) -> SocketAddr {
-    let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-        .await
-        .expect("bind the page");
-    let address = listener.local_addr().expect("the page's address");
-    let router = page::router(
-        registry.clone(),
-        Approvals::new(Arc::clone(store)),
-        token.to_owned(),
-    );
-    tokio::spawn(async move { axum::serve(listener, router).await });
-    address
-}
 
 #[tokio::test]
 async fn a_decision_from_another_origin_is_refused_with_403_and_decides_nothing() {

@@ -11,10 +11,14 @@
 
 #[path = "../examples/approvals/page.rs"]
 mod page;
+#[path = "support/review_page.rs"]
+mod review_page;
 #[path = "../examples/approvals/shop.rs"]
 mod shop;
 
-use std::net::{Ipv4Addr, SocketAddr, TcpListener};
+use review_page::serve;
+
+use std::net::{Ipv4Addr, TcpListener};
 use std::os::unix::process::CommandExt as _;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -25,7 +29,7 @@ use base64::Engine as _;
 use serde_json::{json, Value};
 use toolwright::approval::Approvals;
 use toolwright::conversation::{ConversationStore, MemoryConversationStore, TicketState};
-use toolwright::{ErrorKind, Registry};
+use toolwright::ErrorKind;
 
 /// How long any one condition may take to come true in the browser.
 const WAIT: Duration = Duration::from_secs(20);
@@ -268,21 +272,6 @@ impl Browser {
             .decode(png.as_str().expect("a base64 screenshot"))
             .expect("the screenshot is base64")
     }
-}
-
-/// The page served in-process on a loopback port, over `store`.
-async fn serve(registry: &Registry, store: &Arc<dyn ConversationStore>, token: &str) -> SocketAddr {
-    let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-        .await
-        .expect("bind the page");
-    let address = listener.local_addr().expect("the page's address");
-    let router = page::router(
-        registry.clone(),
-        Approvals::new(Arc::clone(store)),
-        token.to_owned(),
-    );
-    tokio::spawn(async move { axum::serve(listener, router).await });
-    address
 }
 
 fn ticket_css(ticket: &str, inner: &str) -> String {
