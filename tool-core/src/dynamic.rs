@@ -38,6 +38,24 @@
 //! # }
 //! ```
 //!
+//! ## What checking the arguments may cost
+//!
+//! The schema may come from somewhere else (a plugin, a proxied server), so checking one call's
+//! arguments against it is bounded, whatever the schema:
+//!
+//! - every `pattern` runs on a linear-time engine (a pattern only a backtracking engine can run,
+//!   a lookaround or a backreference, is a [`BuildError`] naming the tool and the path);
+//! - before the arguments are checked, they are walked beside the schema counting what a full
+//!   check (every subschema applied to every value it can reach, as a report of every problem
+//!   does) could cost, a step being one subschema applied to one value (plus one per 8 members
+//!   of an array or object, and one per 16 bytes of a string a `pattern` or `format` scans).
+//!   Arguments whose count passes `max(262,144, 4 × argument bytes)` steps are refused
+//!   unchecked, before the tool runs: `bad_request`, retryable (fewer or shorter values may
+//!   pass), saying so. The count stops where it passes, so the walk is bounded too, and the
+//!   registry's argument limit (1 MiB by default) bounds every call;
+//! - the schema's references must be JSON Pointers into itself (`#/$defs/name`), which the
+//!   count follows; another (a remote one, an anchor) is a [`BuildError`] naming the path.
+//!
 //! A tool's name, description and scopes are kept for the life of the program (the registry's
 //! specs hand them out as `&'static str`): define runtime tools when the tool set changes, not
 //! once per request.
@@ -57,7 +75,8 @@ use crate::pipeline::{self, Body, BoxFuture, Shared};
 use crate::providers::{Export, Provider};
 use crate::registry::BuildError;
 use crate::tool::{article, Effect, FieldMeta, Grounds, StateRequirement, ToolMeta, ToolSpec};
-use crate::validate::shape::{self, ShapeValidator};
+use crate::validate::metered;
+use crate::validate::shape::{self, ShapeValidator, Verdict};
 use crate::validate::Violations;
 
 type Handler =
@@ -71,7 +90,7 @@ pub struct DynamicTool {
     timeout: Option<Duration>,
     input_schema: Value,
     output_schema: Value,
-    validator: jsonschema::Validator,
+    validator: shape::Compiled,
     handler: Arc<Handler>,
     fallback: Option<Arc<Handler>>,
 }
@@ -317,6 +336,15 @@ impl DynamicToolBuilder {
         let Some(mut input_schema) = self.input_schema else {
             return Err(invalid("", "the tool has no input schema".into()));
         };
+        // Before anything walks the schema recursively (the meta-schema check, the validator's
+        // compiler), its depth: a document nested thousands deep would overflow the stack.
+        let depth = json_depth(&input_schema);
+        if depth > MAX_SCHEMA_DEPTH {
+            return Err(invalid(
+                "",
+                format!("the schema nests {depth} levels deep, more than the {MAX_SCHEMA_DEPTH} toolwright accepts; define the deep parts once under `$defs` and refer to them"),
+            ));
+        }
         let Some(object) = input_schema.as_object_mut() else {
             return Err(invalid(
                 "",
@@ -338,6 +366,14 @@ impl DynamicToolBuilder {
         // problem named, before a validator is built from it.
         if let Err(e) = jsonschema::draft202012::meta::validate(&input_schema) {
             return Err(invalid(e.instance_path().as_str(), e.to_string()));
+        }
+        // What checking the arguments may cost is counted by following the schema's own
+        // references; one the count cannot follow would leave it unbounded.
+        if let Some((path, reference)) = metered::unfollowed_reference(&input_schema) {
+            return Err(invalid(
+                &path,
+                format!("the reference `{reference}` points outside the schema or at an anchor; toolwright follows only JSON Pointers into the schema itself (`#/$defs/name`): move the definition under `$defs` and point at it"),
+            ));
         }
         let fields = fields(&mut input_schema, self.sensitive, self.grounded, &invalid)?;
         let validator = shape::build(&input_schema).map_err(|e| unrunnable(&e, &invalid))?;
@@ -401,6 +437,27 @@ impl DynamicToolBuilder {
         }
         Ok(tool)
     }
+}
+
+/// The deepest a runtime tool's schema document may nest, counting every JSON object and array
+/// (a property's schema is two levels below its object's: `properties`, then its name). Far past
+/// what any provider takes (OpenAI: 10 levels of objects), far below what would overflow a
+/// thread's stack while the schema is compiled.
+const MAX_SCHEMA_DEPTH: usize = 64;
+
+/// How deep `value` nests, walked without recursion.
+fn json_depth(value: &Value) -> usize {
+    let mut deepest = 0;
+    let mut stack = vec![(value, 1)];
+    while let Some((value, depth)) = stack.pop() {
+        deepest = deepest.max(depth);
+        match value {
+            Value::Array(items) => stack.extend(items.iter().map(|v| (v, depth + 1))),
+            Value::Object(members) => stack.extend(members.values().map(|v| (v, depth + 1))),
+            _ => {}
+        }
+    }
+    deepest
 }
 
 /// Why `schema` could not be compiled, at the path into the schema that failed: for a pattern
@@ -549,11 +606,16 @@ impl Body for DynamicBody {
     ) -> Result<Box<Value>, Box<Failure>> {
         let schema = &spec.input_schema;
         match shape::parse::<Value>(arguments) {
-            Ok(value) if validator.is_valid(schema, &value) => {
-                grounded(&value, spec, session, shared)?;
-                Ok(Box::new(value))
-            }
-            Ok(_) => Err(Box::new(shape::failure(arguments, None, schema, validator))),
+            Ok(value) => match validator.check(schema, &value, arguments.len()) {
+                Verdict::Valid => {
+                    grounded(&value, spec, session, shared)?;
+                    Ok(Box::new(value))
+                }
+                Verdict::Invalid => {
+                    Err(Box::new(shape::failure(arguments, None, schema, validator)))
+                }
+                Verdict::TooCostly => Err(Box::new(shape::too_costly(arguments.len()))),
+            },
             Err(e) => Err(Box::new(shape::failure(
                 arguments,
                 e.as_ref(),

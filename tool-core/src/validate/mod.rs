@@ -11,6 +11,7 @@
 //!    every violation is reported, not the first (`schema_mismatch`).
 //! 3. **semantics**: the tool's cross-field rule (`semantic_invalid`).
 
+pub(crate) mod metered;
 pub mod repair;
 pub mod rules;
 pub(crate) mod shape;

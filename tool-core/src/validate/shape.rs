@@ -16,6 +16,7 @@ use serde::de::DeserializeOwned;
 use serde_json::error::Category;
 use serde_json::Value;
 
+use super::metered;
 use super::{
     bounded_pointer, counted, display_path, length_expected, pointer_token, preview_json,
     shown_key, summarize, MAX_REPORTED_VIOLATIONS,
@@ -25,20 +26,36 @@ use crate::tool::IntegerType;
 
 /// A tool's input-schema validator, built on the first shape failure and kept.
 #[derive(Default)]
-pub(crate) struct ShapeValidator(OnceLock<Option<Validator>>);
+pub(crate) struct ShapeValidator(OnceLock<Option<Compiled>>);
+
+/// A schema's validator, and its plan for counting what a check costs.
+pub(crate) struct Compiled {
+    validator: Validator,
+    plan: metered::Plan,
+}
 
 impl ShapeValidator {
     /// A validator built ahead of time (a tool defined at run time checks every call with it).
-    pub(crate) fn compiled(validator: Validator) -> Self {
-        ShapeValidator(OnceLock::from(Some(validator)))
+    pub(crate) fn compiled(compiled: Compiled) -> Self {
+        ShapeValidator(OnceLock::from(Some(compiled)))
     }
 
-    /// Whether `value` satisfies `schema`.
-    pub(crate) fn is_valid(&self, schema: &Value, value: &Value) -> bool {
-        self.get(schema).is_none_or(|v| v.is_valid(value))
+    /// Whether `value`, read from `bytes` of argument text, satisfies `schema`, if checking
+    /// that fits in the steps [`metered::steps_for`] allows that text.
+    pub(crate) fn check(&self, schema: &Value, value: &Value, bytes: usize) -> Verdict {
+        let Some(compiled) = self.get(schema) else {
+            return Verdict::Valid;
+        };
+        if !compiled.plan.fits(value, metered::steps_for(bytes)) {
+            Verdict::TooCostly
+        } else if compiled.validator.is_valid(value) {
+            Verdict::Valid
+        } else {
+            Verdict::Invalid
+        }
     }
 
-    fn get(&self, schema: &Value) -> Option<&Validator> {
+    fn get(&self, schema: &Value) -> Option<&Compiled> {
         self.0.get_or_init(|| build(schema).ok()).as_ref()
     }
 }
@@ -49,10 +66,58 @@ impl ShapeValidator {
 /// cost seconds of backtracking. The pattern is read as ECMA-262 (`\d` is `[0-9]`), as
 /// `#[arg(pattern)]` reads it. A pattern that engine cannot run (a lookaround, a backreference)
 /// fails the build.
-pub(crate) fn build(schema: &Value) -> Result<Validator, jsonschema::ValidationError<'static>> {
-    jsonschema::draft202012::options()
+pub(crate) fn build(schema: &Value) -> Result<Compiled, jsonschema::ValidationError<'static>> {
+    let validator = jsonschema::draft202012::options()
         .with_pattern_options(jsonschema::PatternOptions::regex())
-        .build(schema)
+        .build(schema)?;
+    Ok(Compiled {
+        validator,
+        plan: metered::Plan::new(schema),
+    })
+}
+
+/// The failure of arguments the schema refused, when listing each problem would cost more
+/// than a report may take: one violation naming the arguments as a whole.
+fn unreported(bytes: usize, schema: &Arc<ToolSchema>) -> Failure {
+    let mut failure = Failure::new(
+        ErrorKind::SchemaMismatch,
+        format!(
+            "the arguments do not satisfy the tool's input schema, and listing each problem in these {bytes} bytes would take more than the {} steps a report may take; send fewer values to have the problems listed",
+            metered::report_steps_for(bytes)
+        ),
+    );
+    failure.violations = vec![Violation {
+        path: String::new(),
+        rule: "schema",
+        expected: "arguments that satisfy the tool's input schema".into(),
+        got: Some(format!("{bytes} bytes of arguments that do not")),
+        message: "the arguments do not satisfy the tool's input schema".into(),
+    }];
+    failure.expected_schema = Some(Arc::clone(schema));
+    failure
+}
+
+/// What a bounded check of the arguments came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    Valid,
+    Invalid,
+    /// A full check would take more steps than the arguments' length allows; not checked.
+    TooCostly,
+}
+
+/// The refusal of arguments too costly to check: `bad_request`, retryable (fewer or shorter
+/// values may pass), the message saying what was too costly and what to send instead.
+pub(crate) fn too_costly(bytes: usize) -> Failure {
+    let mut failure = Failure::new(
+        ErrorKind::BadRequest,
+        format!(
+            "checking these {bytes} bytes of arguments against the tool's schema would take more than the {} steps allowed for arguments of this length; send fewer values or shorter ones, or split the work into several calls",
+            metered::steps_for(bytes)
+        ),
+    );
+    failure.retryable = true;
+    failure
 }
 
 /// The fast path: the argument text straight into the typed struct, no `Value` in between.
@@ -105,20 +170,36 @@ pub(crate) fn failure(
                 preview_json(&value)
             ),
         });
-    } else if let Some(validator) = validator.get(schema) {
-        for e in validator.iter_errors(&value) {
-            if violations.len() >= MAX_REPORTED_VIOLATIONS {
-                // Enough to act on: the rest is neither built nor sent.
-                truncated = true;
-                break;
+    } else if let Some(Compiled { validator, plan }) = validator.get(schema) {
+        // Arguments whose full check would take more steps than their length allows are
+        // refused unread. A report applies every subschema to every value it reaches (it does
+        // not stop at the first problem, and it builds an error for every failed branch of an
+        // `anyOf`, each step costing some 30 of a verdict's): past its own bound, the failure
+        // names the arguments as a whole.
+        let bytes = text.len();
+        if !plan.fits(&value, metered::steps_for(bytes)) {
+            return too_costly(bytes);
+        }
+        if !plan.fits(&value, metered::report_steps_for(bytes)) {
+            // When the schema holds, what serde refused is said below.
+            if !validator.is_valid(&value) {
+                return unreported(bytes, schema);
             }
-            convert(
-                &bounded_pointer(e.instance_path().as_str()),
-                (e.kind(), e.schema_path().as_str()),
-                e.instance(),
-                schema,
-                &mut violations,
-            );
+        } else {
+            for e in validator.iter_errors(&value) {
+                if violations.len() >= MAX_REPORTED_VIOLATIONS {
+                    // Enough to act on: the rest is neither built nor sent.
+                    truncated = true;
+                    break;
+                }
+                convert(
+                    &bounded_pointer(e.instance_path().as_str()),
+                    (e.kind(), e.schema_path().as_str()),
+                    e.instance(),
+                    schema,
+                    &mut violations,
+                );
+            }
         }
     }
     if violations.len() > MAX_REPORTED_VIOLATIONS {
