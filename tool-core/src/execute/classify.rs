@@ -258,3 +258,72 @@ mod tests {
         assert_eq!(wait(500), None);
     }
 }
+
+#[cfg(feature = "rusqlite")]
+mod rusqlite_support {
+    use rusqlite::ErrorCode;
+
+    use crate::error::ToolError;
+
+    impl From<rusqlite::Error> for ToolError {
+        /// `?` on a rusqlite call inside a tool:
+        ///
+        /// | rusqlite says | kind | retried |
+        /// |---|---|---|
+        /// | no row (`QueryReturnedNoRows`) | `not_found` | no |
+        /// | the database is busy or locked (`SQLITE_BUSY`, `SQLITE_LOCKED`) | `unavailable` | if safe |
+        /// | a constraint failed (unique, foreign key, check, not null) | `conflict` | no |
+        /// | read-only database, permission denied, authorization | `permission_denied` | no |
+        /// | the database file is missing or cannot be opened | `unavailable` | if safe |
+        /// | out of memory, disk full, I/O error | `unavailable` | if safe |
+        /// | a value that does not convert into the Rust type asked for | `invalid_result` | no |
+        /// | anything else (bad SQL, a parameter count that does not match) | `bad_request` | no |
+        ///
+        /// The message is rusqlite's, which names the constraint or the column but never the
+        /// values bound.
+        ///
+        /// ```
+        /// use toolwright_core::{ErrorKind, ToolError};
+        ///
+        /// let db = rusqlite::Connection::open_in_memory().unwrap();
+        /// db.execute("CREATE TABLE members (id TEXT PRIMARY KEY)", []).unwrap();
+        /// db.execute("INSERT INTO members VALUES ('m1')", []).unwrap();
+        /// let again = db.execute("INSERT INTO members VALUES ('m1')", []).unwrap_err();
+        /// assert_eq!(ToolError::from(again).kind(), ErrorKind::Conflict);
+        /// let missing = db
+        ///     .query_row("SELECT id FROM members WHERE id = 'm9'", [], |row| row.get::<_, String>(0))
+        ///     .unwrap_err();
+        /// assert_eq!(ToolError::from(missing).kind(), ErrorKind::NotFound);
+        /// ```
+        fn from(err: rusqlite::Error) -> Self {
+            let message = err.to_string();
+            let e = match &err {
+                rusqlite::Error::QueryReturnedNoRows => ToolError::not_found("no matching record"),
+                rusqlite::Error::SqliteFailure(failure, _) => match failure.code {
+                    ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked => {
+                        ToolError::unavailable(format!("the database is busy: {message}"))
+                    }
+                    ErrorCode::ConstraintViolation => ToolError::conflict(message),
+                    ErrorCode::ReadOnly
+                    | ErrorCode::PermissionDenied
+                    | ErrorCode::AuthorizationForStatementDenied => {
+                        ToolError::permission_denied(message)
+                    }
+                    ErrorCode::CannotOpen
+                    | ErrorCode::OutOfMemory
+                    | ErrorCode::DiskFull
+                    | ErrorCode::SystemIoFailure
+                    | ErrorCode::DatabaseCorrupt
+                    | ErrorCode::NotADatabase => ToolError::unavailable(message),
+                    _ => ToolError::bad_request(message),
+                },
+                rusqlite::Error::FromSqlConversionFailure(..)
+                | rusqlite::Error::IntegralValueOutOfRange(..)
+                | rusqlite::Error::InvalidColumnType(..)
+                | rusqlite::Error::Utf8Error(..) => ToolError::invalid_result(message),
+                _ => ToolError::bad_request(message),
+            };
+            e.with_source(err)
+        }
+    }
+}
