@@ -233,3 +233,358 @@ async fn a_side_effecting_call_carries_one_key_and_runs_once() {
     assert_eq!(refused.error_kind(), Some(ErrorKind::SchemaMismatch));
     assert_eq!(calls_of(&received, "pay"), 1);
 }
+
+// ---------------------------------------------------------------------------------------------
+// A scripted upstream: its tool list can change, its answers can be huge or held back, and the
+// test can push any line to the proxy (a notification, a held-back answer).
+
+/// The scripted upstream's state, shared with the test.
+#[derive(Default)]
+struct Script {
+    /// What `tools/list` answers.
+    tools: Mutex<Value>,
+    /// Every `tools/call`: (tool, arguments, JSON-RPC id).
+    calls: Mutex<Vec<(String, Value, Value)>>,
+    /// How many bytes of text `big` and `big_id_last` answer with.
+    big: Mutex<usize>,
+}
+
+impl Script {
+    fn calls_of(&self, tool: &str) -> usize {
+        self.calls
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(name, ..)| name == tool)
+            .count()
+    }
+
+    fn id_of_call(&self, tool: &str) -> Option<Value> {
+        self.calls
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|(name, ..)| name == tool)
+            .map(|(_, _, id)| id.clone())
+    }
+}
+
+fn scripted_tools() -> Value {
+    let empty = json!({"type": "object", "properties": {}});
+    let amount = json!({"type": "object", "properties": {"amount": {"type": "integer", "minimum": 1}}, "required": ["amount"]});
+    let text =
+        json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]});
+    json!([
+        {"name": "echo", "inputSchema": text, "annotations": {"readOnlyHint": true}},
+        {"name": "big", "inputSchema": empty, "annotations": {"readOnlyHint": true}},
+        {"name": "big_id_last", "inputSchema": empty, "annotations": {"idempotentHint": true}},
+        {"name": "slow", "inputSchema": empty, "annotations": {"idempotentHint": true}},
+        {"name": "pay", "inputSchema": amount}
+    ])
+}
+
+async fn serve_scripted(
+    io: DuplexStream,
+    script: Arc<Script>,
+    mut push: tokio::sync::mpsc::UnboundedReceiver<String>,
+) {
+    let (read, mut write) = tokio::io::split(io);
+    let mut lines = BufReader::new(read).lines();
+    loop {
+        let line = tokio::select! {
+            line = lines.next_line() => match line {
+                Ok(Some(line)) => line,
+                _ => break,
+            },
+            Some(pushed) = push.recv() => {
+                if write.write_all(format!("{pushed}\n").as_bytes()).await.is_err() {
+                    break;
+                }
+                continue;
+            }
+        };
+        let Ok(message) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
+        let id = message["id"].clone();
+        let params = &message["params"];
+        let text = match message["method"].as_str().unwrap_or_default() {
+            "initialize" => json!({"jsonrpc": "2.0", "id": id, "result": {
+                "protocolVersion": params["protocolVersion"],
+                "capabilities": {"tools": {"listChanged": true}},
+                "serverInfo": {"name": "scripted", "version": "0"}
+            }})
+            .to_string(),
+            "tools/list" => {
+                let tools = script.tools.lock().unwrap().clone();
+                json!({"jsonrpc": "2.0", "id": id, "result": {"tools": tools}}).to_string()
+            }
+            "ping" => json!({"jsonrpc": "2.0", "id": id, "result": {}}).to_string(),
+            "tools/call" => {
+                let name = params["name"].as_str().unwrap_or_default().to_owned();
+                let arguments = params["arguments"].clone();
+                script
+                    .calls
+                    .lock()
+                    .unwrap()
+                    .push((name.clone(), arguments.clone(), id.clone()));
+                let big = *script.big.lock().unwrap();
+                match name.as_str() {
+                    "slow" => continue,
+                    // The id first (serde_json writes keys in order), then the huge result.
+                    "big" => json!({"jsonrpc": "2.0", "id": id, "result": {
+                        "content": [{"type": "text", "text": "x".repeat(big)}]}})
+                    .to_string(),
+                    // The huge result first, the id last.
+                    "big_id_last" => format!(
+                        r#"{{"jsonrpc":"2.0","result":{{"content":[{{"type":"text","text":"{}"}}]}},"id":{id}}}"#,
+                        "y".repeat(big)
+                    ),
+                    _ => json!({"jsonrpc": "2.0", "id": id, "result": {
+                        "content": [{"type": "text", "text": format!("{name} {arguments}")}]}})
+                    .to_string(),
+                }
+            }
+            _ if id.is_null() => continue, // a notification
+            _ => json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "method not found"}})
+                .to_string(),
+        };
+        if write
+            .write_all(format!("{text}\n").as_bytes())
+            .await
+            .is_err()
+        {
+            break;
+        }
+    }
+}
+
+/// A scripted upstream and the sender that pushes lines to the proxy, with the pipe's client
+/// end for the proxy.
+fn scripted(
+    tools: Value,
+) -> (
+    Arc<Script>,
+    tokio::sync::mpsc::UnboundedSender<String>,
+    DuplexStream,
+) {
+    let (server_io, client_io) = tokio::io::duplex(1 << 20);
+    let script = Arc::new(Script::default());
+    *script.tools.lock().unwrap() = tools;
+    let (push, pushed) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(serve_scripted(server_io, Arc::clone(&script), pushed));
+    (script, push, client_io)
+}
+
+fn registry_of(upstream: &Upstream) -> Registry {
+    upstream
+        .tools()
+        .tools
+        .into_iter()
+        .fold(Registry::builder(), |b, tool| b.dynamic_tool(tool))
+        .build()
+        .expect("the proxied tools build")
+}
+
+#[tokio::test]
+async fn an_answer_over_the_default_limit_is_invalid_result_at_once_and_the_upstream_is_asked_once()
+{
+    let (script, _push, io) = scripted(scripted_tools());
+    *script.big.lock().unwrap() = 17 << 20; // over the 16 MiB default
+    let (read, write) = tokio::io::split(io);
+    let upstream = Upstream::connect_io(read, write)
+        .await
+        .expect("the upstream initializes")
+        .timeout(Duration::from_secs(5));
+    let registry = registry_of(&upstream);
+    for tool in ["big", "big_id_last"] {
+        let outcome = registry.call(ToolCall::new("c1", tool, "{}")).await;
+        assert_eq!(
+            outcome.error_kind(),
+            Some(ErrorKind::InvalidResult),
+            "{tool}: {}",
+            outcome.to_model_string()
+        );
+        assert!(
+            outcome.to_model_string().contains("16 MiB"),
+            "{}",
+            outcome.to_model_string()
+        );
+        assert_eq!(outcome.attempts(), 1, "{tool}: not retried");
+        assert_eq!(
+            script.calls_of(tool),
+            1,
+            "{tool}: the upstream is asked once"
+        );
+    }
+    let echo = registry
+        .call(ToolCall::new("c2", "echo", r#"{"text":"after"}"#))
+        .await;
+    assert_eq!(echo.status(), Status::Success, "{}", echo.to_model_string());
+}
+
+#[tokio::test]
+async fn a_name_listed_twice_is_refused_in_every_copy_and_the_other_tools_are_served() {
+    let mut tools = scripted_tools();
+    let empty = json!({"type": "object", "properties": {}});
+    let list = tools.as_array_mut().unwrap();
+    list.push(json!({"name": "pay", "description": "Another pay.", "inputSchema": empty}));
+    let (script, _push, io) = scripted(tools);
+    let (read, write) = tokio::io::split(io);
+    let upstream = Upstream::connect((read, write))
+        .await
+        .expect("the upstream initializes")
+        .timeout(Duration::from_secs(5));
+    let proxied = upstream.tools();
+    let refused: Vec<_> = proxied
+        .refused
+        .iter()
+        .map(|(name, why)| (name.clone(), why.to_string()))
+        .collect();
+    assert_eq!(refused.len(), 2, "{refused:?}");
+    for (name, why) in &refused {
+        assert_eq!(name, "pay");
+        assert!(why.contains("2 times"), "{why}");
+    }
+    // The module docs' fold.
+    let registry = proxied
+        .tools
+        .into_iter()
+        .fold(Registry::builder(), |b, tool| b.dynamic_tool(tool))
+        .build()
+        .expect("the other tools build");
+    assert!(registry.spec("pay").is_none());
+    let echo = registry
+        .call(ToolCall::new("c1", "echo", r#"{"text":"hi"}"#))
+        .await;
+    assert_eq!(echo.status(), Status::Success, "{}", echo.to_model_string());
+    assert_eq!(script.calls_of("pay"), 0);
+}
+
+#[tokio::test]
+async fn a_tool_the_upstream_changes_is_refused_and_a_call_in_flight_gets_its_own_answer() {
+    let (script, push, io) = scripted(scripted_tools());
+    let (read, write) = tokio::io::split(io);
+    let upstream = Upstream::connect((read, write))
+        .await
+        .expect("the upstream initializes")
+        .timeout(Duration::from_secs(5));
+    let registry = Arc::new(registry_of(&upstream));
+
+    // A call whose answer the upstream holds back.
+    let in_flight = tokio::spawn({
+        let registry = Arc::clone(&registry);
+        async move { registry.call(ToolCall::new("c1", "slow", "{}")).await }
+    });
+    let mut id = None;
+    for _ in 0..500 {
+        id = script.id_of_call("slow");
+        if id.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let id = id.expect("the slow call reaches the upstream");
+
+    // During it, `pay` gets another schema, `big` goes away, `echo` stays; the upstream says
+    // so, then answers the held-back call.
+    let mut tools = scripted_tools();
+    let list = tools.as_array_mut().unwrap();
+    list.retain(|t| t["name"] != "big");
+    for tool in list.iter_mut() {
+        if tool["name"] == "pay" {
+            tool["inputSchema"] = json!({"type": "object", "properties": {"cents": {"type": "integer"}}, "required": ["cents"]});
+        }
+    }
+    *script.tools.lock().unwrap() = tools;
+    push.send(json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}).to_string())
+        .unwrap();
+    push.send(
+        json!({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": "late"}]}})
+            .to_string(),
+    )
+    .unwrap();
+
+    let answered = in_flight.await.unwrap();
+    assert_eq!(
+        answered.status(),
+        Status::Success,
+        "{}",
+        answered.to_model_string()
+    );
+    assert_eq!(answered.to_model_json()["data"], json!("late"));
+
+    for tool in ["pay", "big"] {
+        let args = if tool == "pay" {
+            r#"{"amount":5}"#
+        } else {
+            "{}"
+        };
+        let refused = registry.call(ToolCall::new("c2", tool, args)).await;
+        assert_eq!(
+            refused.error_kind(),
+            Some(ErrorKind::NotFound),
+            "{tool}: {}",
+            refused.to_model_string()
+        );
+        assert!(
+            refused.to_model_string().contains("changed"),
+            "{}",
+            refused.to_model_string()
+        );
+        assert_eq!(refused.attempts(), 1);
+        assert_eq!(
+            script.calls_of(tool),
+            0,
+            "{tool} never reaches the upstream"
+        );
+    }
+    let echo = registry
+        .call(ToolCall::new("c3", "echo", r#"{"text":"unchanged"}"#))
+        .await;
+    assert_eq!(echo.status(), Status::Success, "{}", echo.to_model_string());
+}
+
+#[tokio::test]
+async fn a_configured_limit_refuses_a_bigger_answer_and_passes_a_smaller_one() {
+    let (script, _push, io) = scripted(scripted_tools());
+    let (read, write) = tokio::io::split(io);
+    let upstream = Upstream::builder()
+        .max_answer_bytes(64 * 1024)
+        .connect_io(read, write)
+        .await
+        .expect("the upstream initializes")
+        .timeout(Duration::from_secs(5));
+    let registry = registry_of(&upstream);
+
+    *script.big.lock().unwrap() = 100 * 1024;
+    for tool in ["big", "big_id_last"] {
+        let outcome = registry.call(ToolCall::new("c1", tool, "{}")).await;
+        assert_eq!(
+            outcome.error_kind(),
+            Some(ErrorKind::InvalidResult),
+            "{tool}: {}",
+            outcome.to_model_string()
+        );
+        assert!(outcome.to_model_string().contains("64 KiB"));
+        assert!(!outcome.retryable());
+        assert_eq!(
+            script.calls_of(tool),
+            1,
+            "{tool}: the upstream is asked once"
+        );
+    }
+
+    *script.big.lock().unwrap() = 60 * 1024;
+    let outcome = registry.call(ToolCall::new("c2", "big", "{}")).await;
+    assert_eq!(
+        outcome.status(),
+        Status::Success,
+        "{}",
+        outcome.to_model_string()
+    );
+    assert_eq!(
+        outcome.to_model_json()["data"].as_str().map(str::len),
+        Some(60 * 1024)
+    );
+}

@@ -643,6 +643,14 @@ pub enum BuildError {
         /// What is wrong there.
         message: String,
     },
+    /// A source of tools (an MCP server the proxy connects to) lists one name more than once;
+    /// every copy is refused, as a call by that name would be ambiguous.
+    ListedMoreThanOnce {
+        /// The name.
+        name: String,
+        /// How many times it is listed.
+        times: usize,
+    },
     /// A tool defined at run time has a schema a provider it targets cannot express.
     Unexpressible {
         /// The tool.
@@ -694,6 +702,10 @@ impl fmt::Display for BuildError {
                     "tool `{tool}`: the schema at `{path}` is invalid: {message}"
                 )
             }
+            BuildError::ListedMoreThanOnce { name, times } => write!(
+                f,
+                "the upstream lists `{name}` {times} times; a call by that name would be ambiguous, so no copy is served"
+            ),
             BuildError::Unexpressible {
                 tool,
                 provider,
