@@ -116,7 +116,10 @@ fn docs(attrs: &[Attribute]) -> Vec<Attribute> {
         .collect()
 }
 
-/// The text of `///` comments, with rustdoc's leading space removed and the ends trimmed.
+/// The text of `///` comments as the model reads it: rustdoc's leading space removed, the lines
+/// reflowed by [`crate::doc::reflow`] (a paragraph's lines joined with spaces, paragraphs
+/// separated by a blank line), the ends trimmed. A `#[doc]` that is not a string literal is
+/// left out.
 pub fn doc_text(attrs: &[Attribute]) -> Option<String> {
     let mut lines = Vec::new();
     for attr in attrs {
@@ -133,7 +136,7 @@ pub fn doc_text(attrs: &[Attribute]) -> Option<String> {
             }
         }
     }
-    let text = lines.join("\n").trim().to_owned();
+    let text = crate::doc::reflow(&lines.join("\n"));
     (!text.is_empty()).then_some(text)
 }
 

@@ -186,12 +186,79 @@ pub fn expand(direction: Direction, item: &syn::Item) -> TokenStream {
     };
     let serde_crate = "::toolwright::__private_v0_1::serde";
     let schemars_crate = "::toolwright::__private_v0_1::schemars";
+    let mut item = item.clone();
+    reflow_descriptions(&mut item);
     quote! {
         #[derive(#derives, #p::schemars::JsonSchema)]
         #[serde(crate = #serde_crate)]
         #[schemars(crate = #schemars_crate)]
         #item
     }
+}
+
+/// Every doc comment of the type that schemars' derive makes a `description` (the type's, each
+/// variant's and field's), reflowed as a tool's description is ([`crate::doc::reflow`]), as an
+/// explicit `#[schemars(description = "..")]`: the derive itself joins the lines with `\n`.
+/// Written only where the reflow changes the text, and never where the user wrote a
+/// `description` already (or a `#[doc]` that is not a literal).
+fn reflow_descriptions(item: &mut syn::Item) {
+    fn fields(fields: &mut syn::Fields) {
+        for field in fields.iter_mut() {
+            describe(&mut field.attrs);
+        }
+    }
+    match item {
+        syn::Item::Struct(s) => {
+            describe(&mut s.attrs);
+            fields(&mut s.fields);
+        }
+        syn::Item::Enum(e) => {
+            describe(&mut e.attrs);
+            for variant in &mut e.variants {
+                describe(&mut variant.attrs);
+                fields(&mut variant.fields);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Adds `#[schemars(description = "..")]` with the reflowed description of `attrs`' doc
+/// comment, when it differs from what schemars' derive would write.
+fn describe(attrs: &mut Vec<syn::Attribute>) {
+    let Some(lines) = crate::doc::doc_lines(attrs) else {
+        return;
+    };
+    if lines.is_empty() || has_description(attrs) {
+        return;
+    }
+    // schemars' reading: a first line starting with `#` is the title, the rest the description.
+    let doc = lines.join("\n");
+    let doc = doc.trim();
+    let description = match doc.strip_prefix('#') {
+        Some(_) => doc.split_once('\n').map_or("", |(_, rest)| rest).trim(),
+        None => doc,
+    };
+    let reflowed = crate::doc::reflow(description);
+    if reflowed != description {
+        attrs.push(syn::parse_quote!(#[schemars(description = #reflowed)]));
+    }
+}
+
+/// Whether a `#[schemars(..)]` among `attrs` sets `description` itself.
+fn has_description(attrs: &[syn::Attribute]) -> bool {
+    attrs
+        .iter()
+        .filter(|a| a.path().is_ident("schemars"))
+        .any(|a| mentions(a.to_token_stream(), "description"))
+}
+
+fn mentions(tokens: TokenStream, name: &str) -> bool {
+    tokens.into_iter().any(|tree| match tree {
+        proc_macro2::TokenTree::Ident(ident) => ident == name,
+        proc_macro2::TokenTree::Group(group) => mentions(group.stream(), name),
+        _ => false,
+    })
 }
 
 /// The whole attribute: the derives, or every mistake next to the unchanged item.

@@ -10,6 +10,7 @@ mod ast;
 mod attr;
 mod ctxt;
 mod data;
+mod doc;
 mod expand;
 mod toolset;
 mod valid;
