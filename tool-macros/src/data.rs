@@ -277,13 +277,106 @@ pub fn data(attr: TokenStream, item: TokenStream) -> TokenStream {
     };
     check_item(&cx, &parsed);
     match cx.check() {
-        Ok(()) => expand(direction, &parsed),
+        Ok(()) => {
+            // A field of a type the model cannot fill is reported at the field, and the type
+            // is derived all the same: the report is the one error.
+            let mut parsed = parsed;
+            let (errors, probes) = clock_fields(direction, &mut parsed);
+            let expanded = expand(direction, &parsed);
+            quote!(#errors #expanded #probes)
+        }
         Err(errors) => {
             // Keep the item so the rest of the crate still type-checks around the mistake.
             let errors = errors.to_compile_error();
             quote!(#errors #parsed)
         }
     }
+}
+
+/// The fields of a type the model sends (`#[data]`, `#[data(input)]`) whose type holds std's
+/// `SystemTime` or `Instant` (reported here, by name: see `ast::clock_types`) or a `Duration`
+/// (asked of the compiler: see `expand::duration_probes`, not for a generic type, whose fields
+/// may name its parameters). A field with its own `with`, `deserialize_with`, `skip` or
+/// `skip_deserializing` (serde) or `with`/`schema_with` (schemars) says how it is read and is
+/// left alone. An `Instant` field, which serde cannot derive for, is read by a function that
+/// always fails, so that the derive adds no error of its own (the crate does not compile
+/// anyway).
+fn clock_fields(direction: Direction, item: &mut syn::Item) -> (TokenStream, TokenStream) {
+    if direction == Direction::Output {
+        return (TokenStream::new(), TokenStream::new());
+    }
+    let cx = Ctxt::default();
+    let mut probes = Vec::new();
+    let generic = match item {
+        syn::Item::Struct(s) => !s.generics.params.is_empty(),
+        syn::Item::Enum(e) => !e.generics.params.is_empty(),
+        _ => true,
+    };
+    let mut check = |field: &mut syn::Field| {
+        if read_its_own_way(&field.attrs) {
+            return;
+        }
+        let mut instant = false;
+        for (path, name) in crate::ast::clock_types(&field.ty) {
+            cx.error_spanned_by(path, crate::valid::clock_message(name));
+            instant |= name == "Instant";
+        }
+        if instant {
+            let p = "::toolwright::__private_v0_1::clock";
+            let de = format!("{p}::refused_deserialize");
+            let ser = format!("{p}::refused_serialize");
+            field
+                .attrs
+                .push(syn::parse_quote!(#[serde(deserialize_with = #de)]));
+            if direction == Direction::Both {
+                field
+                    .attrs
+                    .push(syn::parse_quote!(#[serde(serialize_with = #ser)]));
+            }
+            field
+                .attrs
+                .push(syn::parse_quote!(#[schemars(with = "()")]));
+        }
+        if !generic {
+            probes.push(crate::expand::duration_probes(&field.ty));
+        }
+    };
+    match item {
+        syn::Item::Struct(s) => s.fields.iter_mut().for_each(&mut check),
+        syn::Item::Enum(e) => e
+            .variants
+            .iter_mut()
+            .flat_map(|v| v.fields.iter_mut())
+            .for_each(&mut check),
+        _ => {}
+    }
+    let errors = cx.check().err().map(|e| e.to_compile_error());
+    let probes = probes.iter().any(|p| !p.is_empty()).then(|| {
+        quote! {
+            const _: () = {
+                #[allow(dead_code)]
+                fn __toolwright_clock_probes() {
+                    #(#probes)*
+                }
+            };
+        }
+    });
+    (quote!(#errors), quote!(#probes))
+}
+
+/// Whether a field's own attributes say how it is read (or that it is not).
+fn read_its_own_way(attrs: &[syn::Attribute]) -> bool {
+    attrs.iter().any(|a| {
+        let tokens = a.to_token_stream();
+        (a.path().is_ident("serde")
+            && ["with", "deserialize_with", "skip", "skip_deserializing"]
+                .iter()
+                .any(|k| mentions(tokens.clone(), k)))
+            || (a.path().is_ident("schemars")
+                && ["with", "schema_with"]
+                    .iter()
+                    .any(|k| mentions(tokens.clone(), k)))
+    })
 }
 
 fn with_errors(cx: Ctxt, item: TokenStream) -> TokenStream {
