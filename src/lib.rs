@@ -145,6 +145,18 @@
 //! An `Option<T>` parameter is not required. Validation failures report **every** violation,
 //! each with its JSON path, what was expected and what came.
 //!
+//! Doc comments are reflowed for the model: a paragraph's lines joined with single spaces,
+//! paragraphs separated by a blank line, list items and fenced code blocks kept line for line
+//! (the tool's description, parameter docs, and `#[data]` field and variant docs alike).
+//!
+//! std's `SystemTime`, `Instant` and `Duration` are compile errors as a parameter, inside one
+//! (`Option<..>`, `Vec<..>`) or as a field of a `#[data]`/`#[data(input)]` type: they serialize
+//! as `{secs_since_epoch, nanos_since_epoch}` and `{secs, nanos}`, which models fill badly. Take
+//! a `String` holding an RFC 3339 timestamp (or a `chrono::DateTime<Utc>`/`jiff::Timestamp`
+//! with schemars' `chrono04`/`jiff02` feature) and an integer with its unit in its name
+//! (`timeout_ms: u64`). `SystemTime` and `Instant` are matched by name, bare or as
+//! `std::time::X`; `Duration` only when it is std's (chrono's or your own is fine).
+//!
 //! ## Your own types
 //!
 //! A parameter or result can be any struct or enum with `#[toolwright::data]` on it (also in
@@ -415,6 +427,79 @@ pub mod __private_v0_1 {
     // As for `ToolOutput`: the unmet `P: ToolArgument` is reported, not each bound of this impl.
     #[diagnostic::do_not_recommend]
     impl<T: serde::de::DeserializeOwned + schemars::JsonSchema + Send + 'static> ToolArgument for T {}
+
+    /// Whether a tool parameter's type (or a type inside it) is `std::time::Duration`, which
+    /// serde and schemars describe as `{secs, nanos}`: `#[tool]` cannot tell from the name
+    /// (`Duration` may be chrono's, or the user's), so it asks the compiler. For each path
+    /// ending in `Duration`, the expansion calls `refuse_duration((&ClockProbe::<T>::NEW).probe())`:
+    /// method lookup tries the receiver by value first, where only `ClockProbe<Duration>` has
+    /// a `probe` ([`ByValue`](clock::ByValue)), returning [`IsStdDuration`](clock::IsStdDuration),
+    /// which fails the bound with the message below; every other type takes the
+    /// [`ByReference`](clock::ByReference) method, returning a type that meets it.
+    pub mod clock {
+        use core::marker::PhantomData;
+
+        /// The type asked about.
+        pub struct ClockProbe<T: ?Sized>(PhantomData<T>);
+
+        impl<T: ?Sized> ClockProbe<T> {
+            /// The probe.
+            pub const NEW: Self = ClockProbe(PhantomData);
+        }
+
+        /// The answer for `std::time::Duration`.
+        pub struct IsStdDuration;
+
+        /// The answer for every other type.
+        pub struct NotStdDuration;
+
+        /// Found first, for `ClockProbe<std::time::Duration>` alone.
+        pub trait ByValue {
+            /// `IsStdDuration`.
+            fn probe(&self) -> IsStdDuration {
+                IsStdDuration
+            }
+        }
+
+        impl ByValue for ClockProbe<std::time::Duration> {}
+
+        /// Found for every type, after [`ByValue`].
+        pub trait ByReference {
+            /// `NotStdDuration`.
+            fn probe(&self) -> NotStdDuration {
+                NotStdDuration
+            }
+        }
+
+        impl<T: ?Sized> ByReference for &ClockProbe<T> {}
+
+        /// Met by every parameter type but `std::time::Duration`.
+        #[diagnostic::on_unimplemented(
+            message = "a model cannot fill a `std::time::Duration` well: it serializes as `{{secs, nanos}}`",
+            label = "take an integer with its unit in the name instead, such as `timeout_ms: u64`",
+            note = "write `timeout_ms: u64` (or `delay_secs: u32`, ...), bound it with `#[arg(range(max = ..))]` if it needs one, and build the `Duration` in the function with `Duration::from_millis(timeout_ms)`",
+            note = "only std's `Duration` is refused: `chrono::Duration` or a type of your own named `Duration` is not"
+        )]
+        pub trait NotADuration {}
+
+        impl NotADuration for NotStdDuration {}
+
+        /// Fails for `IsStdDuration`, at the parameter's type.
+        pub fn refuse_duration<T: NotADuration>(_: T) {}
+
+        /// What `#[data]` reads an `Instant` field with, after reporting it: serde cannot
+        /// derive for one, and this keeps the derive from adding errors of its own.
+        pub fn refused_deserialize<'de, D: serde::Deserializer<'de>, T>(
+            _: D,
+        ) -> Result<T, D::Error> {
+            Err(serde::de::Error::custom("an `Instant` cannot be sent"))
+        }
+
+        /// As [`refused_deserialize`], for `#[data]`'s `Serialize`.
+        pub fn refused_serialize<T, S: serde::Serializer>(_: &T, _: S) -> Result<S::Ok, S::Error> {
+            Err(serde::ser::Error::custom("an `Instant` cannot be sent"))
+        }
+    }
 
     /// A `#[arg(default = "...")]` string literal turned into the parameter's type.
     #[diagnostic::on_unimplemented(

@@ -550,7 +550,9 @@ async fn schema_rows(
     ))
 }
 
-// What schemars' derive writes for the same arguments (as `#[tool]` used to derive it).
+// What schemars' derive writes for the same arguments (as `#[tool]` used to derive it), but for
+// the doc over two lines: `#[tool]` reflows it to one (schemars' derive would keep the `\n`), so
+// here it is written on one line.
 #[derive(schemars::JsonSchema)]
 #[serde(rename = "SchemaRowsArgs", deny_unknown_fields)]
 #[allow(dead_code)]
@@ -558,8 +560,7 @@ async fn schema_rows(
 struct DerivedRows {
     /// # The query
     ///
-    /// What to look for,
-    /// over two lines.
+    /// What to look for, over two lines.
     query: String,
     /// How many results.
     #[serde(default = "ten")]

@@ -116,7 +116,10 @@ fn docs(attrs: &[Attribute]) -> Vec<Attribute> {
         .collect()
 }
 
-/// The text of `///` comments, with rustdoc's leading space removed and the ends trimmed.
+/// The text of `///` comments as the model reads it: rustdoc's leading space removed, the lines
+/// reflowed by [`crate::doc::reflow`] (a paragraph's lines joined with spaces, paragraphs
+/// separated by a blank line), the ends trimmed. A `#[doc]` that is not a string literal is
+/// left out.
 pub fn doc_text(attrs: &[Attribute]) -> Option<String> {
     let mut lines = Vec::new();
     for attr in attrs {
@@ -133,7 +136,7 @@ pub fn doc_text(attrs: &[Attribute]) -> Option<String> {
             }
         }
     }
-    let text = lines.join("\n").trim().to_owned();
+    let text = crate::doc::reflow(&lines.join("\n"));
     (!text.is_empty()).then_some(text)
 }
 
@@ -423,4 +426,79 @@ impl syn::parse::Parse for UnparsedBody {
         };
         Ok(UnparsedBody { item, body })
     }
+}
+
+/// Every type path in `ty`, `ty` itself included: through generic arguments (`Option<..>`,
+/// `Vec<..>`, `HashMap<.., ..>`), tuples, arrays, slices, references and parentheses.
+pub fn type_paths<'t>(ty: &'t Type, found: &mut Vec<&'t syn::TypePath>) {
+    match ty {
+        Type::Path(p) => {
+            found.push(p);
+            for segment in &p.path.segments {
+                for inner in type_args(segment) {
+                    type_paths(inner, found);
+                }
+            }
+        }
+        Type::Tuple(t) => t.elems.iter().for_each(|e| type_paths(e, found)),
+        Type::Array(a) => type_paths(&a.elem, found),
+        Type::Slice(s) => type_paths(&s.elem, found),
+        Type::Reference(r) => type_paths(&r.elem, found),
+        Type::Paren(p) => type_paths(&p.elem, found),
+        Type::Group(g) => type_paths(&g.elem, found),
+        _ => {}
+    }
+}
+
+/// The clock types of std that a model cannot fill, as written in `ty` (inside `Option<..>`,
+/// `Vec<..>` and so on too): `SystemTime` and `Instant`, written bare or as `std::time::X`.
+/// These names are std's own, so a bare one is taken to be std's; `time::Instant` (the `time`
+/// crate's, or `use std::time`) is not matched. `Duration` is not matched by name here: a
+/// bare `Duration` may be chrono's or the user's own, so the expansion asks the compiler
+/// whether the type is `std::time::Duration` (`ClockProbe`).
+pub fn clock_types(ty: &Type) -> Vec<(&syn::TypePath, &'static str)> {
+    let mut paths = Vec::new();
+    type_paths(ty, &mut paths);
+    paths
+        .into_iter()
+        .filter_map(|p| clock_type(p).map(|name| (p, name)))
+        .collect()
+}
+
+fn clock_type(p: &syn::TypePath) -> Option<&'static str> {
+    if p.qself.is_some() {
+        return None;
+    }
+    let segments: Vec<String> = p
+        .path
+        .segments
+        .iter()
+        .map(|s| s.ident.to_string())
+        .collect();
+    let last = p.path.segments.last()?;
+    if !last.arguments.is_none() {
+        return None;
+    }
+    let name = match segments.last()?.as_str() {
+        "SystemTime" => "SystemTime",
+        "Instant" => "Instant",
+        _ => return None,
+    };
+    let std_path = segments.len() == 3 && segments[0] == "std" && segments[1] == "time";
+    (std_path || (segments.len() == 1 && p.path.leading_colon.is_none())).then_some(name)
+}
+
+/// The paths in `ty` whose last segment is `Duration` (any path, no generic arguments): the
+/// expansion asks the compiler of each whether it is `std::time::Duration`.
+pub fn duration_candidates(ty: &Type) -> Vec<&syn::TypePath> {
+    let mut paths = Vec::new();
+    type_paths(ty, &mut paths);
+    paths.retain(|p| {
+        p.qself.is_none()
+            && p.path
+                .segments
+                .last()
+                .is_some_and(|s| s.ident == "Duration" && s.arguments.is_none())
+    });
+    paths
 }

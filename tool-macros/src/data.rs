@@ -186,12 +186,79 @@ pub fn expand(direction: Direction, item: &syn::Item) -> TokenStream {
     };
     let serde_crate = "::toolwright::__private_v0_1::serde";
     let schemars_crate = "::toolwright::__private_v0_1::schemars";
+    let mut item = item.clone();
+    reflow_descriptions(&mut item);
     quote! {
         #[derive(#derives, #p::schemars::JsonSchema)]
         #[serde(crate = #serde_crate)]
         #[schemars(crate = #schemars_crate)]
         #item
     }
+}
+
+/// Every doc comment of the type that schemars' derive makes a `description` (the type's, each
+/// variant's and field's), reflowed as a tool's description is ([`crate::doc::reflow`]), as an
+/// explicit `#[schemars(description = "..")]`: the derive itself joins the lines with `\n`.
+/// Written only where the reflow changes the text, and never where the user wrote a
+/// `description` already (or a `#[doc]` that is not a literal).
+fn reflow_descriptions(item: &mut syn::Item) {
+    fn fields(fields: &mut syn::Fields) {
+        for field in fields.iter_mut() {
+            describe(&mut field.attrs);
+        }
+    }
+    match item {
+        syn::Item::Struct(s) => {
+            describe(&mut s.attrs);
+            fields(&mut s.fields);
+        }
+        syn::Item::Enum(e) => {
+            describe(&mut e.attrs);
+            for variant in &mut e.variants {
+                describe(&mut variant.attrs);
+                fields(&mut variant.fields);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Adds `#[schemars(description = "..")]` with the reflowed description of `attrs`' doc
+/// comment, when it differs from what schemars' derive would write.
+fn describe(attrs: &mut Vec<syn::Attribute>) {
+    let Some(lines) = crate::doc::doc_lines(attrs) else {
+        return;
+    };
+    if lines.is_empty() || has_description(attrs) {
+        return;
+    }
+    // schemars' reading: a first line starting with `#` is the title, the rest the description.
+    let doc = lines.join("\n");
+    let doc = doc.trim();
+    let description = match doc.strip_prefix('#') {
+        Some(_) => doc.split_once('\n').map_or("", |(_, rest)| rest).trim(),
+        None => doc,
+    };
+    let reflowed = crate::doc::reflow(description);
+    if reflowed != description {
+        attrs.push(syn::parse_quote!(#[schemars(description = #reflowed)]));
+    }
+}
+
+/// Whether a `#[schemars(..)]` among `attrs` sets `description` itself.
+fn has_description(attrs: &[syn::Attribute]) -> bool {
+    attrs
+        .iter()
+        .filter(|a| a.path().is_ident("schemars"))
+        .any(|a| mentions(a.to_token_stream(), "description"))
+}
+
+fn mentions(tokens: TokenStream, name: &str) -> bool {
+    tokens.into_iter().any(|tree| match tree {
+        proc_macro2::TokenTree::Ident(ident) => ident == name,
+        proc_macro2::TokenTree::Group(group) => mentions(group.stream(), name),
+        _ => false,
+    })
 }
 
 /// The whole attribute: the derives, or every mistake next to the unchanged item.
@@ -210,13 +277,106 @@ pub fn data(attr: TokenStream, item: TokenStream) -> TokenStream {
     };
     check_item(&cx, &parsed);
     match cx.check() {
-        Ok(()) => expand(direction, &parsed),
+        Ok(()) => {
+            // A field of a type the model cannot fill is reported at the field, and the type
+            // is derived all the same: the report is the one error.
+            let mut parsed = parsed;
+            let (errors, probes) = clock_fields(direction, &mut parsed);
+            let expanded = expand(direction, &parsed);
+            quote!(#errors #expanded #probes)
+        }
         Err(errors) => {
             // Keep the item so the rest of the crate still type-checks around the mistake.
             let errors = errors.to_compile_error();
             quote!(#errors #parsed)
         }
     }
+}
+
+/// The fields of a type the model sends (`#[data]`, `#[data(input)]`) whose type holds std's
+/// `SystemTime` or `Instant` (reported here, by name: see `ast::clock_types`) or a `Duration`
+/// (asked of the compiler: see `expand::duration_probes`, not for a generic type, whose fields
+/// may name its parameters). A field with its own `with`, `deserialize_with`, `skip` or
+/// `skip_deserializing` (serde) or `with`/`schema_with` (schemars) says how it is read and is
+/// left alone. An `Instant` field, which serde cannot derive for, is read by a function that
+/// always fails, so that the derive adds no error of its own (the crate does not compile
+/// anyway).
+fn clock_fields(direction: Direction, item: &mut syn::Item) -> (TokenStream, TokenStream) {
+    if direction == Direction::Output {
+        return (TokenStream::new(), TokenStream::new());
+    }
+    let cx = Ctxt::default();
+    let mut probes = Vec::new();
+    let generic = match item {
+        syn::Item::Struct(s) => !s.generics.params.is_empty(),
+        syn::Item::Enum(e) => !e.generics.params.is_empty(),
+        _ => true,
+    };
+    let mut check = |field: &mut syn::Field| {
+        if read_its_own_way(&field.attrs) {
+            return;
+        }
+        let mut instant = false;
+        for (path, name) in crate::ast::clock_types(&field.ty) {
+            cx.error_spanned_by(path, crate::valid::clock_message(name));
+            instant |= name == "Instant";
+        }
+        if instant {
+            let p = "::toolwright::__private_v0_1::clock";
+            let de = format!("{p}::refused_deserialize");
+            let ser = format!("{p}::refused_serialize");
+            field
+                .attrs
+                .push(syn::parse_quote!(#[serde(deserialize_with = #de)]));
+            if direction == Direction::Both {
+                field
+                    .attrs
+                    .push(syn::parse_quote!(#[serde(serialize_with = #ser)]));
+            }
+            field
+                .attrs
+                .push(syn::parse_quote!(#[schemars(with = "()")]));
+        }
+        if !generic {
+            probes.push(crate::expand::duration_probes(&field.ty));
+        }
+    };
+    match item {
+        syn::Item::Struct(s) => s.fields.iter_mut().for_each(&mut check),
+        syn::Item::Enum(e) => e
+            .variants
+            .iter_mut()
+            .flat_map(|v| v.fields.iter_mut())
+            .for_each(&mut check),
+        _ => {}
+    }
+    let errors = cx.check().err().map(|e| e.to_compile_error());
+    let probes = probes.iter().any(|p| !p.is_empty()).then(|| {
+        quote! {
+            const _: () = {
+                #[allow(dead_code)]
+                fn __toolwright_clock_probes() {
+                    #(#probes)*
+                }
+            };
+        }
+    });
+    (quote!(#errors), quote!(#probes))
+}
+
+/// Whether a field's own attributes say how it is read (or that it is not).
+fn read_its_own_way(attrs: &[syn::Attribute]) -> bool {
+    attrs.iter().any(|a| {
+        let tokens = a.to_token_stream();
+        (a.path().is_ident("serde")
+            && ["with", "deserialize_with", "skip", "skip_deserializing"]
+                .iter()
+                .any(|k| mentions(tokens.clone(), k)))
+            || (a.path().is_ident("schemars")
+                && ["with", "schema_with"]
+                    .iter()
+                    .any(|k| mentions(tokens.clone(), k)))
+    })
 }
 
 fn with_errors(cx: Ctxt, item: TokenStream) -> TokenStream {

@@ -14,6 +14,7 @@ mod chain;
 mod spans;
 
 use args::args_struct;
+pub use chain::duration_probes;
 use chain::{links, owner_bounds, register, registration};
 pub use spans::anchored;
 use spans::{allow_lints, at_call_site, located_at};
@@ -756,7 +757,7 @@ pub fn stub_items(tool: &ToolFn) -> (TokenStream, TokenStream) {
     // are left out.
     let fields = tool
         .args()
-        .filter(|param| !unusable(tool, &param.ty))
+        .filter(|param| !unusable_arg(tool, &param.ty))
         .map(|param| {
             let (ident, ty) = (&param.ident, &param.ty);
             quote!(#vis #ident: #ty,)
@@ -871,6 +872,12 @@ fn unusable(tool: &ToolFn, ty: &syn::Type) -> bool {
     ) || tool.impl_parameter_in(ty).is_some()
 }
 
+/// An argument type validation already reported: [`unusable`], or one holding std's
+/// `SystemTime` or `Instant`.
+fn unusable_arg(tool: &ToolFn, ty: &syn::Type) -> bool {
+    unusable(tool, ty) || !crate::ast::clock_types(ty).is_empty()
+}
+
 /// The stand-in's result type, the bounds of its `Tool` impl and its registration chain.
 struct StubChecks {
     output: TokenStream,
@@ -894,7 +901,7 @@ fn stub_type_checks(tool: &ToolFn, names: &Names) -> StubChecks {
         Output::Result { ok, .. } | Output::Plain { ty: ok, .. } if !unusable(ok) => ok,
         _ => return none(),
     };
-    if tool.args().any(|param| unusable(&param.ty)) {
+    if tool.args().any(|param| unusable_arg(tool, &param.ty)) {
         return none();
     }
     let arg_bounds: Vec<TokenStream> = tool.args().map(argument_bound).collect();

@@ -10,6 +10,7 @@ mod ast;
 mod attr;
 mod ctxt;
 mod data;
+mod doc;
 mod expand;
 mod toolset;
 mod valid;
@@ -21,6 +22,14 @@ use quote::quote;
 /// registry entry. On a method, with `#[toolset]` on its `impl` block.
 ///
 /// See the `toolwright` crate documentation for the keys of `#[tool(...)]` and `#[arg(...)]`.
+///
+/// Doc comments (the function's and its parameters') become descriptions reflowed for the
+/// model: a paragraph's lines joined with spaces, paragraphs, list items and code blocks kept.
+/// A parameter of std's `SystemTime` or `Instant` (bare or `std::time::X`) or of
+/// `std::time::Duration` (however it is named: the compiler is asked, so chrono's `Duration`
+/// passes), also inside `Option<..>` or `Vec<..>`, is a compile error naming what to take
+/// instead: an RFC 3339 `String`, `chrono::DateTime<Utc>`/`jiff::Timestamp`, or an integer with
+/// its unit in the name (`timeout_ms: u64`).
 #[proc_macro_attribute]
 pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
     let item = proc_macro2::TokenStream::from(item);

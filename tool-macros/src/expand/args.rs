@@ -116,22 +116,23 @@ fn json_schema(
     }
 }
 
-/// A parameter's doc comment as schemars' derive reads it: the lines joined with `\n`, each
-/// without the one space after `///`. Doc comments are joined here into one literal; only a
-/// `#[doc = ..]` that is not a string literal (a macro call) is left to `concat!`, a macro
-/// expanded inside this one, which rustc hashes by where `#[tool]` stands (see `anchored`).
+/// A parameter's doc comment, as one literal: its lines, each without the one space after
+/// `///`, reflowed by [`crate::doc::reflow`] as the tool's description is. Only a `#[doc = ..]`
+/// that is not a string literal (a macro call) leaves the lines joined with `\n` as schemars'
+/// derive joins them, by `concat!`, a macro expanded inside this one, which rustc hashes by
+/// where `#[tool]` stands (see `anchored`).
 fn schemars_doc(docs: &[syn::Attribute]) -> TokenStream {
+    if let Some(lines) = crate::doc::doc_lines(docs) {
+        let text = crate::doc::reflow(&lines.join("\n"));
+        return quote!(#text);
+    }
     let mut parts = Vec::new();
-    let mut joined = Some(String::new());
     let lines = docs
         .iter()
         .filter_map(|attr| attr.meta.require_name_value().ok());
     for (i, line) in lines.enumerate() {
         if i > 0 {
             parts.push(quote!("\n"));
-            if let Some(joined) = &mut joined {
-                joined.push('\n');
-            }
         }
         match &line.value {
             syn::Expr::Lit(syn::ExprLit {
@@ -141,20 +142,11 @@ fn schemars_doc(docs: &[syn::Attribute]) -> TokenStream {
                 let value = text.value();
                 let value = value.strip_prefix(' ').unwrap_or(&value);
                 parts.push(quote!(#value));
-                if let Some(joined) = &mut joined {
-                    joined.push_str(value);
-                }
             }
-            other => {
-                parts.push(quote!(#other));
-                joined = None;
-            }
+            other => parts.push(quote!(#other)),
         }
     }
-    match joined {
-        Some(joined) => quote!(#joined),
-        None => quote!(::core::concat!(#(#parts),*)),
-    }
+    quote!(::core::concat!(#(#parts),*))
 }
 
 /// `Deserialize` for the arguments: a JSON object read by a map visitor (an array is the wrong

@@ -116,7 +116,9 @@ pub(super) fn links(
                     let next = Ident::new(&link(k + 1).to_string(), first);
                     let open = quote_spanned!(first=> ::<);
                     let close = quote_spanned!(last=> >);
+                    let probes = duration_probes(ty);
                     quote! {
+                        #probes
                         let next = #next #open #close;
                         next(builder #set_arg)
                     }
@@ -151,4 +153,31 @@ pub(super) fn owner_bounds(owner: &Owner) -> TokenStream {
         .unwrap_or_default();
     let send = quote_spanned!(first=> ::core::marker::Send + ::core::marker::Sync + 'static);
     quote!(#(#predicates,)* #self_ty: #send,)
+}
+
+/// For each path in an argument's type whose last segment is `Duration`, a check that it is not
+/// `std::time::Duration` (which serializes as `{secs, nanos}`), reported at the path. The name
+/// alone cannot tell: `Duration` may be chrono's or the user's own, so the compiler is asked,
+/// by autoref specialization: `(&ClockProbe::<T>::NEW).probe()` finds the by-value method that
+/// only `ClockProbe<std::time::Duration>` has, and every other `T` the by-reference one; the
+/// first returns a type that fails `refuse_duration`'s bound, with its message.
+pub fn duration_probes(ty: &syn::Type) -> TokenStream {
+    let probes = crate::ast::duration_candidates(ty).into_iter().map(|path| {
+        let (first, last) = token_spans(path);
+        let p = quote_spanned!(first=> ::toolwright::__private_v0_1::clock);
+        let probe = quote_spanned!(first=> (&#p::ClockProbe::<#path>::NEW));
+        let call = quote_spanned!(last=> .probe());
+        let check = spanning(first, last, quote!(#probe #call));
+        let refuse = quote_spanned!(first=> #p::refuse_duration);
+        quote!(#refuse(#check);)
+    });
+    let probes: Vec<TokenStream> = probes.collect();
+    if probes.is_empty() {
+        return TokenStream::new();
+    }
+    quote! {
+        #[allow(unused_imports)]
+        use ::toolwright::__private_v0_1::clock::{ByReference as _, ByValue as _};
+        #(#probes)*
+    }
 }
