@@ -126,3 +126,68 @@ fn user_docs_tell_no_story_of_how_they_were_built() {
         "the README is a front page of about 300 lines; it has {readme_lines}"
     );
 }
+
+/// A default value is stated once, in the rustdoc of the item that sets it; a page links there
+/// (`[`max_steps`](https://docs.rs/toolwright/latest/...#method.max_steps)`) instead of restating
+/// the number, which would go stale the day the default changes. This catches the usual
+/// phrasings of a restated default: a number shortly before "by default" in the same clause
+/// ("(5 minutes by default)", "3 attempts in all by default") and a number just inside
+/// "(default ..." ("(default 10, ...)", "(default: 1,000 entries)").
+#[test]
+fn no_page_restates_a_default_value() {
+    // Not an API default: the example binary's command-line flag, documented by its `--help`.
+    let allowed = ["`--seed` (default 7)"];
+    let mut docs = vec![(String::from("README.md"), read(&root().join("README.md")))];
+    for page in pages() {
+        docs.push((
+            format!("docs/src/{page}"),
+            read(&root().join("docs/src").join(&page)),
+        ));
+    }
+    let mut found = Vec::new();
+    for (name, text) in &docs {
+        for (n, line) in text.lines().enumerate() {
+            let mut checked = line.to_owned();
+            for phrase in allowed {
+                checked = checked.replace(phrase, "");
+            }
+            let lower = checked.to_ascii_lowercase();
+            // "<number> <unit> ... by default", the number in the same clause and close by.
+            for (at, _) in lower.match_indices("by default") {
+                let clause = lower[..at]
+                    .rsplit(['.', ';', ')', '(', ':'])
+                    .next()
+                    .unwrap_or("");
+                let near: String = clause
+                    .chars()
+                    .rev()
+                    .take(30)
+                    .collect::<Vec<_>>()
+                    .into_iter()
+                    .rev()
+                    .collect();
+                if near.chars().any(|c| c.is_ascii_digit()) {
+                    found.push(format!("{name}:{}: {}", n + 1, line.trim()));
+                }
+            }
+            // "(default <number>" or "(default: ... <number>", before the parenthesis closes.
+            for (at, _) in lower.match_indices("(default") {
+                let inside: String = lower[at + "(default".len()..]
+                    .chars()
+                    .take_while(|&c| c != ')')
+                    .take(30)
+                    .collect();
+                if inside.chars().any(|c| c.is_ascii_digit()) {
+                    found.push(format!("{name}:{}: {}", n + 1, line.trim()));
+                }
+            }
+        }
+    }
+    found.dedup();
+    assert!(
+        found.is_empty(),
+        "these lines restate a default value; link to the rustdoc of the item that sets it \
+         (https://docs.rs/toolwright/latest/toolwright/...) instead:\n{}",
+        found.join("\n")
+    );
+}

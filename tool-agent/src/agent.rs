@@ -451,7 +451,9 @@ impl AgentBuilder {
         self
     }
 
-    /// Model turns before the run ends with [`End::StepLimit`] (at least 1).
+    /// Model turns before the run ends with [`End::StepLimit`] (at least 1). Default:
+    /// [`DEFAULT_MAX_STEPS`], 10, the cap of the agent loop in "How to Handle Tool Execution
+    /// Failures", so a model stuck on a failing tool stops before the token bill stops it.
     pub fn max_steps(mut self, steps: usize) -> Self {
         self.max_steps = steps.max(1);
         self
@@ -467,7 +469,8 @@ impl AgentBuilder {
     }
 
     /// Wall-clock limit of a run (and of each resumed part of it): past it, the run ends with
-    /// [`AbortReason::Deadline`] and whatever was running is cancelled.
+    /// [`AbortReason::Deadline`] and whatever was running is cancelled. Default:
+    /// [`DEFAULT_DEADLINE`], 10 minutes.
     pub fn deadline(mut self, deadline: Duration) -> Self {
         self.deadline = deadline;
         self
@@ -481,19 +484,23 @@ impl AgentBuilder {
     }
 
     /// Attempts and backoff of one model request (the same policy type as the tools').
+    /// Default: [`RetryPolicy::new`], 3 attempts in all, full jitter from 250 ms capped at 20 s,
+    /// a provider's `Retry-After` honoured.
     pub fn model_retry(mut self, policy: RetryPolicy) -> Self {
         self.model_retry = policy;
         self
     }
 
     /// The share of model requests that may be retries, across every run of this agent (so a
-    /// provider outage does not multiply the agent's traffic to it).
+    /// provider outage does not multiply the agent's traffic to it). Default:
+    /// [`RetryBudget::default`], retries up to 20% of requests plus 1 per second, over 10 s.
     pub fn model_retry_budget(mut self, budget: RetryBudget) -> Self {
         self.model_budget = budget;
         self
     }
 
-    /// Limit of one model request; past it the request is a `timeout`, and retried.
+    /// Limit of one model request; past it the request is a `timeout`, and retried. Default:
+    /// [`DEFAULT_MODEL_TIMEOUT`], 120 s.
     pub fn model_timeout(mut self, timeout: Duration) -> Self {
         self.model_timeout = timeout;
         self

@@ -312,7 +312,8 @@ impl McpServer {
     }
 
     /// The largest argument text a call may carry, in bytes; a larger one is refused with
-    /// JSON-RPC `-32602` naming the limit, before anything parses it.
+    /// JSON-RPC `-32602` naming the limit, before anything parses it. Default:
+    /// [`DEFAULT_MAX_ARGUMENT_BYTES`], 1 MiB.
     pub fn max_argument_bytes(mut self, bytes: usize) -> Self {
         self.max_argument_bytes = bytes;
         self

@@ -516,6 +516,7 @@ impl Approvals {
     }
 
     /// How long a ticket lives waiting, and again once decided, before it is forgotten.
+    /// Default: [`DEFAULT_APPROVAL_TTL`], 7 days.
     pub fn expire_after(mut self, expire_after: Duration) -> Self {
         self.expire_after = expire_after;
         self

@@ -68,7 +68,7 @@ impl QuarantinePolicy {
         QuarantinePolicy::new().max_entries(0)
     }
 
-    /// At most this many entries (the least recently kept are forgotten first).
+    /// At most this many entries (the least recently kept are forgotten first). Default: 1,000.
     pub const fn max_entries(mut self, entries: u32) -> Self {
         self.max_entries = entries;
         self
@@ -76,13 +76,13 @@ impl QuarantinePolicy {
 
     /// At most this many bytes of text (as received), tool names and call ids together. A
     /// redacted text can read a few bytes longer than it was kept: a value shorter than
-    /// `"[redacted]"` is replaced by it.
+    /// `"[redacted]"` is replaced by it. Default: 1 MiB.
     pub const fn max_bytes(mut self, bytes: u32) -> Self {
         self.max_bytes = bytes;
         self
     }
 
-    /// How long an entry is kept.
+    /// How long an entry is kept. Default: one hour.
     pub const fn time_to_live(mut self, ttl: Duration) -> Self {
         self.ttl = ttl;
         self
