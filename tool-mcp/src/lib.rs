@@ -52,8 +52,8 @@
 //!   decline or cancel is `approval_denied`. A client without elicitation gets
 //!   [`McpServer::approver`], or a refusal.
 //! - **Beside your resources and prompts**: [`McpServer::with_handler`] serves an rmcp
-//!   [`ServerHandler`](rmcp::ServerHandler) you write (resources, prompts, completions,
-//!   logging) with the tools inside it as a [`Tools`], so everything above holds for them.
+//!   [`ServerHandler`] you write (resources, prompts, completions, logging) with the tools
+//!   inside it as a [`Tools`], so everything above holds for them.
 //!
 //! ```no_run
 //! use toolwright_core::{Registry, ToolError};
