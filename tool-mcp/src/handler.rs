@@ -18,10 +18,104 @@ use crate::approval::ElicitingApprover;
 use crate::streamable::{Disconnected, Grant};
 use crate::Shared;
 
-/// The rmcp handler of one MCP session. rmcp builds one per stdio connection and one per
-/// streamable-HTTP session (its service factory), so everything a client's conversation owns
-/// (grounded ids, recovery budget, idempotency scope) lives in `session` and dies with it.
-pub(crate) struct Handler {
+/// The registry's tools for one MCP session: `tools/list` and `tools/call` through the pipeline,
+/// as an rmcp [`ServerHandler`].
+///
+/// [`McpServer`](crate::McpServer) makes one per stdio connection and one per streamable-HTTP
+/// session, so everything a client's conversation owns (grounded ids, recovery budget,
+/// idempotency scope) lives in it and ends with it. On its own it is the whole server
+/// (what [`McpServer::new`](crate::McpServer::new) serves). Beside your resources, prompts and
+/// completions, it is a field of your own [`ServerHandler`], which
+/// [`McpServer::with_handler`](crate::McpServer::with_handler) builds around it per session, and
+/// your handler forwards six methods to it, one line each:
+///
+/// | your [`ServerHandler`] method | forward to `Tools` | what it brings |
+/// |---|---|---|
+/// | `list_tools` | `self.tools.list_tools(request, context).await` | the tools this session is shown (scopes, `visible_when`), with their schemas |
+/// | `call_tool` | `self.tools.call_tool(request, context).await` | the call through the pipeline in the session's [`Session`] (bound to its principal), the envelope, approval by elicitation, progress, cancellation |
+/// | `on_initialized` | `self.tools.on_initialized(context).await` | `notifications/tools/list_changed` after each change of the registry's tool set |
+/// | `on_custom_request` | `self.tools.on_custom_request(request, context).await` | `-32602` naming the field for `tools/call` params rmcp cannot read (after your own custom methods) |
+/// | `supported_protocol_versions` | `self.tools.supported_protocol_versions()` | revisions up to 2025-11-25, those with sessions |
+/// | `get_info` | `self.tools.get_info()`, then add your capabilities | the server's name, version and instructions, and the `tools` capability with `listChanged` |
+///
+/// rmcp cannot make a handler forward them: a handler that does not forward `list_tools`
+/// gets rmcp's default, an empty list, and one that does not forward `call_tool` answers every
+/// call "method not found"; without `on_initialized` the client is not told when the tools
+/// change.
+///
+/// ```
+/// use std::borrow::Cow;
+///
+/// use toolwright_core::Registry;
+/// use toolwright_mcp::rmcp::model::{
+///     CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, ListResourcesResult,
+///     ListToolsResult, PaginatedRequestParams, ProtocolVersion, Resource, ResourcesCapability,
+///     ServerConfig,
+/// };
+/// use toolwright_mcp::rmcp::service::{NotificationContext, RequestContext};
+/// use toolwright_mcp::rmcp::{ErrorData, RoleServer, ServerHandler};
+/// use toolwright_mcp::{McpServer, Tools};
+///
+/// /// Your server: the registry's tools and a resource of your own.
+/// struct Notes {
+///     tools: Tools,
+/// }
+///
+/// impl ServerHandler for Notes {
+///     fn get_info(&self) -> ServerConfig {
+///         let mut info = self.tools.get_info();
+///         info.capabilities.resources = Some(ResourcesCapability::default());
+///         info
+///     }
+///
+///     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+///         self.tools.supported_protocol_versions()
+///     }
+///
+///     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+///         self.tools.on_initialized(context).await
+///     }
+///
+///     async fn on_custom_request(
+///         &self,
+///         request: CustomRequest,
+///         context: RequestContext<RoleServer>,
+///     ) -> Result<CustomResult, ErrorData> {
+///         self.tools.on_custom_request(request, context).await
+///     }
+///
+///     async fn list_tools(
+///         &self,
+///         request: Option<PaginatedRequestParams>,
+///         context: RequestContext<RoleServer>,
+///     ) -> Result<ListToolsResult, ErrorData> {
+///         self.tools.list_tools(request, context).await
+///     }
+///
+///     async fn call_tool(
+///         &self,
+///         request: CallToolRequestParams,
+///         context: RequestContext<RoleServer>,
+///     ) -> Result<CallToolResponse, ErrorData> {
+///         self.tools.call_tool(request, context).await
+///     }
+///
+///     // Yours, as rmcp does them:
+///     async fn list_resources(
+///         &self,
+///         _request: Option<PaginatedRequestParams>,
+///         _context: RequestContext<RoleServer>,
+///     ) -> Result<ListResourcesResult, ErrorData> {
+///         let readme = Resource::new("notes://readme", "readme");
+///         Ok(ListResourcesResult::with_all_items(vec![readme]))
+///     }
+/// }
+///
+/// let registry = Registry::builder().build().unwrap();
+/// let server = McpServer::new(registry).with_handler(|tools| Notes { tools });
+/// # let _ = server;
+/// ```
+pub struct Tools {
     shared: Arc<Shared>,
     /// Made at the first request, when the peer (for elicitation) and the caller's grant are
     /// known.
@@ -47,9 +141,18 @@ impl Drop for AbortOnDrop {
     }
 }
 
-impl Handler {
+impl std::fmt::Debug for Tools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tools")
+            .field("tools", &self.shared.registry.names())
+            .field("session", &self.session.get().map(|o| o.session.id()))
+            .finish_non_exhaustive()
+    }
+}
+
+impl Tools {
     pub(crate) fn new(shared: Arc<Shared>) -> Self {
-        Handler {
+        Tools {
             shared,
             session: OnceLock::new(),
             watcher: OnceLock::new(),
@@ -61,7 +164,10 @@ impl Handler {
     /// the guard has already answered it 404), with the scopes of *this* request's grant, so a
     /// narrower token on an open session gets the narrower tools. The conversation (grounded
     /// ids, idempotency scope, approver) is the session's whichever token is used.
-    fn session(&self, context: &RequestContext<RoleServer>) -> Result<Cow<'_, Session>, ErrorData> {
+    fn session_for(
+        &self,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Cow<'_, Session>, ErrorData> {
         let grant = context
             .extensions
             .get::<http::request::Parts>()
@@ -86,6 +192,37 @@ impl Handler {
             .filter(|scope| !opened.granted.contains(scope) && !grant.scopes().contains(scope));
         let scopes: Vec<String> = kept.chain(grant.scopes()).cloned().collect();
         Ok(Cow::Owned(session.clone().with_scopes(scopes)))
+    }
+
+    /// This MCP session's toolwright [`Session`] as `context`'s request may use it, for your
+    /// own handlers (a resource only a principal may read, a prompt per scope): the principal
+    /// that opened the MCP session (over HTTP with [`McpServer::authorize`]), the scopes of this
+    /// request's token, the session factory's additions. It is the session `tools/call` runs
+    /// in; the first request that asks makes it. A request of another principal is
+    /// `-32600` (over HTTP the server has already answered it 404).
+    ///
+    /// [`McpServer::authorize`]: crate::McpServer::authorize
+    ///
+    /// ```
+    /// use toolwright_mcp::rmcp::model::{ListResourcesResult, PaginatedRequestParams};
+    /// use toolwright_mcp::rmcp::service::RequestContext;
+    /// use toolwright_mcp::rmcp::{ErrorData, RoleServer};
+    /// use toolwright_mcp::Tools;
+    ///
+    /// async fn list_resources(
+    ///     tools: &Tools,
+    ///     context: RequestContext<RoleServer>,
+    /// ) -> Result<ListResourcesResult, ErrorData> {
+    ///     let session = tools.session(&context)?;
+    ///     if !session.scopes().iter().any(|s| s == "notes:read") {
+    ///         return Ok(ListResourcesResult::default());
+    ///     }
+    ///     // ... the notes `session.principal()` may read
+    ///     # Ok(ListResourcesResult::default())
+    /// }
+    /// ```
+    pub fn session(&self, context: &RequestContext<RoleServer>) -> Result<Session, ErrorData> {
+        self.session_for(context).map(Cow::into_owned)
     }
 
     fn open(&self, grant: Option<&Grant>, context: &RequestContext<RoleServer>) -> Opened {
@@ -167,7 +304,12 @@ pub(crate) fn call_tool_result(outcome: &Outcome) -> CallToolResult {
     result
 }
 
-impl ServerHandler for Handler {
+impl ServerHandler for Tools {
+    /// The server's name and version and its `instructions` (from
+    /// [`McpServer::name`](crate::McpServer::name) and
+    /// [`McpServer::instructions`](crate::McpServer::instructions)), and the `tools`
+    /// capability with `listChanged`. A handler of yours starts from this and adds its own
+    /// capabilities (`info.capabilities.resources = Some(..)`).
     fn get_info(&self) -> ServerConfig {
         let capabilities = ServerCapabilities::builder()
             .enable_tools()
@@ -222,21 +364,27 @@ impl ServerHandler for Handler {
         ))
     }
 
+    /// The tools this session is shown ([`Registry::is_visible`](toolwright_core::Registry::is_visible):
+    /// its scopes, `visible_when`, `tool_filter`), all in one page.
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let session = self.session(&context)?;
+        let session = self.session_for(&context)?;
         Ok(ListToolsResult::with_all_items(self.visible(&session)))
     }
 
+    /// The call through the registry in this session's [`Session`]: every outcome a result
+    /// with the envelope (`isError` when it failed), a tool the session cannot see or
+    /// arguments over the limit `-32602`; approval by elicitation, progress for a
+    /// `progressToken`, cancellation by `notifications/cancelled` or a dropped stream.
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let session = self.session(&context)?;
+        let session = self.session_for(&context)?;
         let session = session.as_ref();
         let name = request.name;
         if !self.shared.registry.is_visible(&name, session) {
@@ -284,6 +432,7 @@ impl ServerHandler for Handler {
                 session,
                 call,
                 progress_token,
+                self.shared.progress_interval,
                 &context.peer,
             ) => {
                 Ok(call_tool_result(&outcome).into())

@@ -41,8 +41,8 @@
 //!   as every official SDK does; the server keeps serving.
 //! - **Progress**: when a `tools/call` carries a `progressToken`, what the tool reports through
 //!   [`ToolContext::progress`](toolwright_core::ToolContext::progress) becomes
-//!   `notifications/progress`, at most one per 50 ms and the last one always, all before the
-//!   result.
+//!   `notifications/progress`, at most one per 50 ms ([`McpServer::progress_interval`]) and
+//!   the last one always, all before the result.
 //! - **Cancellation**: `notifications/cancelled`, an HTTP response stream the client drops and
 //!   a closed connection drop the call's future; no result is sent. The registry counts a
 //!   dropped call neither as a success nor as a failure, and leaves a non-idempotent call's key
@@ -51,6 +51,9 @@
 //!   `elicitation/create`, showing the tool and its redacted arguments; accept runs it once,
 //!   decline or cancel is `approval_denied`. A client without elicitation gets
 //!   [`McpServer::approver`], or a refusal.
+//! - **Beside your resources and prompts**: [`McpServer::with_handler`] serves an rmcp
+//!   [`ServerHandler`] you write (resources, prompts, completions, logging) with the tools
+//!   inside it as a [`Tools`], so everything above holds for them.
 //!
 //! ```no_run
 //! use toolwright_core::{Registry, ToolError};
@@ -83,12 +86,13 @@ use std::time::Duration;
 
 use rmcp::model::Implementation;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
-use rmcp::ServiceExt;
+use rmcp::{ServerHandler, ServiceExt};
 use tokio_util::sync::CancellationToken;
 use toolwright_core::guard::approval::Approver;
 use toolwright_core::providers::{Export, ExportError, Provider};
 use toolwright_core::{Registry, Session};
 
+pub use crate::handler::Tools;
 pub use crate::streamable::{Authorizer, Grant, HttpServer, ProtectedResource};
 /// The rmcp this crate is built on, for [`McpServer::serve`]'s transports.
 pub use rmcp;
@@ -114,6 +118,10 @@ pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// The default time a client has to send a request's whole body: 30 seconds.
 pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// The default least time between two `notifications/progress` of one call: 50 ms
+/// ([`toolwright_core::progress::DEFAULT_INTERVAL`]).
+pub const DEFAULT_PROGRESS_INTERVAL: Duration = toolwright_core::progress::DEFAULT_INTERVAL;
+
 /// Serves `registry` over stdio with the defaults: `McpServer::new(registry).serve_stdio()`.
 ///
 /// ```no_run
@@ -128,8 +136,13 @@ pub async fn serve_stdio(registry: Registry) -> Result<(), ServeError> {
 type SessionFactory = dyn Fn(Session) -> Session + Send + Sync;
 
 /// An MCP server for a registry: configure, then serve over stdio ([`McpServer::serve_stdio`]),
-/// streamable HTTP ([`McpServer::serve_http`], [`McpServer::bind_http`]) or any rmcp transport
-/// ([`McpServer::serve`]).
+/// streamable HTTP ([`McpServer::serve_http`], [`McpServer::bind_http`],
+/// [`McpServer::router`]) or any rmcp transport ([`McpServer::serve`]).
+///
+/// `F` makes each session's rmcp handler from the session's [`Tools`]. By default the handler
+/// is the `Tools` itself, a server of tools alone; [`McpServer::with_handler`] serves your own
+/// [`ServerHandler`] (your resources, prompts, completions) around it, with every transport and
+/// protection of this type.
 ///
 /// ```
 /// use std::sync::Arc;
@@ -161,7 +174,7 @@ type SessionFactory = dyn Fn(Session) -> Session + Send + Sync;
 ///     .body_read_timeout(Duration::from_secs(30));
 /// # let _ = server;
 /// ```
-pub struct McpServer {
+pub struct McpServer<F = fn(Tools) -> Tools> {
     registry: Registry,
     export: Export,
     implementation: Implementation,
@@ -182,9 +195,11 @@ pub struct McpServer {
     max_connections: usize,
     header_read_timeout: Duration,
     body_read_timeout: Duration,
+    progress_interval: Duration,
+    handler: F,
 }
 
-impl fmt::Debug for McpServer {
+impl<F> fmt::Debug for McpServer<F> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("McpServer")
             .field("tools", &self.registry.names())
@@ -245,6 +260,7 @@ pub(crate) struct Shared {
     pub(crate) session_factory: Option<Arc<SessionFactory>>,
     pub(crate) fallback_approver: Option<Arc<dyn Approver>>,
     pub(crate) approval_timeout: Duration,
+    pub(crate) progress_interval: Duration,
 }
 
 impl Shared {
@@ -266,7 +282,8 @@ impl Shared {
 impl McpServer {
     /// A server for `registry`: named `toolwright`, arguments up to 1 MiB, approval asked by
     /// elicitation for up to 5 minutes, no authorization (stdio's trust model: the client
-    /// started the process), HTTP on loopback only.
+    /// started the process), HTTP on loopback only. It serves the registry's tools alone; see
+    /// [`McpServer::with_handler`] to serve them beside your resources and prompts.
     pub fn new(registry: Registry) -> Self {
         McpServer {
             registry,
@@ -289,7 +306,120 @@ impl McpServer {
             max_connections: DEFAULT_MAX_CONNECTIONS,
             header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
             body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,
+            progress_interval: DEFAULT_PROGRESS_INTERVAL,
+            handler: std::convert::identity,
         }
+    }
+}
+
+impl<F> McpServer<F> {
+    /// Serves your own rmcp [`ServerHandler`] (resources, prompts, completions, logging, as
+    /// rmcp does them) with the registry's tools inside it: `factory` builds one per session
+    /// (each stdio connection, each streamable-HTTP session) around that session's [`Tools`],
+    /// and every transport and protection of the server applies to it (the authorizer, each
+    /// session bound to its principal, the caps, the timeouts). Your handler forwards
+    /// `list_tools`, `call_tool`, `on_initialized`, `on_custom_request`,
+    /// `supported_protocol_versions` and `get_info` to the `Tools`, one line each (see
+    /// [`Tools`]); rmcp's defaults would list no tools and refuse every call.
+    ///
+    /// Configure the server before or after: every other setting is kept.
+    ///
+    /// ```no_run
+    /// use toolwright_core::Registry;
+    /// use toolwright_mcp::rmcp::model::{
+    ///     CallToolRequestParams, CallToolResponse, ListToolsResult, PaginatedRequestParams,
+    ///     ServerConfig,
+    /// };
+    /// use toolwright_mcp::rmcp::service::{NotificationContext, RequestContext};
+    /// use toolwright_mcp::rmcp::{ErrorData, RoleServer, ServerHandler};
+    /// use toolwright_mcp::{McpServer, Tools};
+    ///
+    /// struct MyServer {
+    ///     tools: Tools,
+    ///     greeting: String,
+    /// }
+    ///
+    /// impl ServerHandler for MyServer {
+    ///     fn get_info(&self) -> ServerConfig {
+    ///         let mut info = self.tools.get_info();
+    ///         info.capabilities.prompts = Some(Default::default());
+    ///         info
+    ///     }
+    ///     // `supported_protocol_versions`, `on_initialized` and `on_custom_request` forwarded
+    ///     // the same way (see `Tools`), and your prompts.
+    ///     async fn list_tools(
+    ///         &self,
+    ///         request: Option<PaginatedRequestParams>,
+    ///         context: RequestContext<RoleServer>,
+    ///     ) -> Result<ListToolsResult, ErrorData> {
+    ///         self.tools.list_tools(request, context).await
+    ///     }
+    ///     async fn call_tool(
+    ///         &self,
+    ///         request: CallToolRequestParams,
+    ///         context: RequestContext<RoleServer>,
+    ///     ) -> Result<CallToolResponse, ErrorData> {
+    ///         self.tools.call_tool(request, context).await
+    ///     }
+    /// }
+    ///
+    /// # async fn demo(registry: Registry) -> Result<(), toolwright_mcp::ServeError> {
+    /// let greeting = String::from("hello");
+    /// McpServer::new(registry)
+    ///     .name("notes", "1.0.0")
+    ///     .with_handler(move |tools| MyServer { tools, greeting: greeting.clone() })
+    ///     .serve_stdio()
+    ///     .await
+    /// # }
+    /// ```
+    pub fn with_handler<G, H>(self, factory: G) -> McpServer<G>
+    where
+        G: Fn(Tools) -> H + Send + Sync + 'static,
+        H: ServerHandler,
+    {
+        McpServer {
+            registry: self.registry,
+            export: self.export,
+            implementation: self.implementation,
+            instructions: self.instructions,
+            max_argument_bytes: self.max_argument_bytes,
+            session_factory: self.session_factory,
+            fallback_approver: self.fallback_approver,
+            approval_timeout: self.approval_timeout,
+            authorizer: self.authorizer,
+            protected_resource: self.protected_resource,
+            allowed_origins: self.allowed_origins,
+            allowed_hosts: self.allowed_hosts,
+            remote: self.remote,
+            sse_keep_alive: self.sse_keep_alive,
+            max_sessions: self.max_sessions,
+            max_sessions_per_principal: self.max_sessions_per_principal,
+            session_idle_timeout: self.session_idle_timeout,
+            max_connections: self.max_connections,
+            header_read_timeout: self.header_read_timeout,
+            body_read_timeout: self.body_read_timeout,
+            progress_interval: self.progress_interval,
+            handler: factory,
+        }
+    }
+
+    /// The least time between two `notifications/progress` of one call (default
+    /// [`DEFAULT_PROGRESS_INTERVAL`], 50 ms). A tool that reports on every item of a tight loop
+    /// would otherwise send thousands of notifications a second, each a JSON-RPC message the
+    /// client parses and usually renders; 50 ms is about what a progress bar can show, so a
+    /// person loses nothing. Reports inside an interval replace each other and the newest is
+    /// sent when it ends; the last report is always sent, before the result. Zero sends every
+    /// report, in order (for a client that records them all; a tight loop then floods it).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// # let registry = toolwright_core::Registry::builder().build().unwrap();
+    /// let server = toolwright_mcp::McpServer::new(registry).progress_interval(Duration::from_millis(250));
+    /// # let _ = server;
+    /// ```
+    pub fn progress_interval(mut self, interval: Duration) -> Self {
+        self.progress_interval = interval;
+        self
     }
 
     /// The name and version `initialize` reports.
@@ -462,9 +592,16 @@ impl McpServer {
             session_factory: self.session_factory.clone(),
             fallback_approver: self.fallback_approver.clone(),
             approval_timeout: self.approval_timeout,
+            progress_interval: self.progress_interval,
         }))
     }
+}
 
+impl<F, H> McpServer<F>
+where
+    F: Fn(Tools) -> H + Send + Sync + 'static,
+    H: ServerHandler,
+{
     /// Serves one client over this process's stdin and stdout until it disconnects.
     pub async fn serve_stdio(self) -> Result<(), ServeError> {
         self.serve(rmcp::transport::stdio()).await
@@ -477,7 +614,7 @@ impl McpServer {
         T: rmcp::transport::IntoTransport<rmcp::RoleServer, E, A>,
         E: std::error::Error + Send + Sync + 'static,
     {
-        let handler = handler::Handler::new(self.shared()?);
+        let handler = (self.handler)(Tools::new(self.shared()?));
         let running = handler
             .serve(transport)
             .await
@@ -552,12 +689,12 @@ impl McpServer {
             idle_timeout: self.session_idle_timeout,
         });
         sessions.spawn_reaper(shutdown.clone());
-        let service: StreamableHttpService<handler::Handler, sessions::OwnedSessions> =
-            StreamableHttpService::new(
-                move || Ok(handler::Handler::new(Arc::clone(&shared))),
-                Arc::clone(&sessions),
-                config,
-            );
+        let factory = self.handler;
+        let service: StreamableHttpService<H, sessions::OwnedSessions> = StreamableHttpService::new(
+            move || Ok(factory(Tools::new(Arc::clone(&shared)))),
+            Arc::clone(&sessions),
+            config,
+        );
         let guard = Arc::new(streamable::Guard {
             allowed_origins: self.allowed_origins,
             authorizer: self.authorizer,

@@ -1,8 +1,10 @@
 //! `notifications/progress` for a call whose request carried a `progressToken` (MCP 2025-11-25,
-//! "Progress"): the tool's reports, rate-limited by its [`ProgressHandle`], go to the client
-//! in order, and all of them before the call's result.
+//! "Progress"): the tool's reports, rate-limited by its [`ProgressHandle`] (one per
+//! [`McpServer::progress_interval`](crate::McpServer::progress_interval)), go to the client in
+//! order, and all of them before the call's result.
 
 use std::pin::pin;
+use std::time::Duration;
 
 use rmcp::model::{ProgressNotificationParam, ProgressToken};
 use rmcp::service::Peer;
@@ -11,12 +13,14 @@ use tokio::sync::mpsc;
 use toolwright_core::progress::{Progress, ProgressHandle};
 use toolwright_core::{Outcome, Registry, Session, ToolCall};
 
-/// Runs `call`, forwarding its progress reports to `peer` under `token` when there is one.
+/// Runs `call`, forwarding its progress reports to `peer` under `token` when there is one, at
+/// most one per `interval` (every one when it is zero) and the last one always.
 pub(crate) async fn call_reporting(
     registry: &Registry,
     session: &Session,
     call: ToolCall,
     token: Option<ProgressToken>,
+    interval: Duration,
     peer: &Peer<RoleServer>,
 ) -> Outcome {
     let Some(token) = token else {
@@ -25,10 +29,13 @@ pub(crate) async fn call_reporting(
     // The sink only queues (it must not block the tool); this future sends, in order. The
     // handle's rate limit bounds what the queue can hold.
     let (sender, mut reports) = mpsc::unbounded_channel::<Progress>();
-    let handle = ProgressHandle::new(move |progress: Progress| {
-        // The receiver is gone only once the result is sent: nothing to tell anyone then.
-        let _ = sender.send(progress);
-    });
+    let handle = ProgressHandle::with_interval(
+        move |progress: Progress| {
+            // The receiver is gone only once the result is sent: nothing to tell anyone then.
+            let _ = sender.send(progress);
+        },
+        interval,
+    );
     let mut running = pin!(registry.call_in(session, call.with_progress(handle)));
     let outcome = loop {
         tokio::select! {

@@ -4,6 +4,8 @@
 
 mod common;
 
+use std::time::Duration;
+
 use common::{call, duplex, envelope, registry, Counters, Elicitor};
 use rmcp::model::{NumberOrString, ProgressToken, RequestMetaObject};
 use serde_json::{json, Value};
@@ -73,4 +75,52 @@ async fn a_tight_loop_of_reports_does_not_flood_the_client() {
     );
     assert_eq!(seen[0].progress, 1.0);
     assert_eq!(seen.last().map(|p| p.progress), Some(10000.0));
+}
+
+/// A client recording the notifications it receives from `server`.
+async fn connect_to(server: McpServer) -> (Elicitor, common::Client) {
+    let client_handler = Elicitor::without_elicitation();
+    let client = duplex(server, client_handler.clone()).await;
+    (client_handler, client)
+}
+
+#[tokio::test]
+async fn an_interval_of_zero_sends_every_report() {
+    let (client_handler, client) =
+        connect_to(McpServer::new(registry(Counters::default())).progress_interval(Duration::ZERO))
+            .await;
+    let result = client
+        .call_tool(with_token("count", json!({"to": 500}), 9))
+        .await
+        .expect("tools/call");
+    assert_eq!(envelope(&result)["data"], 500);
+    let seen: Vec<f64> = client_handler
+        .progress()
+        .iter()
+        .map(|p| p.progress)
+        .collect();
+    // At the default interval the same loop sends two to four (the test above).
+    let every: Vec<f64> = (1..=500).map(f64::from).collect();
+    assert_eq!(seen, every);
+}
+
+#[tokio::test]
+async fn a_long_interval_sends_the_first_report_and_the_last() {
+    let (client_handler, client) = connect_to(
+        McpServer::new(registry(Counters::default())).progress_interval(Duration::from_secs(60)),
+    )
+    .await;
+    let result = client
+        .call_tool(with_token("slow_report", json!({"steps": 6}), 10))
+        .await
+        .expect("tools/call");
+    assert_eq!(envelope(&result)["status"], "success");
+    // Six reports 50 ms apart: at the default interval most are sent (the first test); inside
+    // one 60 s interval, only the first and, before the result, the last.
+    let seen: Vec<f64> = client_handler
+        .progress()
+        .iter()
+        .map(|p| p.progress)
+        .collect();
+    assert_eq!(seen, [1.0, 6.0]);
 }

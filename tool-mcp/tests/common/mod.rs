@@ -10,11 +10,11 @@ use rmcp::model::{
     ElicitResult, ElicitationAction, Implementation, ProgressNotificationParam,
 };
 use rmcp::service::{NotificationContext, RequestContext, RunningService};
-use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
+use rmcp::{ClientHandler, ErrorData, RoleClient, ServerHandler, ServiceExt};
 use serde_json::{json, Value};
 use toolwright::prelude::*;
 use toolwright::Registry;
-use toolwright_mcp::McpServer;
+use toolwright_mcp::{McpServer, Tools};
 
 /// Counters the slow tool moves, so a test sees whether it stopped.
 #[derive(Default, Clone)]
@@ -226,7 +226,11 @@ impl ClientHandler for Elicitor {
 pub type Client = RunningService<RoleClient, Elicitor>;
 
 /// A server on one end of an in-process pipe (what stdio is), an rmcp client on the other.
-pub async fn duplex(server: McpServer, client: Elicitor) -> Client {
+pub async fn duplex<F, H>(server: McpServer<F>, client: Elicitor) -> Client
+where
+    F: Fn(Tools) -> H + Send + Sync + 'static,
+    H: ServerHandler,
+{
     let (server_io, client_io) = tokio::io::duplex(64 << 20);
     let (server_read, server_write) = tokio::io::split(server_io);
     tokio::spawn(async move {
