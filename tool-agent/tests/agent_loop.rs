@@ -463,3 +463,30 @@ async fn calls_past_the_per_turn_cap_do_not_run_and_tell_the_model_to_split_the_
     two.run(&Session::new("s"), vec![Message::user("go")]).await;
     assert_eq!(counts.lookups.load(Ordering::SeqCst), 2);
 }
+
+/// Held: a model that sends 50 MiB of arguments gets a `bad_request` naming the limit, the tool
+/// does not run, the run goes on, and what the next request carries back stays small (the
+/// arguments are not echoed).
+#[tokio::test(start_paused = true)]
+async fn fifty_mebibytes_of_arguments_are_refused_and_not_sent_back() {
+    let counts = Arc::new(Counts::default());
+    let huge = format!(r#"{{"order_id":"{}"}}"#, "A".repeat(50 << 20));
+    let model = Arc::new(ScriptedModel::new([
+        Turn::calls([call("c1", "lookup", &huge)]),
+        Turn::text("I will ask for less."),
+    ]));
+    let agent = agent(&model, &counts).build().unwrap();
+    let run = agent
+        .run(&Session::new("huge"), vec![Message::user("go")])
+        .await;
+    assert!(matches!(run.end(), End::Final(_)), "{:?}", run.end());
+    let outcome = &run.steps()[0].outcomes[0];
+    assert_eq!(outcome.error_kind(), Some(ErrorKind::BadRequest));
+    assert!(
+        outcome.to_model_string().contains("bytes"),
+        "{}",
+        outcome.to_model_string()
+    );
+    assert!(outcome.to_model_string().len() < 64 << 10);
+    assert_eq!(counts.lookups.load(Ordering::SeqCst), 0);
+}

@@ -53,6 +53,10 @@
 //!   unchecked, before the tool runs: `bad_request`, retryable (fewer or shorter values may
 //!   pass), saying so. The count stops where it passes, so the walk is bounded too, and the
 //!   registry's argument limit (1 MiB by default) bounds every call;
+//! - a failure lists every problem (up to 50) when building that report fits the same steps,
+//!   each step under an `anyOf` or `oneOf` branch counted 24 times (a report builds an error
+//!   for every branch that failed); otherwise it is one `schema_mismatch` naming the arguments
+//!   as a whole and saying why;
 //! - the schema's references must be JSON Pointers into itself (`#/$defs/name`), which the
 //!   count follows; another (a remote one, an anchor) is a [`BuildError`] naming the path.
 //!

@@ -588,3 +588,48 @@ async fn a_configured_limit_refuses_a_bigger_answer_and_passes_a_smaller_one() {
         Some(60 * 1024)
     );
 }
+
+/// Held: an upstream that sends progress for a call without end, never answering, does not keep
+/// the call alive past its timeout: `timeout`, and the proxy keeps serving. (The `slow` tool is
+/// idempotent, so its attempts are retried; each ends at its own timeout.)
+#[tokio::test]
+async fn endless_upstream_progress_ends_in_timeout() {
+    let (script, push, io) = scripted(scripted_tools());
+    let (read, write) = tokio::io::split(io);
+    let upstream = Upstream::connect_io(read, write)
+        .await
+        .expect("the upstream initializes")
+        .timeout(Duration::from_millis(300));
+    let registry = Arc::new(registry_of(&upstream));
+    let call = tokio::spawn({
+        let registry = Arc::clone(&registry);
+        async move { registry.call(ToolCall::new("c1", "slow", "{}")).await }
+    });
+    // Progress for every attempt of the call, every 10 ms, until it ends.
+    let chatter = tokio::spawn(async move {
+        for step in 0u64.. {
+            let note = json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                "params": {"progressToken": step % 7, "progress": step}});
+            if push.send(note.to_string()).is_err() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    });
+    let outcome = tokio::time::timeout(Duration::from_secs(30), call)
+        .await
+        .expect("the call ends")
+        .unwrap();
+    chatter.abort();
+    assert_eq!(
+        outcome.error_kind(),
+        Some(ErrorKind::Timeout),
+        "{}",
+        outcome.to_model_string()
+    );
+    assert!(script.calls_of("slow") >= 1);
+    let echo = registry
+        .call(ToolCall::new("c2", "echo", r#"{"text":"still here"}"#))
+        .await;
+    assert!(echo.is_ok(), "{}", echo.to_model_string());
+}

@@ -35,15 +35,9 @@ pub(crate) fn steps_for(bytes: usize) -> u64 {
         .max(MIN_VALIDATION_STEPS)
 }
 
-/// Steps a report of every problem may take, for any argument.
-pub(crate) const MIN_REPORT_STEPS: u64 = 1 << 16;
-
-/// The steps a report of every problem in `bytes` of argument text may take:
-/// `max(MIN_REPORT_STEPS, bytes / 8)`. A report's step costs some 30 of a verdict's (it builds an
-/// error for each failed keyword and branch), so this bounds it near what the verdict costs.
-pub(crate) fn report_steps_for(bytes: usize) -> u64 {
-    (bytes as u64 / 8).max(MIN_REPORT_STEPS)
-}
+/// What a step under an `anyOf` or `oneOf` branch costs a report, in steps: measured, a report
+/// building an error for every failed branch costs some 25 times a verdict's step.
+pub(crate) const REPORT_BRANCH_COST: u64 = 24;
 
 /// A schema read once for counting: each distinct subschema a node, what it applies where
 /// resolved to node indices (references included), so a count never reads a keyword by name.
@@ -57,9 +51,11 @@ struct Node {
     boolean: bool,
     /// A `pattern` or `format` scans a string value.
     scans: bool,
-    /// Applied to the same value: `allOf`, `anyOf`, `oneOf`, `not`, `if`, `then`, `else`, a
-    /// `$ref`'s target.
+    /// Applied to the same value: `allOf`, `not`, `if`, `then`, `else`, a `$ref`'s target.
     in_place: Vec<usize>,
+    /// The branches of `anyOf` and `oneOf`, applied to the same value; a report builds an
+    /// error for each that fails.
+    branches: Vec<usize>,
     /// `dependentSchemas`: applied to the same value when it has the member.
     dependent: Vec<(String, usize)>,
     /// By name, on a seeded hasher (the names looked up are the model's).
@@ -96,6 +92,22 @@ impl Plan {
             plan: self,
             left: steps,
             open: Vec::new(),
+            weight: 1,
+            branch_cost: 1,
+        }
+        .apply(0, value)
+    }
+
+    /// Whether a report of every problem in `value` fits in `steps`: as [`Plan::fits`], with
+    /// every step under an `anyOf` or `oneOf` branch costing [`REPORT_BRANCH_COST`] (a report
+    /// builds an error for each failed branch, and for what failed inside it).
+    pub(crate) fn report_fits(&self, value: &Value, steps: u64) -> bool {
+        Walk {
+            plan: self,
+            left: steps,
+            open: Vec::new(),
+            weight: 1,
+            branch_cost: REPORT_BRANCH_COST,
         }
         .apply(0, value)
     }
@@ -125,10 +137,16 @@ impl<'a> Build<'a> {
         };
         for (keyword, value) in map {
             match (keyword.as_str(), value) {
-                ("allOf" | "anyOf" | "oneOf", Value::Array(list)) => {
+                ("allOf", Value::Array(list)) => {
                     for child in list {
                         let child = self.node(child);
                         node.in_place.push(child);
+                    }
+                }
+                ("anyOf" | "oneOf", Value::Array(list)) => {
+                    for child in list {
+                        let child = self.node(child);
+                        node.branches.push(child);
                     }
                 }
                 ("not" | "if" | "then" | "else", child) => {
@@ -300,11 +318,14 @@ struct Walk<'a> {
     plan: &'a Plan,
     left: u64,
     open: Vec<(usize, *const Value)>,
+    /// What a step costs here: `branch_cost` under a branch, 1 elsewhere.
+    weight: u64,
+    branch_cost: u64,
 }
 
 impl Walk<'_> {
     fn charge(&mut self, steps: u64) -> bool {
-        match self.left.checked_sub(steps) {
+        match self.left.checked_sub(steps.saturating_mul(self.weight)) {
             Some(rest) => {
                 self.left = rest;
                 true
@@ -330,6 +351,16 @@ impl Walk<'_> {
         }
         if node.boolean {
             return true;
+        }
+        if !node.branches.is_empty() {
+            // Once, however deep the branches nest: the cost is per error built.
+            let outer = self.weight;
+            self.weight = self.branch_cost;
+            let fits = node.branches.iter().all(|&child| self.apply(child, value));
+            self.weight = outer;
+            if !fits {
+                return false;
+            }
         }
         for &child in &node.in_place {
             let key = (child, value as *const Value);
@@ -398,6 +429,8 @@ mod tests {
             plan: &plan,
             left: u64::MAX,
             open: Vec::new(),
+            weight: 1,
+            branch_cost: 1,
         };
         assert!(walk.apply(0, value));
         u64::MAX - walk.left
@@ -450,8 +483,12 @@ mod tests {
         assert_eq!(steps(&json!({"type": "string"}), &long), 1);
         assert_eq!(steps_for(10), 1 << 18);
         assert_eq!(steps_for(1 << 20), 4 << 20);
-        assert_eq!(report_steps_for(10), 1 << 16);
-        assert_eq!(report_steps_for(1 << 20), 1 << 17);
+        // A report pays for what it builds under a union's branches.
+        let union =
+            Plan::new(&json!({"items": {"anyOf": [{"type": "integer"}, {"type": "string"}]}}));
+        let elements = json!(vec![1; 100]);
+        assert!(union.fits(&elements, 400) && !union.report_fits(&elements, 400));
+        assert!(union.report_fits(&elements, 100 * (1 + 2 * REPORT_BRANCH_COST) + 20));
     }
 
     #[test]

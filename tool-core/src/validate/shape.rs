@@ -83,7 +83,7 @@ fn unreported(bytes: usize, schema: &Arc<ToolSchema>) -> Failure {
         ErrorKind::SchemaMismatch,
         format!(
             "the arguments do not satisfy the tool's input schema, and listing each problem in these {bytes} bytes would take more than the {} steps a report may take; send fewer values to have the problems listed",
-            metered::report_steps_for(bytes)
+            metered::steps_for(bytes)
         ),
     );
     failure.violations = vec![Violation {
@@ -174,13 +174,14 @@ pub(crate) fn failure(
         // Arguments whose full check would take more steps than their length allows are
         // refused unread. A report applies every subschema to every value it reaches (it does
         // not stop at the first problem, and it builds an error for every failed branch of an
-        // `anyOf`, each step costing some 30 of a verdict's): past its own bound, the failure
-        // names the arguments as a whole.
+        // `anyOf`, some 25 verdict steps each): when that would pass the steps allowed, with
+        // the steps under branches counted at that cost, the failure names the arguments as a
+        // whole.
         let bytes = text.len();
         if !plan.fits(&value, metered::steps_for(bytes)) {
             return too_costly(bytes);
         }
-        if !plan.fits(&value, metered::report_steps_for(bytes)) {
+        if !plan.report_fits(&value, metered::steps_for(bytes)) {
             // When the schema holds, what serde refused is said below.
             if !validator.is_valid(&value) {
                 return unreported(bytes, schema);
