@@ -477,3 +477,31 @@ fn cycles_depth_and_outside_references_are_refused_at_build() {
         assert!(err.to_string().contains(reference), "{err}");
     }
 }
+
+/// A chain of thousands of `$ref`s, each naming the next, is shallow as a document but deep to
+/// follow: refused at build (it overflowed the stack), and the message says why.
+#[test]
+fn a_long_reference_chain_does_not_overflow_the_stack() {
+    let mut defs = serde_json::Map::new();
+    let steps = 5_000;
+    for i in 0..steps {
+        defs.insert(
+            format!("d{i}"),
+            json!({"$ref": format!("#/$defs/d{}", i + 1)}),
+        );
+    }
+    defs.insert(format!("d{steps}"), json!({"type": "integer"}));
+    let schema = json!({
+        "type": "object",
+        "properties": {"x": {"$ref": "#/$defs/d0"}},
+        "$defs": defs
+    });
+    let err = DynamicTool::builder("hostile")
+        .description("A tool whose schema came from somewhere else.")
+        .input_schema(schema)
+        .handler(|_, _| async { Ok(json!("ran")) })
+        .providers([Provider::Mcp])
+        .build()
+        .unwrap_err();
+    assert!(err.to_string().contains("5001 `$ref`s"), "{err}");
+}

@@ -58,7 +58,9 @@
 //!   for every branch that failed); otherwise it is one `schema_mismatch` naming the arguments
 //!   as a whole and saying why;
 //! - the schema's references must be JSON Pointers into itself (`#/$defs/name`), which the
-//!   count follows; another (a remote one, an anchor) is a [`BuildError`] naming the path.
+//!   count follows; another (a remote one, an anchor) is a [`BuildError`] naming the path. A
+//!   schema with more than 512 `$ref`s, or nested more than 64 levels, is a [`BuildError`]
+//!   too: following a chain of references takes a thread's stack as deep as the chain is long.
 //!
 //! A tool's name, description and scopes are kept for the life of the program (the registry's
 //! specs hand them out as `&'static str`): define runtime tools when the tool set changes, not
@@ -342,11 +344,19 @@ impl DynamicToolBuilder {
         };
         // Before anything walks the schema recursively (the meta-schema check, the validator's
         // compiler), its depth: a document nested thousands deep would overflow the stack.
-        let depth = json_depth(&input_schema);
+        let (depth, references) = measure(&input_schema);
         if depth > MAX_SCHEMA_DEPTH {
             return Err(invalid(
                 "",
                 format!("the schema nests {depth} levels deep, more than the {MAX_SCHEMA_DEPTH} toolwright accepts; define the deep parts once under `$defs` and refer to them"),
+            ));
+        }
+        // A chain of references, each naming the next, is as deep to follow as it is long,
+        // however flat the document: bounded by how many there are.
+        if references > MAX_SCHEMA_REFERENCES {
+            return Err(invalid(
+                "",
+                format!("the schema has {references} `$ref`s, more than the {MAX_SCHEMA_REFERENCES} toolwright follows; inline the small definitions"),
             ));
         }
         let Some(object) = input_schema.as_object_mut() else {
@@ -449,19 +459,27 @@ impl DynamicToolBuilder {
 /// thread's stack while the schema is compiled.
 const MAX_SCHEMA_DEPTH: usize = 64;
 
-/// How deep `value` nests, walked without recursion.
-fn json_depth(value: &Value) -> usize {
-    let mut deepest = 0;
+/// The most `$ref`s a runtime tool's schema may hold (counted anywhere in the document): a
+/// chain of them is followed recursively, by the validator's compiler and by the cost count,
+/// so its length is what a thread's stack must hold.
+const MAX_SCHEMA_REFERENCES: usize = 512;
+
+/// How deep `value` nests, and how many `$ref` keys it holds, walked without recursion.
+fn measure(value: &Value) -> (usize, usize) {
+    let (mut deepest, mut references) = (0, 0);
     let mut stack = vec![(value, 1)];
     while let Some((value, depth)) = stack.pop() {
         deepest = deepest.max(depth);
         match value {
             Value::Array(items) => stack.extend(items.iter().map(|v| (v, depth + 1))),
-            Value::Object(members) => stack.extend(members.values().map(|v| (v, depth + 1))),
+            Value::Object(members) => {
+                references += usize::from(members.contains_key("$ref"));
+                stack.extend(members.values().map(|v| (v, depth + 1)));
+            }
             _ => {}
         }
     }
-    deepest
+    (deepest, references)
 }
 
 /// Why `schema` could not be compiled, at the path into the schema that failed: for a pattern

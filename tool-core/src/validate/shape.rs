@@ -177,11 +177,13 @@ pub(crate) fn failure(
         // `anyOf`, some 25 verdict steps each): when that would pass the steps allowed, with
         // the steps under branches counted at that cost, the failure names the arguments as a
         // whole.
-        let bytes = text.len();
-        if !plan.fits(&value, metered::steps_for(bytes)) {
-            return too_costly(bytes);
-        }
-        if !plan.report_fits(&value, metered::steps_for(bytes)) {
+        // A report that fits also fits as a verdict (its steps only weigh more), so most
+        // failures walk the arguments once.
+        let (bytes, steps) = (text.len(), metered::steps_for(text.len()));
+        if !plan.report_fits(&value, steps) {
+            if !plan.fits(&value, steps) {
+                return too_costly(bytes);
+            }
             // When the schema holds, what serde refused is said below.
             if !validator.is_valid(&value) {
                 return unreported(bytes, schema);
