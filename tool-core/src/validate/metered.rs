@@ -94,6 +94,7 @@ impl Plan {
             open: Vec::new(),
             weight: 1,
             branch_cost: 1,
+            nesting: 0,
         }
         .apply(0, value)
     }
@@ -108,6 +109,7 @@ impl Plan {
             open: Vec::new(),
             weight: 1,
             branch_cost: REPORT_BRANCH_COST,
+            nesting: 0,
         }
         .apply(0, value)
     }
@@ -321,7 +323,14 @@ struct Walk<'a> {
     /// What a step costs here: `branch_cost` under a branch, 1 elsewhere.
     weight: u64,
     branch_cost: u64,
+    /// Subschemas being applied, one inside another: past [`MAX_NESTING`] the check is too
+    /// costly (the validator would recurse as deep, and a thread's stack is finite).
+    nesting: usize,
 }
+
+/// The deepest a check may nest subschemas inside one another (references followed and values
+/// descended into, together).
+const MAX_NESTING: usize = 2_048;
 
 impl Walk<'_> {
     fn charge(&mut self, steps: u64) -> bool {
@@ -337,6 +346,16 @@ impl Walk<'_> {
     /// Node `id` applied to `value`, and everything it applies to `value`'s members; false
     /// once the steps ran out.
     fn apply(&mut self, id: usize, value: &Value) -> bool {
+        if self.nesting >= MAX_NESTING {
+            return false;
+        }
+        self.nesting += 1;
+        let fits = self.apply_nested(id, value);
+        self.nesting -= 1;
+        fits
+    }
+
+    fn apply_nested(&mut self, id: usize, value: &Value) -> bool {
         let plan = self.plan;
         let node = &plan.nodes[id];
         let mut cost = 1;
@@ -431,6 +450,7 @@ mod tests {
             open: Vec::new(),
             weight: 1,
             branch_cost: 1,
+            nesting: 0,
         };
         assert!(walk.apply(0, value));
         u64::MAX - walk.left
@@ -471,6 +491,17 @@ mod tests {
         let tree = json!({"$defs": {"n": {"type": "array", "items": {"$ref": "#/$defs/n"}}}, "$ref": "#/$defs/n"});
         let nested: Value = (0..100).fold(json!([]), |inner, _| json!([inner]));
         assert!(fits(&tree, &nested, 1_000));
+        // Nesting past what a stack holds is too costly, whatever the steps.
+        let mut chain = Map::new();
+        for i in 0..40 {
+            chain.insert(
+                format!("d{i}"),
+                json!({"$ref": format!("#/$defs/d{}", i + 1)}),
+            );
+        }
+        chain.insert("d40".into(), json!({"items": {"$ref": "#/$defs/d0"}}));
+        let deep = json!({"$ref": "#/$defs/d0", "$defs": chain});
+        assert!(!fits(&deep, &nested, u64::MAX));
         // A reference to itself at the same value is a cycle, counted once.
         let cycle = json!({"$defs": {"a": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"});
         assert!(fits(&cycle, &json!(1), 10));
