@@ -1,18 +1,37 @@
-//! The server the official MCP conformance suite (`@modelcontextprotocol/conformance`) tests:
-//! the tools its server scenarios call, built with `#[tool]` and a runtime tool, served by
-//! `McpServer` over streamable HTTP on loopback. `.ci/run` starts it and runs the suite's
-//! scenarios against it.
+//! The server the official MCP conformance suite (`@modelcontextprotocol/conformance`) tests,
+//! built on toolwright's public API: the tools its scenarios call, with `#[tool]` and runtime
+//! tools, and the resources, prompts, completion and logging level of an rmcp `ServerHandler`
+//! (`Everything`) that keeps the tools inside it (`McpServer::with_handler`). Served over
+//! streamable HTTP on loopback, to 2025-11-25 clients (with sessions) and 2026-07-28 clients
+//! (without). `.ci/run` starts it and runs the suite's scenarios of both revisions against it.
 //!
 //! ```text
 //! cargo run --example mcp_conformance --features mcp -- 127.0.0.1:3001
 //! npx @modelcontextprotocol/conformance server --url http://127.0.0.1:3001/mcp
 //! ```
 
+use std::borrow::Cow;
+use std::sync::OnceLock;
 use std::time::Duration;
 
+use base64::Engine as _;
 use toolwright::content::Content;
-use toolwright::mcp::McpServer;
+#[allow(deprecated)]
+use toolwright::mcp::rmcp::model::SetLevelRequestParams;
+use toolwright::mcp::rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, ContentBlock,
+    CustomRequest, CustomResult, GetPromptRequestParams, GetPromptResponse, GetPromptResult,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, Prompt, PromptArgument, PromptMessage, ProtocolVersion,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
+    ResourceContents, ResourceTemplate, ResourcesCapability, Role, ServerConfig,
+    SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestParams,
+};
+use toolwright::mcp::rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
+use toolwright::mcp::rmcp::{ErrorData, RoleServer, ServerHandler};
+use toolwright::mcp::{McpServer, Tools};
 use toolwright::prelude::*;
+use toolwright::providers::Provider;
 use toolwright::serde_json::json;
 use toolwright::{DynamicTool, Effect};
 
@@ -102,20 +121,380 @@ fn json_schema_tool() -> DynamicTool {
             "type": "object",
             "$defs": {
                 "address": {
+                    "$anchor": "addressDef",
                     "type": "object",
                     "properties": {"street": {"type": "string"}, "city": {"type": "string"}}
                 }
             },
             "properties": {
                 "name": {"type": "string"},
-                "address": {"$ref": "#/$defs/address"}
+                "address": {"$ref": "#/$defs/address"},
+                "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+                "phone": {"type": "string"},
+                "email": {"type": "string"}
             },
+            "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+            "if": {
+                "properties": {"contactMethod": {"const": "phone"}},
+                "required": ["contactMethod"]
+            },
+            "then": {"required": ["phone"]},
+            "else": {"required": ["email"]},
             "additionalProperties": false
         }))
+        // Served over MCP only: OpenAI's strict mode has no `if`/`then`/`else`.
+        .providers([Provider::Mcp])
         .handler(|args, _| async move { Ok(json!({ "received": args })) })
         .effect(Effect::ReadOnly)
         .build()
         .expect("the scenario's schema is a valid tool")
+}
+
+/// Needs a person's approval: over 2026-07-28, which has no server-initiated requests, the
+/// server asks no question on the response stream (the call is refused for want of an
+/// approver).
+#[tool(requires_approval)]
+async fn test_streaming_elicitation() -> Result<String, ToolError> {
+    Ok("Streaming complete".to_owned())
+}
+
+/// Sends no log message (toolwright's tools log through `tracing`, not to the client).
+#[tool(read_only)]
+async fn test_logging_tool() -> Result<String, ToolError> {
+    Ok("Logging evaluated".to_owned())
+}
+
+/// A parameter mirrored into the `Mcp-Param-Region` header (2026-07-28): rmcp checks the
+/// header against the body with the schema `get_tool` answers.
+fn custom_headers_tool() -> DynamicTool {
+    DynamicTool::builder("test_custom_headers")
+        .description("Echoes the region it was sent, which clients mirror into a header")
+        .input_schema(json!({
+            "type": "object",
+            "properties": {
+                "region": {"type": "string", "x-mcp-header": "Region"}
+            },
+            "required": ["region"]
+        }))
+        .providers([Provider::Mcp])
+        .handler(|args, _| async move { Ok(json!({ "region": args["region"] })) })
+        .effect(Effect::ReadOnly)
+        .build()
+        .expect("a valid tool")
+}
+
+/// The registry, for `test_trigger_tool_change`.
+static REGISTRY: OnceLock<Registry> = OnceLock::new();
+
+/// Changes the server's tool set (adds `test_dynamic_tool`, or removes it again), so clients
+/// listening for `tools/list_changed` are told.
+#[tool(read_only)]
+async fn test_trigger_tool_change() -> Result<String, ToolError> {
+    let registry = REGISTRY
+        .get()
+        .ok_or_else(|| ToolError::unavailable("the server is starting"))?;
+    let present = registry
+        .names()
+        .iter()
+        .any(|name| name == "test_dynamic_tool");
+    registry
+        .change(|changes| {
+            if present {
+                changes.remove("test_dynamic_tool")
+            } else {
+                changes.dynamic_tool(dynamic_tool())
+            }
+        })
+        .map_err(|e| ToolError::unavailable(e.to_string()))?;
+    Ok("Mutation triggered".to_owned())
+}
+
+/// The tool `test_trigger_tool_change` adds.
+fn dynamic_tool() -> DynamicTool {
+    DynamicTool::builder("test_dynamic_tool")
+        .description("Added by test_trigger_tool_change")
+        .input_schema(json!({"type": "object", "properties": {}}))
+        .handler(|_, _| async { Ok(json!("dynamic")) })
+        .effect(Effect::ReadOnly)
+        .build()
+        .expect("a valid tool")
+}
+
+/// The suite's resources, prompts, completion and logging level, around the tools.
+struct Everything {
+    tools: Tools,
+}
+
+fn base64(bytes: &[u8]) -> String {
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+fn text_argument(request: &GetPromptRequestParams, name: &str) -> Result<String, ErrorData> {
+    request
+        .arguments
+        .as_ref()
+        .and_then(|arguments| arguments.get(name))
+        .and_then(|value| value.as_str())
+        .map(str::to_owned)
+        .ok_or_else(|| {
+            ErrorData::invalid_params(format!("`{name}` must be a string argument"), None)
+        })
+}
+
+impl ServerHandler for Everything {
+    // The forwards to the tools, one line each.
+
+    fn get_info(&self) -> ServerConfig {
+        let mut info = self.tools.get_info();
+        let capabilities = &mut info.capabilities;
+        let mut resources = ResourcesCapability::default();
+        // `resources/subscribe` of 2025-11-25; 2026-07-28 listens instead.
+        resources.subscribe = Some(true);
+        capabilities.resources = Some(resources);
+        capabilities.prompts = Some(Default::default());
+        capabilities.completions = Some(Default::default());
+        capabilities.logging = Some(Default::default());
+        info
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        self.tools.supported_protocol_versions()
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.tools.get_tool(name)
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        self.tools.accepted_subscription_filter(requested)
+    }
+
+    async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
+        self.tools.listen(subscription).await
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        self.tools.on_initialized(context).await
+    }
+
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        self.tools.on_custom_request(request, context).await
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        self.tools.list_tools(request, context).await
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        self.tools.call_tool(request, context).await
+    }
+
+    // The rest as rmcp does them.
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        Ok(ListResourcesResult::with_all_items(vec![
+            Resource::new("test://static-text", "static-text")
+                .with_description("A static text resource for testing")
+                .with_mime_type("text/plain"),
+            Resource::new("test://static-binary", "static-binary")
+                .with_description("A static binary resource (image) for testing")
+                .with_mime_type("image/png"),
+            Resource::new("test://watched-resource", "watched-resource")
+                .with_description("A resource clients may subscribe to")
+                .with_mime_type("text/plain"),
+        ]))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        let template = ResourceTemplate::new("test://template/{id}/data", "template")
+            .with_description("A resource template with parameter substitution")
+            .with_mime_type("application/json");
+        Ok(ListResourceTemplatesResult::with_all_items(vec![template]))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let uri = request.uri;
+        let contents = match uri.as_str() {
+            "test://static-text" => {
+                ResourceContents::text("This is the content of the static text resource.", &uri)
+            }
+            "test://static-binary" => {
+                ResourceContents::blob(base64(PNG), &uri).with_mime_type("image/png")
+            }
+            "test://watched-resource" => ResourceContents::text("Watched resource content", &uri),
+            _ => {
+                let id = uri
+                    .strip_prefix("test://template/")
+                    .and_then(|rest| rest.strip_suffix("/data"))
+                    .filter(|id| !id.is_empty() && !id.contains('/'));
+                let Some(id) = id else {
+                    let shown: String = uri.chars().take(128).collect();
+                    return Err(ErrorData::resource_not_found(
+                        format!("no resource {shown}"),
+                        Some(json!({ "uri": shown })),
+                    ));
+                };
+                let data =
+                    json!({"id": id, "templateTest": true, "data": format!("Data for ID: {id}")});
+                ResourceContents::text(data.to_string(), &uri).with_mime_type("application/json")
+            }
+        };
+        Ok(ReadResourceResult::new(vec![contents]).into())
+    }
+
+    #[allow(deprecated)]
+    async fn subscribe(
+        &self,
+        _request: SubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        Ok(())
+    }
+
+    #[allow(deprecated)]
+    async fn unsubscribe(
+        &self,
+        _request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        Ok(())
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        let argument = |name: &str, description: &str| {
+            PromptArgument::new(name)
+                .with_description(description)
+                .with_required(true)
+        };
+        Ok(ListPromptsResult::with_all_items(vec![
+            Prompt::new(
+                "test_simple_prompt",
+                Some("A simple prompt without arguments"),
+                None,
+            ),
+            Prompt::new(
+                "test_prompt_with_arguments",
+                Some("A prompt with required arguments"),
+                Some(vec![
+                    argument("arg1", "First test argument"),
+                    argument("arg2", "Second test argument"),
+                ]),
+            ),
+            Prompt::new(
+                "test_prompt_with_embedded_resource",
+                Some("A prompt that includes an embedded resource"),
+                Some(vec![argument(
+                    "resourceUri",
+                    "URI of the resource to embed",
+                )]),
+            ),
+            Prompt::new(
+                "test_prompt_with_image",
+                Some("A prompt that includes image content"),
+                None,
+            ),
+        ]))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let messages = match request.name.as_str() {
+            "test_simple_prompt" => vec![PromptMessage::new_text(
+                Role::User,
+                "This is a simple prompt for testing.",
+            )],
+            "test_prompt_with_arguments" => {
+                let (arg1, arg2) = (
+                    text_argument(&request, "arg1")?,
+                    text_argument(&request, "arg2")?,
+                );
+                vec![PromptMessage::new_text(
+                    Role::User,
+                    format!("Prompt with arguments: arg1='{arg1}', arg2='{arg2}'"),
+                )]
+            }
+            "test_prompt_with_embedded_resource" => {
+                let uri = text_argument(&request, "resourceUri")?;
+                vec![
+                    PromptMessage::new(
+                        Role::User,
+                        ContentBlock::resource(ResourceContents::text(
+                            "Embedded resource content for testing.",
+                            uri,
+                        )),
+                    ),
+                    PromptMessage::new_text(
+                        Role::User,
+                        "Please process the embedded resource above.",
+                    ),
+                ]
+            }
+            "test_prompt_with_image" => vec![
+                PromptMessage::new(Role::User, ContentBlock::image(base64(PNG), "image/png")),
+                PromptMessage::new_text(Role::User, "Please analyze the image above."),
+            ],
+            other => {
+                let shown: String = other.chars().take(64).collect();
+                return Err(ErrorData::invalid_params(
+                    format!("unknown prompt '{shown}'"),
+                    None,
+                ));
+            }
+        };
+        Ok(GetPromptResult::new(messages).into())
+    }
+
+    async fn complete(
+        &self,
+        _request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        Ok(CompleteResult::default())
+    }
+
+    // Logging is deprecated by 2026-07-28; the 2025-11-25 scenarios still set a level.
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        _request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        Ok(())
+    }
 }
 
 #[tokio::main]
@@ -131,10 +510,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .tool(TestMultipleContentTypes)
         .tool(TestErrorHandling)
         .tool(TestToolWithProgress)
+        .tool(TestTriggerToolChange)
+        .tool(TestStreamingElicitation)
+        .tool(TestLoggingTool)
         .dynamic_tool(json_schema_tool())
+        .dynamic_tool(custom_headers_tool())
         .build()?;
+    let _ = REGISTRY.set(registry.clone());
     let server = McpServer::new(registry)
         .name("toolwright-conformance", env!("CARGO_PKG_VERSION"))
+        .with_handler(|tools| Everything { tools })
         .bind_http(addr.as_str())
         .await?;
     println!("listening on http://{}/mcp", server.local_addr());

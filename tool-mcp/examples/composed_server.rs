@@ -23,8 +23,9 @@ use toolwright_mcp::rmcp::model::{
     ListPromptsResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams, Prompt,
     PromptArgument, PromptMessage, ProtocolVersion, ReadResourceRequestParams,
     ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, Role, ServerConfig,
+    SubscriptionFilter, Tool,
 };
-use toolwright_mcp::rmcp::service::{NotificationContext, RequestContext};
+use toolwright_mcp::rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use toolwright_mcp::rmcp::{ErrorData, RoleServer, ServerHandler};
 use toolwright_mcp::{McpServer, Tools};
 
@@ -76,7 +77,7 @@ pub struct Notebook {
 }
 
 impl ServerHandler for Notebook {
-    // The six forwards to the tools, one line each.
+    // The nine forwards to the tools, one line each.
 
     fn get_info(&self) -> ServerConfig {
         let mut info = self.tools.get_info();
@@ -88,6 +89,21 @@ impl ServerHandler for Notebook {
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
         self.tools.supported_protocol_versions()
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.tools.get_tool(name)
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        self.tools.accepted_subscription_filter(requested)
+    }
+
+    async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
+        self.tools.listen(subscription).await
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {

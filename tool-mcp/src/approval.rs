@@ -6,15 +6,15 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema};
+use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema, ProtocolVersion};
 use rmcp::service::ElicitationMode;
 use rmcp::{Peer, RoleServer};
 use toolwright_core::guard::approval::{Approval, ApprovalRequest, Approver};
 
 /// The approver every MCP session gets: it shows the tool and its redacted arguments to the
 /// user (MCP's form elicitation with an empty form: accept approves, decline or cancel denies)
-/// and waits at most `timeout`. A client that cannot elicit gets the application's fallback
-/// approver, or a refusal.
+/// and waits at most `timeout`. A client that cannot elicit, or speaks 2026-07-28 (which has no
+/// server-initiated requests), gets the application's fallback approver, or a refusal.
 pub(crate) struct ElicitingApprover {
     peer: Peer<RoleServer>,
     fallback: Option<Arc<dyn Approver>>,
@@ -35,17 +35,28 @@ impl ElicitingApprover {
     }
 
     async fn decide(&self, request: &ApprovalRequest<'_>) -> Approval {
-        if !self
+        // 2026-07-28 has no server-initiated requests: a question to its user travels as an
+        // input-required result, which this approver does not send.
+        let stateless = self
             .peer
-            .supported_elicitation_modes()
-            .contains(&ElicitationMode::Form)
+            .peer_info()
+            .is_some_and(|info| info.protocol_version >= ProtocolVersion::V_2026_07_28);
+        if stateless
+            || !self
+                .peer
+                .supported_elicitation_modes()
+                .contains(&ElicitationMode::Form)
         {
+            let why = if stateless {
+                "this client speaks MCP 2026-07-28, to which this server sends no questions \
+                 (the server's own approver decides for such clients, and it has none)"
+            } else {
+                "this client cannot ask one (it does not support elicitation)"
+            };
             return match &self.fallback {
                 Some(fallback) => fallback.review(request).await,
                 None => Approval::Denied {
-                    reason: "this tool needs a person's approval, and this client cannot ask one \
-                             (it does not support elicitation)"
-                        .to_owned(),
+                    reason: format!("this tool needs a person's approval, and {why}"),
                 },
             };
         }

@@ -7,14 +7,16 @@ use std::sync::{Arc, OnceLock};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
     CustomResult, ErrorCode, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
-    ServerCapabilities, ServerConfig,
+    RequestMetaObject, ResultType, ServerCapabilities, ServerConfig, SubscriptionFilter,
 };
-use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext, SubscriptionSink};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{json, Value};
+use toolwright_core::guard::approval::Approver;
 use toolwright_core::{providers, Outcome, Session, Status, ToolCall};
 
 use crate::approval::ElicitingApprover;
+use crate::conversations::{self, Named, CALL_KEY, CONVERSATION_KEY};
 use crate::streamable::{Disconnected, Grant};
 use crate::Shared;
 
@@ -27,7 +29,7 @@ use crate::Shared;
 /// (what [`McpServer::new`](crate::McpServer::new) serves). Beside your resources, prompts and
 /// completions, it is a field of your own [`ServerHandler`], which
 /// [`McpServer::with_handler`](crate::McpServer::with_handler) builds around it per session, and
-/// your handler forwards six methods to it, one line each:
+/// your handler forwards nine methods to it, one line each:
 ///
 /// | your [`ServerHandler`] method | forward to `Tools` | what it brings |
 /// |---|---|---|
@@ -35,13 +37,19 @@ use crate::Shared;
 /// | `call_tool` | `self.tools.call_tool(request, context).await` | the call through the pipeline in the session's [`Session`] (bound to its principal), the envelope, approval by elicitation, progress, cancellation |
 /// | `on_initialized` | `self.tools.on_initialized(context).await` | `notifications/tools/list_changed` after each change of the registry's tool set |
 /// | `on_custom_request` | `self.tools.on_custom_request(request, context).await` | `-32602` naming the field for `tools/call` params rmcp cannot read (after your own custom methods) |
-/// | `supported_protocol_versions` | `self.tools.supported_protocol_versions()` | revisions up to 2025-11-25, those with sessions |
+/// | `supported_protocol_versions` | `self.tools.supported_protocol_versions()` | revisions up to 2026-07-28: 2025-11-25 with sessions, 2026-07-28 without |
+/// | `get_tool` | `self.tools.get_tool(name)` | the tool's schema, against which rmcp checks a 2026-07-28 request's `Mcp-Param-*` headers |
+/// | `accepted_subscription_filter` | `self.tools.accepted_subscription_filter(requested)` | a 2026-07-28 `subscriptions/listen` may ask for `tools/list_changed` (add your own kinds to the filter) |
+/// | `listen` | `self.tools.listen(subscription).await` | `tools/list_changed` on that subscription ([`Tools::send_tool_changes`] beside your own notifications) |
 /// | `get_info` | `self.tools.get_info()`, then add your capabilities | the server's name, version and instructions, and the `tools` capability with `listChanged` |
 ///
 /// rmcp cannot make a handler forward them: a handler that does not forward `list_tools`
 /// gets rmcp's default, an empty list, and one that does not forward `call_tool` answers every
 /// call "method not found"; without `on_initialized` the client is not told when the tools
 /// change.
+///
+/// A request names its conversation with the `_meta` field [`CONVERSATION_KEY`]; without it a
+/// 2026-07-28 request, which has no session, is a conversation of its own.
 ///
 /// ```
 /// use std::borrow::Cow;
@@ -50,9 +58,9 @@ use crate::Shared;
 /// use toolwright_mcp::rmcp::model::{
 ///     CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, ListResourcesResult,
 ///     ListToolsResult, PaginatedRequestParams, ProtocolVersion, Resource, ResourcesCapability,
-///     ServerConfig,
+///     ServerConfig, SubscriptionFilter, Tool,
 /// };
-/// use toolwright_mcp::rmcp::service::{NotificationContext, RequestContext};
+/// use toolwright_mcp::rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 /// use toolwright_mcp::rmcp::{ErrorData, RoleServer, ServerHandler};
 /// use toolwright_mcp::{McpServer, Tools};
 ///
@@ -70,6 +78,21 @@ use crate::Shared;
 ///
 ///     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
 ///         self.tools.supported_protocol_versions()
+///     }
+///
+///     fn get_tool(&self, name: &str) -> Option<Tool> {
+///         self.tools.get_tool(name)
+///     }
+///
+///     fn accepted_subscription_filter(
+///         &self,
+///         requested: &SubscriptionFilter,
+///     ) -> Option<SubscriptionFilter> {
+///         self.tools.accepted_subscription_filter(requested)
+///     }
+///
+///     async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
+///         self.tools.listen(subscription).await
 ///     }
 ///
 ///     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
@@ -132,6 +155,23 @@ struct Opened {
     granted: Vec<String>,
 }
 
+/// The session a request runs in, and whether the client named it ([`CONVERSATION_KEY`]).
+struct Resolved<'a> {
+    session: Cow<'a, Session>,
+    named: bool,
+}
+
+/// `session` with the scopes of this request's `grant` in place of those it was opened with
+/// (`granted`), keeping those the session factory added.
+fn with_grant(session: &Session, granted: &[String], grant: &Grant) -> Session {
+    let kept = session
+        .scopes()
+        .iter()
+        .filter(|scope| !granted.contains(scope) && !grant.scopes().contains(scope));
+    let scopes: Vec<String> = kept.chain(grant.scopes()).cloned().collect();
+    session.clone().with_scopes(scopes)
+}
+
 /// A task aborted when its owner is dropped.
 struct AbortOnDrop(tokio::task::JoinHandle<()>);
 
@@ -159,23 +199,63 @@ impl Tools {
         }
     }
 
-    /// This MCP session's toolwright session as this request may use it: bound to the
-    /// principal of its first request (a request of another principal is refused; over HTTP
-    /// the guard has already answered it 404), with the scopes of *this* request's grant, so a
-    /// narrower token on an open session gets the narrower tools. The conversation (grounded
-    /// ids, idempotency scope, approver) is the session's whichever token is used.
+    /// The toolwright session this request runs in. A request whose `_meta` names a
+    /// conversation ([`CONVERSATION_KEY`]) gets that conversation of its principal, on any
+    /// revision and any transport. Otherwise it is this handler's session: for a connection
+    /// (stdio) or a streamable-HTTP session of 2025-11-25, bound to the principal of its first
+    /// request (a request of another principal is refused; over HTTP the guard has already
+    /// answered it 404); for a stateless 2026-07-28 request, which gets a handler of its own,
+    /// a conversation of that request alone. Either way with the scopes of *this* request's
+    /// grant, so a narrower token gets the narrower tools.
     fn session_for(
         &self,
         context: &RequestContext<RoleServer>,
-    ) -> Result<Cow<'_, Session>, ErrorData> {
+        call_meta: Option<&RequestMetaObject>,
+    ) -> Result<Resolved<'_>, ErrorData> {
         let grant = context
             .extensions
             .get::<http::request::Parts>()
             .and_then(|parts| parts.extensions.get::<Grant>());
-        let opened = self.session.get_or_init(|| self.open(grant, context));
+        let metas = call_meta
+            .into_iter()
+            .chain([&context.meta])
+            .map(|meta| &***meta);
+        if let Some(key) = conversations::key_in(metas, CONVERSATION_KEY)? {
+            let principal = grant.map(Grant::principal);
+            let named = self
+                .shared
+                .conversations
+                .get_or_open(principal, key, |id| {
+                    let (opened, elicits) = self.open(id, grant, context);
+                    Named {
+                        session: opened.session,
+                        granted: opened.granted,
+                        elicits,
+                    }
+                })?;
+            let mut session = match grant {
+                Some(grant) => with_grant(&named.session, &named.granted, grant),
+                None => named.session,
+            };
+            if named.elicits {
+                // The client of this request is the one to ask.
+                session = session.with_approver(self.eliciting(context));
+            }
+            return Ok(Resolved {
+                session: Cow::Owned(session),
+                named: true,
+            });
+        }
+        let opened = self.session.get_or_init(|| {
+            let id = format!("mcp-{}", uuid::Uuid::new_v4());
+            self.open(id, grant, context).0
+        });
         let session = &opened.session;
         let Some(grant) = grant else {
-            return Ok(Cow::Borrowed(session));
+            return Ok(Resolved {
+                session: Cow::Borrowed(session),
+                named: false,
+            });
         };
         if session.principal() != Some(grant.principal()) {
             return Err(ErrorData::invalid_request(
@@ -183,15 +263,15 @@ impl Tools {
                 None,
             ));
         }
-        if grant.scopes() == opened.granted.as_slice() {
-            return Ok(Cow::Borrowed(session));
-        }
-        let kept = session
-            .scopes()
-            .iter()
-            .filter(|scope| !opened.granted.contains(scope) && !grant.scopes().contains(scope));
-        let scopes: Vec<String> = kept.chain(grant.scopes()).cloned().collect();
-        Ok(Cow::Owned(session.clone().with_scopes(scopes)))
+        let session = if grant.scopes() == opened.granted.as_slice() {
+            Cow::Borrowed(session)
+        } else {
+            Cow::Owned(with_grant(session, &opened.granted, grant))
+        };
+        Ok(Resolved {
+            session,
+            named: false,
+        })
     }
 
     /// This MCP session's toolwright [`Session`] as `context`'s request may use it, for your
@@ -222,29 +302,51 @@ impl Tools {
     /// }
     /// ```
     pub fn session(&self, context: &RequestContext<RoleServer>) -> Result<Session, ErrorData> {
-        self.session_for(context).map(Cow::into_owned)
+        self.session_for(context, None)
+            .map(|resolved| resolved.session.into_owned())
     }
 
-    fn open(&self, grant: Option<&Grant>, context: &RequestContext<RoleServer>) -> Opened {
-        let mut session = Session::new(format!("mcp-{}", uuid::Uuid::new_v4()));
+    /// A new conversation `id` for `grant`'s principal and scopes, asking approvals of
+    /// `context`'s client, through the session factory; and whether its approver is still that
+    /// one (the factory may set its own).
+    fn open(
+        &self,
+        id: String,
+        grant: Option<&Grant>,
+        context: &RequestContext<RoleServer>,
+    ) -> (Opened, bool) {
+        let mut session = Session::new(id);
         if let Some(grant) = grant {
             session = session
                 .with_principal(grant.principal())
                 .with_scopes(grant.scopes().iter().cloned());
         }
-        session = session.with_approver(Arc::new(ElicitingApprover::new(
-            context.peer.clone(),
-            self.shared.fallback_approver.clone(),
-            self.shared.approval_timeout,
-        )));
+        let eliciting = self.eliciting(context);
+        session = session.with_approver(Arc::clone(&eliciting));
         let session = match &self.shared.session_factory {
             Some(factory) => factory(session),
             None => session,
         };
-        Opened {
+        let elicits = session.approver().is_some_and(|approver| {
+            std::ptr::addr_eq(
+                approver as *const dyn Approver,
+                Arc::as_ptr(&eliciting) as *const dyn Approver,
+            )
+        });
+        let opened = Opened {
             session,
             granted: grant.map(|g| g.scopes().to_vec()).unwrap_or_default(),
-        }
+        };
+        (opened, elicits)
+    }
+
+    /// The approver that asks `context`'s client (by elicitation), or the fallback.
+    fn eliciting(&self, context: &RequestContext<RoleServer>) -> Arc<ElicitingApprover> {
+        Arc::new(ElicitingApprover::new(
+            context.peer.clone(),
+            self.shared.fallback_approver.clone(),
+            self.shared.approval_timeout,
+        ))
     }
 
     /// The tools this session is shown, as `tools/list` lists them.
@@ -282,6 +384,40 @@ impl Tools {
     }
 }
 
+impl Tools {
+    /// Sends `notifications/tools/list_changed` on `sink` after each change of the registry's
+    /// tool set, until the subscription ends; for a `listen` of your own handler that also
+    /// sends its prompts' or resources' changes:
+    ///
+    /// ```
+    /// use toolwright_mcp::rmcp::service::SubscriptionContext;
+    /// use toolwright_mcp::rmcp::ErrorData;
+    /// use toolwright_mcp::Tools;
+    ///
+    /// async fn listen(tools: &Tools, subscription: SubscriptionContext) -> Result<(), ErrorData> {
+    ///     let prompts = async {
+    ///         // ... `subscription.sink().notify_prompt_list_changed().await` when yours change
+    ///         std::future::pending::<()>().await
+    ///     };
+    ///     tokio::select! {
+    ///         () = subscription.cancelled() => {}
+    ///         () = tools.send_tool_changes(subscription.sink().clone()) => {}
+    ///         () = prompts => {}
+    ///     }
+    ///     Ok(())
+    /// }
+    /// ```
+    pub async fn send_tool_changes(&self, sink: SubscriptionSink) {
+        let mut changes = self.shared.registry.subscribe();
+        changes.mark_unchanged();
+        while changes.changed().await.is_ok() {
+            if sink.notify_tool_list_changed().await.is_err() {
+                break;
+            }
+        }
+    }
+}
+
 /// The `CallToolResult` of an outcome: the envelope as text and as `structuredContent`;
 /// `isError` when the call failed, so the model reads why and can recover.
 ///
@@ -290,7 +426,11 @@ impl Tools {
 pub(crate) fn call_tool_result(outcome: &Outcome) -> CallToolResult {
     if outcome.content().is_some() {
         // The blocks have MCP's shapes: rmcp reads them as its own.
-        if let Ok(result) = serde_json::from_value(providers::mcp::call_tool_result(outcome)) {
+        if let Ok(mut result) =
+            serde_json::from_value::<CallToolResult>(providers::mcp::call_tool_result(outcome))
+        {
+            // What rmcp's constructors set; rmcp removes it for a peer of an older revision.
+            result.result_type = Some(ResultType::COMPLETE);
             return result;
         }
     }
@@ -323,10 +463,43 @@ impl ServerHandler for Tools {
         config
     }
 
-    /// Up to 2025-11-25, the revisions with sessions: later ones serve every request
-    /// statelessly, and a toolwright session is a conversation.
+    /// Every revision rmcp knows up to 2026-07-28: 2025-11-25 and earlier with sessions
+    /// (`initialize`, `Mcp-Session-Id`), 2026-07-28 without (each request carries its version
+    /// and capabilities, and names its conversation in `_meta`, see [`CONVERSATION_KEY`]).
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
-        Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25))
+        Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::V_2026_07_28))
+    }
+
+    /// The tool `name` as `tools/list` shows it to a client that may see every tool: rmcp
+    /// checks a 2026-07-28 request's `Mcp-Param-*` headers against its input schema. Which
+    /// tools a session may call is decided by `call_tool`.
+    fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
+        let listed = self.shared.tools();
+        listed
+            .tools
+            .iter()
+            .find(|tool| tool.name == name)
+            .map(|tool| tool.tool.clone())
+    }
+
+    /// A 2026-07-28 `subscriptions/listen` gets `notifications/tools/list_changed`, what the
+    /// `listChanged` capability promises; other notifications are your handler's to accept.
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    /// Sends `notifications/tools/list_changed` on the subscription after each change of the
+    /// registry's tool set ([`Tools::send_tool_changes`]), until the client cancels it or the
+    /// stream closes.
+    async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
+        tokio::select! {
+            () = subscription.cancelled() => {}
+            () = self.send_tool_changes(subscription.sink().clone()) => {}
+        }
+        Ok(())
     }
 
     /// Tells the client `notifications/tools/list_changed` after each change of the registry's
@@ -371,8 +544,10 @@ impl ServerHandler for Tools {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let session = self.session_for(&context)?;
-        Ok(ListToolsResult::with_all_items(self.visible(&session)))
+        let resolved = self.session_for(&context, None)?;
+        Ok(ListToolsResult::with_all_items(
+            self.visible(&resolved.session),
+        ))
     }
 
     /// The call through the registry in this session's [`Session`]: every outcome a result
@@ -384,8 +559,8 @@ impl ServerHandler for Tools {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let session = self.session_for(&context)?;
-        let session = session.as_ref();
+        let resolved = self.session_for(&context, request.meta.as_ref())?;
+        let session = resolved.session.as_ref();
         let name = request.name;
         if !self.shared.registry.is_visible(&name, session) {
             return Err(self.unknown_tool(session, &name));
@@ -409,7 +584,22 @@ impl ServerHandler for Tools {
                 })),
             ));
         }
-        let call = ToolCall::new(request_id(&context), name, arguments);
+        let call_id = if resolved.named {
+            // The client's JSON-RPC ids are not the conversation's: another client of the
+            // same conversation, or the same request sent again, may use any id.
+            let metas = request
+                .meta
+                .iter()
+                .chain([&context.meta])
+                .map(|meta| &***meta);
+            match conversations::key_in(metas, CALL_KEY)? {
+                Some(call) => format!("call:{call}"),
+                None => format!("request:{}", uuid::Uuid::new_v4()),
+            }
+        } else {
+            request_id(&context)
+        };
+        let call = ToolCall::new(call_id, name, arguments);
         let progress_token = request
             .meta
             .as_ref()

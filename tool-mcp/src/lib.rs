@@ -5,9 +5,15 @@
 //! lifecycle and version negotiation, cancellation, server-to-client requests and the
 //! streamable HTTP transport are its. This crate maps MCP onto the registry:
 //!
-//! - **One [`Session`] per MCP session** (a stdio connection, a streamable-HTTP
-//!   `Mcp-Session-Id`): grounded ids, recovery budgets and idempotency scopes belong to that
-//!   client, never shared with another.
+//! - **Both revisions**: 2025-11-25 (and earlier) with sessions, and 2026-07-28 without: each
+//!   2026-07-28 request carries its version and capabilities, opens no session, and its results
+//!   say their `resultType`; `subscriptions/listen` delivers `tools/list_changed`.
+//! - **One [`Session`] per conversation**: per MCP session (a stdio connection, a
+//!   streamable-HTTP `Mcp-Session-Id`), or, for a request whose `_meta` names one
+//!   ([`CONVERSATION_KEY`]), per named conversation of that principal, across requests and
+//!   revisions. A 2026-07-28 request that names none is a conversation of its own. Grounded
+//!   ids, recovery budgets and idempotency scopes belong to that conversation, never shared
+//!   with another principal's.
 //! - **A streamable-HTTP session belongs to the principal who opened it.** With
 //!   [`McpServer::authorize`], every HTTP request is authorized on its own (a token the
 //!   authorizer now rejects is 401, on an open session too), and every message naming an
@@ -49,7 +55,8 @@
 //!   to expire as an effect of unknown outcome.
 //! - **Approval**: a `#[tool(requires_approval)]` call asks the user through
 //!   `elicitation/create`, showing the tool and its redacted arguments; accept runs it once,
-//!   decline or cancel is `approval_denied`. A client without elicitation gets
+//!   decline or cancel is `approval_denied`. A client without elicitation, and every
+//!   2026-07-28 client (that revision has no server-initiated requests), gets
 //!   [`McpServer::approver`], or a refusal.
 //! - **Beside your resources and prompts**: [`McpServer::with_handler`] serves an rmcp
 //!   [`ServerHandler`] you write (resources, prompts, completions, logging) with the tools
@@ -71,6 +78,7 @@
 #![warn(missing_docs)]
 
 mod approval;
+mod conversations;
 mod handler;
 mod listen;
 mod progress;
@@ -92,6 +100,7 @@ use toolwright_core::guard::approval::Approver;
 use toolwright_core::providers::{Export, ExportError, Provider};
 use toolwright_core::{Registry, Session};
 
+pub use crate::conversations::{CALL_KEY, CONVERSATION_KEY, MAX_CONVERSATION_KEY_BYTES};
 pub use crate::handler::Tools;
 pub use crate::streamable::{Authorizer, Grant, HttpServer, ProtectedResource};
 /// The rmcp this crate is built on, for [`McpServer::serve`]'s transports.
@@ -108,6 +117,10 @@ pub const DEFAULT_MAX_SESSIONS_PER_PRINCIPAL: usize = 100;
 
 /// The default time after which a session with nothing in flight ends: 60 seconds.
 pub const DEFAULT_SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The default time after which a named conversation ([`CONVERSATION_KEY`]) that no request
+/// used is forgotten: 30 minutes.
+pub const DEFAULT_CONVERSATION_IDLE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 
 /// The default cap on open HTTP connections of [`McpServer::bind_http`]: 1,024.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 1_024;
@@ -192,6 +205,7 @@ pub struct McpServer<F = fn(Tools) -> Tools> {
     max_sessions: usize,
     max_sessions_per_principal: usize,
     session_idle_timeout: Duration,
+    conversation_idle_timeout: Duration,
     max_connections: usize,
     header_read_timeout: Duration,
     body_read_timeout: Duration,
@@ -261,6 +275,7 @@ pub(crate) struct Shared {
     pub(crate) fallback_approver: Option<Arc<dyn Approver>>,
     pub(crate) approval_timeout: Duration,
     pub(crate) progress_interval: Duration,
+    pub(crate) conversations: conversations::Conversations,
 }
 
 impl Shared {
@@ -303,6 +318,7 @@ impl McpServer {
             max_sessions: DEFAULT_MAX_SESSIONS,
             max_sessions_per_principal: DEFAULT_MAX_SESSIONS_PER_PRINCIPAL,
             session_idle_timeout: DEFAULT_SESSION_IDLE_TIMEOUT,
+            conversation_idle_timeout: DEFAULT_CONVERSATION_IDLE_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
             body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,
@@ -315,10 +331,11 @@ impl McpServer {
 impl<F> McpServer<F> {
     /// Serves your own rmcp [`ServerHandler`] (resources, prompts, completions, logging, as
     /// rmcp does them) with the registry's tools inside it: `factory` builds one per session
-    /// (each stdio connection, each streamable-HTTP session) around that session's [`Tools`],
-    /// and every transport and protection of the server applies to it (the authorizer, each
-    /// session bound to its principal, the caps, the timeouts). Your handler forwards
-    /// `list_tools`, `call_tool`, `on_initialized`, `on_custom_request`,
+    /// (each stdio connection, each streamable-HTTP session, each 2026-07-28 request) around
+    /// that session's [`Tools`], and every transport and protection of the server applies to
+    /// it (the authorizer, each session bound to its principal, the caps, the timeouts). Your
+    /// handler forwards `list_tools`, `call_tool`, `get_tool`, `on_initialized`,
+    /// `on_custom_request`, `accepted_subscription_filter`, `listen`,
     /// `supported_protocol_versions` and `get_info` to the `Tools`, one line each (see
     /// [`Tools`]); rmcp's defaults would list no tools and refuse every call.
     ///
@@ -345,8 +362,7 @@ impl<F> McpServer<F> {
     ///         info.capabilities.prompts = Some(Default::default());
     ///         info
     ///     }
-    ///     // `supported_protocol_versions`, `on_initialized` and `on_custom_request` forwarded
-    ///     // the same way (see `Tools`), and your prompts.
+    ///     // The seven other forwards the same way (see `Tools`), and your prompts.
     ///     async fn list_tools(
     ///         &self,
     ///         request: Option<PaginatedRequestParams>,
@@ -395,6 +411,7 @@ impl<F> McpServer<F> {
             max_sessions: self.max_sessions,
             max_sessions_per_principal: self.max_sessions_per_principal,
             session_idle_timeout: self.session_idle_timeout,
+            conversation_idle_timeout: self.conversation_idle_timeout,
             max_connections: self.max_connections,
             header_read_timeout: self.header_read_timeout,
             body_read_timeout: self.body_read_timeout,
@@ -554,6 +571,18 @@ impl<F> McpServer<F> {
         self
     }
 
+    /// How long a conversation a client names in `_meta` ([`CONVERSATION_KEY`]) is kept after
+    /// its last request (default [`DEFAULT_CONVERSATION_IDLE_TIMEOUT`], 30 minutes). Named
+    /// conversations share the caps of sessions: [`McpServer::max_sessions`] on the server (a
+    /// new one past it is refused, `-32600`, until one is idle) and
+    /// [`McpServer::max_sessions_per_principal`] per principal (past it, that principal's
+    /// least recently used one is forgotten). A forgotten conversation kept in a conversation
+    /// store by [`McpServer::session_factory`] continues from the store.
+    pub fn conversation_idle_timeout(mut self, timeout: Duration) -> Self {
+        self.conversation_idle_timeout = timeout;
+        self
+    }
+
     /// The most HTTP connections [`McpServer::bind_http`] keeps open at once (default
     /// [`DEFAULT_MAX_CONNECTIONS`], 1,024). A connection past it is answered 503 with
     /// `Retry-After: 1` and closed. Not applied to [`McpServer::router`], whose server is
@@ -593,6 +622,11 @@ impl<F> McpServer<F> {
             fallback_approver: self.fallback_approver.clone(),
             approval_timeout: self.approval_timeout,
             progress_interval: self.progress_interval,
+            conversations: conversations::Conversations::new(conversations::Limits {
+                max: self.max_sessions,
+                per_principal: self.max_sessions_per_principal,
+                idle: self.conversation_idle_timeout,
+            }),
         }))
     }
 }

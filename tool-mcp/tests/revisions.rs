@@ -1,0 +1,550 @@
+//! MCP 2026-07-28 beside 2025-11-25, over streamable HTTP on 127.0.0.1, as raw HTTP: a
+//! 2026-07-28 request carries its version and capabilities in `_meta` and opens no session;
+//! its conversation is the one it names (`dev.toolwright/conversation`) for its principal, or
+//! its own. A 2025-11-25 session keeps its own conversation beside them.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use toolwright::conversation::MemoryConversationStore;
+use toolwright::prelude::*;
+use toolwright_mcp::{Grant, HttpServer, McpServer, CALL_KEY, CONVERSATION_KEY};
+
+/// Find an order by its customer's name: the order id it returns is grounded.
+#[tool(read_only, grounds(order = "id"))]
+async fn find_order(customer: String) -> Result<Value, ToolError> {
+    Ok(json!({"id": format!("ORD-{}", customer.len()), "customer": customer}))
+}
+
+/// Cancel an order found in this conversation.
+#[tool(idempotent = false)]
+async fn cancel_order(
+    key: IdempotencyKey,
+    #[arg(grounded = "order")] order_id: String,
+) -> Result<String, ToolError> {
+    let _ = key;
+    Ok(format!("cancelled {order_id}"))
+}
+
+/// Pay an amount (not idempotent: each run is one more payment).
+#[tool(idempotent = false)]
+async fn pay(
+    key: IdempotencyKey,
+    payments: State<Payments>,
+    amount: f64,
+) -> Result<f64, ToolError> {
+    let _ = key;
+    payments.0 .0.fetch_add(1, Ordering::SeqCst);
+    Ok(amount)
+}
+
+/// Delete the account (a person approves).
+#[tool(idempotent = false, requires_approval)]
+async fn delete_account(key: IdempotencyKey) -> Result<String, ToolError> {
+    let _ = key;
+    Ok("deleted".to_owned())
+}
+
+#[derive(Clone, Default)]
+struct Payments(Arc<AtomicU64>);
+
+fn registry(payments: &Payments) -> Registry {
+    Registry::builder()
+        .tool(FindOrder)
+        .tool(CancelOrder)
+        .tool(Pay)
+        .tool(DeleteAccount)
+        .state(payments.clone())
+        .build()
+        .expect("the registry builds")
+}
+
+async fn start(registry: Registry) -> HttpServer {
+    bind(McpServer::new(registry)).await
+}
+
+async fn bind(server: McpServer) -> HttpServer {
+    server
+        .sse_keep_alive(Duration::from_millis(100))
+        .authorize(|token: &str| match token {
+            "alice" => Some(Grant::new("alice")),
+            "bob" => Some(Grant::new("bob")),
+            _ => None,
+        })
+        .bind_http("127.0.0.1:0")
+        .await
+        .expect("binds loopback")
+}
+
+/// Raw HTTP of both revisions to one server.
+struct Client {
+    http: reqwest::Client,
+    url: String,
+}
+
+impl Client {
+    fn new(server: &HttpServer) -> Self {
+        Client {
+            http: reqwest::Client::new(),
+            url: server.url(),
+        }
+    }
+
+    /// A 2026-07-28 request: the revision's `_meta` and headers, plus `meta`.
+    fn request_2026(
+        &self,
+        token: &str,
+        id: Value,
+        method: &str,
+        params: Value,
+        meta: Value,
+    ) -> reqwest::RequestBuilder {
+        let mut params = params;
+        let mut all = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+            "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"},
+        });
+        if let Value::Object(extra) = meta {
+            all.as_object_mut().expect("an object").extend(extra);
+        }
+        params["_meta"] = all;
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let mut request = self
+            .http
+            .post(&self.url)
+            .bearer_auth(token)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", method);
+        if let Some(name) = body["params"]["name"].as_str() {
+            request = request.header("mcp-name", name);
+        }
+        request.body(body.to_string())
+    }
+
+    /// A 2026-07-28 `tools/call`, its answer.
+    async fn call_2026(
+        &self,
+        token: &str,
+        id: u64,
+        name: &str,
+        arguments: Value,
+        meta: Value,
+    ) -> Value {
+        let params = json!({"name": name, "arguments": arguments});
+        let response = self
+            .request_2026(token, json!(id), "tools/call", params, meta)
+            .send()
+            .await
+            .expect("answered");
+        assert!(
+            response.headers().get("mcp-session-id").is_none(),
+            "a 2026-07-28 request opens no session"
+        );
+        let body = response.text().await.expect("a body");
+        answer(&body, &json!(id))
+    }
+
+    /// A 2025-11-25 session: `initialize`, then `notifications/initialized`; its id.
+    async fn open_2025(&self, token: &str) -> String {
+        let init = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}});
+        let response = self
+            .post_2025(token, None, init)
+            .send()
+            .await
+            .expect("initialize");
+        let session = response
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+            .expect("a session id")
+            .to_owned();
+        drop(response.text().await);
+        let initialized = json!({"jsonrpc":"2.0","method":"notifications/initialized"});
+        let status = self
+            .post_2025(token, Some(&session), initialized)
+            .send()
+            .await
+            .expect("initialized")
+            .status();
+        assert_eq!(status, 202);
+        session
+    }
+
+    fn post_2025(
+        &self,
+        token: &str,
+        session: Option<&str>,
+        body: Value,
+    ) -> reqwest::RequestBuilder {
+        let mut request = self
+            .http
+            .post(&self.url)
+            .bearer_auth(token)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-11-25")
+            .body(body.to_string());
+        if let Some(session) = session {
+            request = request.header("mcp-session-id", session);
+        }
+        request
+    }
+
+    /// A `tools/call` in a 2025-11-25 session, its answer.
+    async fn call_2025(
+        &self,
+        token: &str,
+        session: &str,
+        id: u64,
+        name: &str,
+        arguments: Value,
+    ) -> Value {
+        let body = json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":name,"arguments":arguments}});
+        let response = self
+            .post_2025(token, Some(session), body)
+            .send()
+            .await
+            .expect("answered");
+        answer(&response.text().await.expect("a body"), &json!(id))
+    }
+}
+
+/// The JSON-RPC messages of an SSE or JSON body.
+fn messages(body: &str) -> Vec<Value> {
+    let mut all: Vec<Value> = body
+        .lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .filter_map(|data| serde_json::from_str(data.trim()).ok())
+        .collect();
+    if let Ok(single) = serde_json::from_str::<Value>(body) {
+        all.push(single);
+    }
+    all
+}
+
+/// The answer (result or error) to request `id`.
+fn answer(body: &str, id: &Value) -> Value {
+    messages(body)
+        .into_iter()
+        .find(|m| &m["id"] == id && (m.get("result").is_some() || m.get("error").is_some()))
+        .unwrap_or_else(|| panic!("no answer to {id} in {body}"))
+}
+
+fn in_conversation(key: &str) -> Value {
+    json!({ CONVERSATION_KEY: key })
+}
+
+fn envelope(answer: &Value) -> &Value {
+    &answer["result"]["structuredContent"]
+}
+
+#[tokio::test]
+async fn a_2026_result_says_its_type_and_a_2025_result_does_not() {
+    let server = start(registry(&Payments::default())).await;
+    let client = Client::new(&server);
+    let answer = client
+        .call_2026(
+            "alice",
+            1,
+            "find_order",
+            json!({"customer": "ada"}),
+            json!({}),
+        )
+        .await;
+    assert_eq!(answer["result"]["resultType"], "complete", "{answer}");
+    assert_eq!(envelope(&answer)["status"], "success", "{answer}");
+
+    let session = client.open_2025("alice").await;
+    let answer = client
+        .call_2025(
+            "alice",
+            &session,
+            1,
+            "find_order",
+            json!({"customer": "ada"}),
+        )
+        .await;
+    assert!(answer["result"].get("resultType").is_none(), "{answer}");
+    assert_eq!(envelope(&answer)["status"], "success", "{answer}");
+}
+
+#[tokio::test]
+async fn a_named_conversation_spans_requests_for_its_principal_only() {
+    let server = start(registry(&Payments::default())).await;
+    let client = Client::new(&server);
+    let found = client
+        .call_2026(
+            "alice",
+            1,
+            "find_order",
+            json!({"customer": "ada"}),
+            in_conversation("chat-1"),
+        )
+        .await;
+    let id = envelope(&found)["data"]["id"]
+        .as_str()
+        .expect("an order id")
+        .to_owned();
+
+    // The next request of the same conversation may use the id its tool returned.
+    let cancelled = client
+        .call_2026(
+            "alice",
+            2,
+            "cancel_order",
+            json!({"order_id": id}),
+            in_conversation("chat-1"),
+        )
+        .await;
+    assert_eq!(envelope(&cancelled)["status"], "success", "{cancelled}");
+
+    // A request that names no conversation is one of its own; another conversation, or
+    // another principal's conversation of the same name, never saw the id.
+    for (token, meta) in [
+        ("alice", json!({})),
+        ("alice", in_conversation("chat-2")),
+        ("bob", in_conversation("chat-1")),
+    ] {
+        let refused = client
+            .call_2026(
+                token,
+                3,
+                "cancel_order",
+                json!({"order_id": id}),
+                meta.clone(),
+            )
+            .await;
+        assert_eq!(
+            envelope(&refused)["status"],
+            "error",
+            "{token} {meta}: {refused}"
+        );
+        assert_eq!(
+            envelope(&refused)["error_type"],
+            "ungrounded_identifier",
+            "{token} {meta}: {refused}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_named_conversation_continues_on_another_replica_through_the_store() {
+    let store = Arc::new(MemoryConversationStore::new());
+    let replica = |store: Arc<MemoryConversationStore>| {
+        McpServer::new(registry(&Payments::default()))
+            .session_factory(move |session| session.with_store(store.clone()))
+    };
+    let a = bind(replica(Arc::clone(&store))).await;
+    let b = bind(replica(Arc::clone(&store))).await;
+    let found = Client::new(&a)
+        .call_2026(
+            "alice",
+            1,
+            "find_order",
+            json!({"customer": "ada"}),
+            in_conversation("chat-1"),
+        )
+        .await;
+    let id = envelope(&found)["data"]["id"]
+        .as_str()
+        .expect("an order id")
+        .to_owned();
+    let cancelled = Client::new(&b)
+        .call_2026(
+            "alice",
+            1,
+            "cancel_order",
+            json!({"order_id": id}),
+            in_conversation("chat-1"),
+        )
+        .await;
+    assert_eq!(envelope(&cancelled)["status"], "success", "{cancelled}");
+}
+
+#[tokio::test]
+async fn a_2025_session_and_2026_requests_hold_separate_conversations() {
+    let server = start(registry(&Payments::default())).await;
+    let client = Client::new(&server);
+    let session = client.open_2025("alice").await;
+    let found = client
+        .call_2025(
+            "alice",
+            &session,
+            1,
+            "find_order",
+            json!({"customer": "grace"}),
+        )
+        .await;
+    let id = envelope(&found)["data"]["id"]
+        .as_str()
+        .expect("an order id")
+        .to_owned();
+
+    let elsewhere = client
+        .call_2026(
+            "alice",
+            1,
+            "cancel_order",
+            json!({"order_id": id}),
+            in_conversation("chat-1"),
+        )
+        .await;
+    assert_eq!(
+        envelope(&elsewhere)["error_type"],
+        "ungrounded_identifier",
+        "{elsewhere}"
+    );
+
+    // The session's own conversation still holds it.
+    let cancelled = client
+        .call_2025(
+            "alice",
+            &session,
+            2,
+            "cancel_order",
+            json!({"order_id": id}),
+        )
+        .await;
+    assert_eq!(envelope(&cancelled)["status"], "success", "{cancelled}");
+}
+
+#[tokio::test]
+async fn a_call_sent_again_under_its_call_key_runs_once() {
+    let payments = Payments::default();
+    let server = start(registry(&payments)).await;
+    let client = Client::new(&server);
+    let meta = json!({ CONVERSATION_KEY: "chat-1", CALL_KEY: "pay-1" });
+    // The stream broke; the client sends the request again under a new JSON-RPC id.
+    let first = client
+        .call_2026("alice", 1, "pay", json!({"amount": 5.0}), meta.clone())
+        .await;
+    let again = client
+        .call_2026("alice", 2, "pay", json!({"amount": 5.0}), meta)
+        .await;
+    assert_eq!(envelope(&first)["status"], "success", "{first}");
+    assert_eq!(
+        envelope(&again)["data"],
+        envelope(&first)["data"],
+        "{again}"
+    );
+    assert_eq!(payments.0.load(Ordering::SeqCst), 1, "one payment");
+
+    // JSON-RPC ids are not a named conversation's identity: two clients of one conversation
+    // may both send id 7, and both calls run.
+    for _ in 0..2 {
+        let paid = client
+            .call_2026(
+                "alice",
+                7,
+                "pay",
+                json!({"amount": 1.0}),
+                in_conversation("chat-1"),
+            )
+            .await;
+        assert_eq!(envelope(&paid)["status"], "success", "{paid}");
+    }
+    assert_eq!(payments.0.load(Ordering::SeqCst), 3);
+}
+
+#[tokio::test]
+async fn a_conversation_key_that_is_not_a_short_string_is_invalid_params_naming_it() {
+    let server = start(registry(&Payments::default())).await;
+    let client = Client::new(&server);
+    for (key, got) in [
+        (json!(42), "a number (42)"),
+        (json!("x".repeat(200)), "a string of 200 bytes"),
+    ] {
+        let answer = client
+            .call_2026(
+                "alice",
+                1,
+                "find_order",
+                json!({"customer": "ada"}),
+                json!({ CONVERSATION_KEY: key }),
+            )
+            .await;
+        assert_eq!(answer["error"]["code"], -32602, "{answer}");
+        let message = answer["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains(CONVERSATION_KEY) && message.ends_with(got),
+            "{message}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn approval_over_2026_sends_no_question_on_the_stream() {
+    let server = start(registry(&Payments::default())).await;
+    let client = Client::new(&server);
+    let params = json!({"name": "delete_account", "arguments": {}});
+    let body = client
+        .request_2026("alice", json!(1), "tools/call", params, json!({}))
+        .send()
+        .await
+        .expect("answered")
+        .text()
+        .await
+        .expect("a body");
+    let all = messages(&body);
+    assert!(
+        all.iter()
+            .all(|m| m.get("method").is_none_or(|method| method
+                .as_str()
+                .is_some_and(|method| method.starts_with("notifications/")))),
+        "no request of the server's own on a 2026-07-28 stream: {body}"
+    );
+    let answer = answer(&body, &json!(1));
+    assert_eq!(
+        envelope(&answer)["error_type"],
+        "approval_denied",
+        "{answer}"
+    );
+    let message = envelope(&answer)["message"].as_str().unwrap_or_default();
+    assert!(message.contains("2026-07-28"), "{message}");
+}
+
+#[tokio::test]
+async fn subscriptions_listen_tells_a_2026_client_when_the_tools_change() {
+    let registry = registry(&Payments::default());
+    let server = start(registry.clone()).await;
+    let client = Client::new(&server);
+    let params = json!({"notifications": {"toolsListChanged": true}});
+    let mut stream = client
+        .request_2026("alice", json!(9), "subscriptions/listen", params, json!({}))
+        .send()
+        .await
+        .expect("the subscription opens");
+    assert_eq!(stream.status(), 200);
+    let mut seen = String::new();
+    let read = async {
+        let mut changed = false;
+        while let Some(chunk) = stream.chunk().await.expect("the stream reads") {
+            seen.push_str(&String::from_utf8_lossy(&chunk));
+            if !changed && seen.contains("notifications/subscriptions/acknowledged") {
+                registry
+                    .change(|c| c.remove("pay"))
+                    .expect("the tool set changes");
+                changed = true;
+            }
+            if seen.contains("notifications/tools/list_changed") {
+                return;
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), read)
+        .await
+        .unwrap_or_else(|_| panic!("no tools/list_changed on the subscription: {seen}"));
+    let changed = messages(&seen)
+        .into_iter()
+        .find(|m| m["method"] == "notifications/tools/list_changed")
+        .expect("the notification");
+    assert_eq!(
+        changed["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 9,
+        "{changed}"
+    );
+}
