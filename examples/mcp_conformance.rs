@@ -151,8 +151,7 @@ fn json_schema_tool() -> DynamicTool {
 }
 
 /// Needs a person's approval: over 2026-07-28, which has no server-initiated requests, the
-/// server asks no question on the response stream (the call is refused for want of an
-/// approver).
+/// server sends no question on the response stream; it answers with an input-required result.
 #[tool(requires_approval)]
 async fn test_streaming_elicitation() -> Result<String, ToolError> {
     Ok("Streaming complete".to_owned())

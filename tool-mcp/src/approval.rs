@@ -35,8 +35,8 @@ impl ElicitingApprover {
     }
 
     async fn decide(&self, request: &ApprovalRequest<'_>) -> Approval {
-        // 2026-07-28 has no server-initiated requests: a question to its user travels as an
-        // input-required result, which this approver does not send.
+        // 2026-07-28 has no server-initiated requests: a client of it that can answer a form
+        // is asked by an input-required result (`InputApprover`), never reaching here.
         let stateless = self
             .peer
             .peer_info()
@@ -48,8 +48,8 @@ impl ElicitingApprover {
                 .contains(&ElicitationMode::Form)
         {
             let why = if stateless {
-                "this client speaks MCP 2026-07-28, to which this server sends no questions \
-                 (the server's own approver decides for such clients, and it has none)"
+                "this client speaks MCP 2026-07-28 and declared no elicitation capability, so \
+                 it cannot be asked"
             } else {
                 "this client cannot ask one (it does not support elicitation)"
             };

@@ -6,8 +6,9 @@ use std::sync::{Arc, OnceLock};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
-    CustomResult, ErrorCode, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
-    RequestMetaObject, ResultType, ServerCapabilities, ServerConfig, SubscriptionFilter,
+    CustomResult, ErrorCode, InputRequiredResult, ListToolsResult, PaginatedRequestParams,
+    ProtocolVersion, RequestMetaObject, ResultType, ServerCapabilities, ServerConfig,
+    SubscriptionFilter,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext, SubscriptionSink};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -17,6 +18,7 @@ use toolwright_core::{providers, Outcome, Session, Status, ToolCall};
 
 use crate::approval::ElicitingApprover;
 use crate::conversations::{self, Named, CALL_KEY, CONVERSATION_KEY};
+use crate::input::InputApprover;
 use crate::streamable::{Disconnected, Grant};
 use crate::Shared;
 
@@ -153,12 +155,16 @@ pub struct Tools {
 struct Opened {
     session: Session,
     granted: Vec<String>,
+    /// Whether its approver asks the client (not the session factory's own).
+    elicits: bool,
 }
 
 /// The session a request runs in, and whether the client named it ([`CONVERSATION_KEY`]).
 struct Resolved<'a> {
     session: Cow<'a, Session>,
     named: bool,
+    /// Whether its approver asks the client (not the session factory's own).
+    elicits: bool,
 }
 
 /// `session` with the scopes of this request's `grant` in place of those it was opened with
@@ -244,6 +250,7 @@ impl Tools {
             return Ok(Resolved {
                 session: Cow::Owned(session),
                 named: true,
+                elicits: named.elicits,
             });
         }
         let opened = self.session.get_or_init(|| {
@@ -255,6 +262,7 @@ impl Tools {
             return Ok(Resolved {
                 session: Cow::Borrowed(session),
                 named: false,
+                elicits: opened.elicits,
             });
         };
         if session.principal() != Some(grant.principal()) {
@@ -271,6 +279,7 @@ impl Tools {
         Ok(Resolved {
             session,
             named: false,
+            elicits: opened.elicits,
         })
     }
 
@@ -336,6 +345,7 @@ impl Tools {
         let opened = Opened {
             session,
             granted: grant.map(|g| g.scopes().to_vec()).unwrap_or_default(),
+            elicits,
         };
         (opened, elicits)
     }
@@ -560,7 +570,27 @@ impl ServerHandler for Tools {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let resolved = self.session_for(&context, request.meta.as_ref())?;
-        let session = resolved.session.as_ref();
+        // A 2026-07-28 client that can answer a form is asked for approval by an
+        // input-required result, and sends the call again with the answer.
+        let input = (resolved.elicits && asks_by_input(&context)).then(|| {
+            Arc::new(InputApprover::new(
+                Arc::clone(&self.shared.sealing),
+                self.shared.approval_timeout,
+                request.request_state.clone(),
+                request.input_responses.clone(),
+            ))
+        });
+        let session = match &input {
+            Some(input) => Cow::Owned(
+                resolved
+                    .session
+                    .as_ref()
+                    .clone()
+                    .with_approver(Arc::clone(input)),
+            ),
+            None => resolved.session.clone(),
+        };
+        let session = session.as_ref();
         let name = request.name;
         if !self.shared.registry.is_visible(&name, session) {
             return Err(self.unknown_tool(session, &name));
@@ -625,10 +655,25 @@ impl ServerHandler for Tools {
                 self.shared.progress_interval,
                 &context.peer,
             ) => {
+                if let Some((requests, state)) = input.and_then(|input| input.asked()) {
+                    let asked = InputRequiredResult::new(Some(requests), Some(state));
+                    return Ok(CallToolResponse::InputRequired(asked));
+                }
                 Ok(call_tool_result(&outcome).into())
             }
         }
     }
+}
+
+/// Whether the request is of 2026-07-28 or later and its client can answer a form.
+fn asks_by_input(context: &RequestContext<RoleServer>) -> bool {
+    let stateless = context
+        .protocol_version()
+        .is_some_and(|version| version >= ProtocolVersion::V_2026_07_28);
+    stateless
+        && context
+            .client_capabilities()
+            .is_some_and(|capabilities| capabilities.elicitation.is_some())
 }
 
 /// Never sent: rmcp drops the answer to a cancelled request, and a dropped stream has no

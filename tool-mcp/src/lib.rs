@@ -55,8 +55,11 @@
 //!   to expire as an effect of unknown outcome.
 //! - **Approval**: a `#[tool(requires_approval)]` call asks the user through
 //!   `elicitation/create`, showing the tool and its redacted arguments; accept runs it once,
-//!   decline or cancel is `approval_denied`. A client without elicitation, and every
-//!   2026-07-28 client (that revision has no server-initiated requests), gets
+//!   decline or cancel is `approval_denied`. A 2026-07-28 client, which gets no
+//!   server-initiated requests, is asked by an input-required result instead: the question and
+//!   a sealed `requestState`, bound to the principal, the tool and its arguments
+//!   ([`McpServer::request_state_key`]); the client sends the call again with the user's
+//!   answer, and an accepted state approves that one call. A client without elicitation gets
 //!   [`McpServer::approver`], or a refusal.
 //! - **Beside your resources and prompts**: [`McpServer::with_handler`] serves an rmcp
 //!   [`ServerHandler`] you write (resources, prompts, completions, logging) with the tools
@@ -80,6 +83,7 @@
 mod approval;
 mod conversations;
 mod handler;
+mod input;
 mod listen;
 mod progress;
 #[cfg(feature = "proxy")]
@@ -206,6 +210,7 @@ pub struct McpServer<F = fn(Tools) -> Tools> {
     max_sessions_per_principal: usize,
     session_idle_timeout: Duration,
     conversation_idle_timeout: Duration,
+    request_state_key: Option<Arc<[u8]>>,
     max_connections: usize,
     header_read_timeout: Duration,
     body_read_timeout: Duration,
@@ -276,6 +281,7 @@ pub(crate) struct Shared {
     pub(crate) approval_timeout: Duration,
     pub(crate) progress_interval: Duration,
     pub(crate) conversations: conversations::Conversations,
+    pub(crate) sealing: Arc<input::Sealing>,
 }
 
 impl Shared {
@@ -319,6 +325,7 @@ impl McpServer {
             max_sessions_per_principal: DEFAULT_MAX_SESSIONS_PER_PRINCIPAL,
             session_idle_timeout: DEFAULT_SESSION_IDLE_TIMEOUT,
             conversation_idle_timeout: DEFAULT_CONVERSATION_IDLE_TIMEOUT,
+            request_state_key: None,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
             body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,
@@ -412,6 +419,7 @@ impl<F> McpServer<F> {
             max_sessions_per_principal: self.max_sessions_per_principal,
             session_idle_timeout: self.session_idle_timeout,
             conversation_idle_timeout: self.conversation_idle_timeout,
+            request_state_key: self.request_state_key,
             max_connections: self.max_connections,
             header_read_timeout: self.header_read_timeout,
             body_read_timeout: self.body_read_timeout,
@@ -583,6 +591,17 @@ impl<F> McpServer<F> {
         self
     }
 
+    /// The key that seals the `requestState` of an approval asked of a 2026-07-28 client (an
+    /// input-required result: the client sends the call again with the user's answer and the
+    /// state). By default a random key of this process; give every replica behind one address
+    /// the same key (at least 32 random bytes, kept secret), so the answer may reach any of
+    /// them. A state is bound to the call's principal, tool and arguments, expires after
+    /// [`McpServer::approval_timeout`], and approves one call.
+    pub fn request_state_key(mut self, key: impl Into<Vec<u8>>) -> Self {
+        self.request_state_key = Some(Arc::from(key.into()));
+        self
+    }
+
     /// The most HTTP connections [`McpServer::bind_http`] keeps open at once (default
     /// [`DEFAULT_MAX_CONNECTIONS`], 1,024). A connection past it is answered 503 with
     /// `Retry-After: 1` and closed. Not applied to [`McpServer::router`], whose server is
@@ -627,6 +646,13 @@ impl<F> McpServer<F> {
                 per_principal: self.max_sessions_per_principal,
                 idle: self.conversation_idle_timeout,
             }),
+            sealing: Arc::new(
+                input::Sealing::new(self.request_state_key.as_deref()).map_err(|_| {
+                    ServeError::RequestStateKey(
+                        self.request_state_key.as_ref().map_or(0, |k| k.len()),
+                    )
+                })?,
+            ),
         }))
     }
 }
@@ -758,6 +784,9 @@ pub enum ServeError {
     NotLoopback(SocketAddr),
     /// The MCP session failed (the handshake, the transport).
     Protocol(String),
+    /// The key of [`McpServer::request_state_key`] is shorter than 32 bytes; it holds how
+    /// long it is.
+    RequestStateKey(usize),
 }
 
 impl fmt::Display for ServeError {
@@ -771,6 +800,11 @@ impl fmt::Display for ServeError {
                  and `allowed_hosts`) to serve beyond this machine"
             ),
             ServeError::Protocol(e) => write!(f, "MCP session: {e}"),
+            ServeError::RequestStateKey(len) => write!(
+                f,
+                "the request-state key is {len} bytes; it must be at least 32 (random bytes, \
+                 the same on every replica)"
+            ),
         }
     }
 }

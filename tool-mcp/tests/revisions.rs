@@ -40,11 +40,11 @@ async fn pay(
     Ok(amount)
 }
 
-/// Delete the account (a person approves).
+/// Delete an account (a person approves).
 #[tool(idempotent = false, requires_approval)]
-async fn delete_account(key: IdempotencyKey) -> Result<String, ToolError> {
+async fn delete_account(key: IdempotencyKey, account: String) -> Result<String, ToolError> {
     let _ = key;
-    Ok("deleted".to_owned())
+    Ok(format!("deleted {account}"))
 }
 
 #[derive(Clone, Default)]
@@ -477,35 +477,255 @@ async fn a_conversation_key_that_is_not_a_short_string_is_invalid_params_naming_
     }
 }
 
-#[tokio::test]
-async fn approval_over_2026_sends_no_question_on_the_stream() {
-    let server = start(registry(&Payments::default())).await;
-    let client = Client::new(&server);
-    let params = json!({"name": "delete_account", "arguments": {}});
-    let body = client
-        .request_2026("alice", json!(1), "tools/call", params, json!({}))
+/// A 2026-07-28 `tools/call` with `extra` params (`requestState`, `inputResponses`), its
+/// whole body.
+async fn call_with(
+    client: &Client,
+    token: &str,
+    name: &str,
+    arguments: Value,
+    extra: Value,
+    meta: Value,
+) -> String {
+    let mut params = json!({"name": name, "arguments": arguments});
+    if let Value::Object(extra) = extra {
+        params.as_object_mut().expect("an object").extend(extra);
+    }
+    client
+        .request_2026(token, json!(1), "tools/call", params, meta)
         .send()
         .await
         .expect("answered")
         .text()
         .await
-        .expect("a body");
-    let all = messages(&body);
+        .expect("a body")
+}
+
+/// No request of the server's own on a 2026-07-28 stream (that revision has none).
+fn only_notifications(body: &str) {
+    let requests: Vec<Value> = messages(body)
+        .into_iter()
+        .filter(|m| {
+            m.get("method")
+                .and_then(Value::as_str)
+                .is_some_and(|method| !method.starts_with("notifications/"))
+        })
+        .collect();
     assert!(
-        all.iter()
-            .all(|m| m.get("method").is_none_or(|method| method
-                .as_str()
-                .is_some_and(|method| method.starts_with("notifications/")))),
-        "no request of the server's own on a 2026-07-28 stream: {body}"
+        requests.is_empty(),
+        "a server request on a 2026-07-28 stream: {body}"
     );
-    let answer = answer(&body, &json!(1));
+}
+
+#[tokio::test]
+async fn approval_over_2026_is_an_input_required_result_answered_once() {
+    let server = start(registry(&Payments::default())).await;
+    let client = Client::new(&server);
+    let body = call_with(
+        &client,
+        "alice",
+        "delete_account",
+        json!({"account": "a1"}),
+        json!({}),
+        json!({}),
+    )
+    .await;
+    only_notifications(&body);
+    let asked = answer(&body, &json!(1));
+    let result = &asked["result"];
+    assert_eq!(result["resultType"], "input_required", "{asked}");
+    let question = &result["inputRequests"]["toolwright_approval"];
+    assert_eq!(question["method"], "elicitation/create", "{asked}");
+    let message = question["params"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("delete_account"), "{message}");
+    let state = result["requestState"]
+        .as_str()
+        .expect("a request state")
+        .to_owned();
+
+    // The user accepts: the client sends the call again with the answer and the state.
+    let accepted = json!({
+        "requestState": state,
+        "inputResponses": {"toolwright_approval": {"action": "accept"}},
+    });
+    let body = call_with(
+        &client,
+        "alice",
+        "delete_account",
+        json!({"account": "a1"}),
+        accepted.clone(),
+        json!({}),
+    )
+    .await;
+    let ran = answer(&body, &json!(1));
+    assert_eq!(envelope(&ran)["status"], "success", "{ran}");
+    assert_eq!(envelope(&ran)["data"], "deleted a1", "{ran}");
+
+    // The same answer again approves nothing more.
+    let body = call_with(
+        &client,
+        "alice",
+        "delete_account",
+        json!({"account": "a1"}),
+        accepted,
+        json!({}),
+    )
+    .await;
+    let again = answer(&body, &json!(1));
+    assert_eq!(envelope(&again)["error_type"], "approval_denied", "{again}");
+    let message = envelope(&again)["message"].as_str().unwrap_or_default();
+    assert!(message.contains("already used"), "{message}");
+}
+
+#[tokio::test]
+async fn a_sealed_approval_state_cannot_be_forged_moved_or_declined_into_a_run() {
+    let payments = Payments::default();
+    let server = start(registry(&payments)).await;
+    let client = Client::new(&server);
+    let asked = answer(
+        &call_with(
+            &client,
+            "alice",
+            "delete_account",
+            json!({"account": "a1"}),
+            json!({}),
+            json!({}),
+        )
+        .await,
+        &json!(1),
+    );
+    let state = asked["result"]["requestState"]
+        .as_str()
+        .expect("a state")
+        .to_owned();
+    let accept = |state: &str| json!({"requestState": state, "inputResponses": {"toolwright_approval": {"action": "accept"}}});
+    let mut tampered = state.clone();
+    let last = tampered.pop().expect("not empty");
+    tampered.push(if last == 'A' { 'B' } else { 'A' });
+    for (token, state, what) in [
+        ("alice", tampered.as_str(), "altered"),
+        ("bob", state.as_str(), "another principal"),
+        ("alice", "forged", "forged"),
+    ] {
+        let body = call_with(
+            &client,
+            token,
+            "delete_account",
+            json!({"account": "a1"}),
+            accept(state),
+            json!({}),
+        )
+        .await;
+        let refused = answer(&body, &json!(1));
+        assert_eq!(
+            envelope(&refused)["error_type"],
+            "approval_denied",
+            "{what}: {refused}"
+        );
+        let message = envelope(&refused)["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("not sealed by this server for this call"),
+            "{what}: {message}"
+        );
+    }
+    // Nor for other arguments.
+    let body = call_with(
+        &client,
+        "alice",
+        "delete_account",
+        json!({"account": "a2"}),
+        accept(&state),
+        json!({}),
+    )
+    .await;
+    let refused = answer(&body, &json!(1));
     assert_eq!(
-        envelope(&answer)["error_type"],
+        envelope(&refused)["error_type"],
         "approval_denied",
-        "{answer}"
+        "other arguments: {refused}"
     );
-    let message = envelope(&answer)["message"].as_str().unwrap_or_default();
-    assert!(message.contains("2026-07-28"), "{message}");
+    let body = call_with(
+        &client,
+        "alice",
+        "delete_account",
+        json!({"account": "a1"}),
+        accept(&state),
+        json!({}),
+    )
+    .await;
+    assert_eq!(
+        envelope(&answer(&body, &json!(1)))["status"],
+        "success",
+        "the real state still works once"
+    );
+
+    let asked = answer(
+        &call_with(
+            &client,
+            "alice",
+            "delete_account",
+            json!({"account": "a1"}),
+            json!({}),
+            json!({}),
+        )
+        .await,
+        &json!(1),
+    );
+    let state = asked["result"]["requestState"]
+        .as_str()
+        .expect("a state")
+        .to_owned();
+    let declined = json!({"requestState": state, "inputResponses": {"toolwright_approval": {"action": "decline"}}});
+    let body = call_with(
+        &client,
+        "alice",
+        "delete_account",
+        json!({"account": "a1"}),
+        declined,
+        json!({}),
+    )
+    .await;
+    let refused = answer(&body, &json!(1));
+    assert_eq!(
+        envelope(&refused)["error_type"],
+        "approval_denied",
+        "{refused}"
+    );
+    assert!(
+        envelope(&refused)["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("declined"),
+        "{refused}"
+    );
+}
+
+#[tokio::test]
+async fn a_2026_client_that_cannot_answer_a_form_is_refused_unasked() {
+    let server = start(registry(&Payments::default())).await;
+    let client = Client::new(&server);
+    let no_forms = json!({"io.modelcontextprotocol/clientCapabilities": {}});
+    let body = call_with(
+        &client,
+        "alice",
+        "delete_account",
+        json!({"account": "a1"}),
+        json!({}),
+        no_forms,
+    )
+    .await;
+    only_notifications(&body);
+    let refused = answer(&body, &json!(1));
+    assert_eq!(
+        envelope(&refused)["error_type"],
+        "approval_denied",
+        "{refused}"
+    );
+    let message = envelope(&refused)["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("2026-07-28") && message.contains("elicitation"),
+        "{message}"
+    );
 }
 
 #[tokio::test]
