@@ -122,7 +122,7 @@ impl InputApprover {
         };
         let state = match self.sealing.codec.open_with(sealed, bound.as_bytes()) {
             Ok(payload) => serde_json::from_slice::<State>(&payload).ok(),
-            Err(RequestStateError::Expired { .. }) => {
+            Err(RequestStateError::Expired) => {
                 // Ask again: the person may still be there.
                 return self.ask(request, &bound);
             }
