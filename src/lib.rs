@@ -310,8 +310,8 @@ pub use toolwright_macros::{data, tool, toolset};
 
 // One module per stage of a call, as the runtime lays them out.
 pub use toolwright_core::{
-    call, content, conversation, dynamic, error, execute, guard, idempotency, interpret, observe,
-    outcome, progress, providers, registry, replay, tool, validate,
+    ask, call, content, conversation, dynamic, error, execute, guard, idempotency, interpret,
+    observe, outcome, progress, providers, registry, replay, tool, validate,
 };
 
 /// A tool defined at run time: name, description, JSON Schema, async handler

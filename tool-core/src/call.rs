@@ -6,13 +6,16 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
 use std::ops::Deref;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
+use crate::ask::{Answer, Asker, Question, Reply};
 use crate::conversation::{ConversationMemory, ConversationStore, Grounding, InMemoryConversation};
+use crate::error::ToolError;
 use crate::execute::clock::ClockHandle;
 use crate::guard::approval::{Approvals, Approver};
 use crate::idempotency::{IdempotencyKey, KeyMode};
@@ -117,6 +120,8 @@ struct SessionInner {
     idempotency_scope: Option<String>,
     key_mode: Option<KeyMode>,
     approver: Option<Arc<dyn Approver>>,
+    /// Who brings a tool's questions to its user ([`ToolContext::ask`]).
+    asker: Option<Arc<dyn Asker>>,
     /// What the conversation remembers; `None` outside a conversation, which remembers nothing.
     memory: Option<Arc<dyn ConversationMemory>>,
     /// Where the conversation lives when it is shared or outlives the process; calls then
@@ -136,6 +141,7 @@ impl Session {
             scopes: Vec::new(),
             key_mode: None,
             approver: None,
+            asker: None,
             memory: Some(Arc::new(InMemoryConversation::new())),
             store: None,
         }))
@@ -155,6 +161,7 @@ impl Session {
             idempotency_scope: None,
             key_mode: None,
             approver: None,
+            asker: None,
             memory: None,
             store: None,
         }))
@@ -299,6 +306,18 @@ impl Session {
     /// The session's approver.
     pub fn approver(&self) -> Option<&dyn Approver> {
         self.0.approver.as_deref()
+    }
+
+    /// Sets who brings a tool's questions ([`ToolContext::ask`]) to the user. The MCP server
+    /// sets one per request; without one, `ask` fails with `bad_request`.
+    pub fn with_asker<A: Asker>(mut self, asker: Arc<A>) -> Self {
+        Arc::make_mut(&mut self.0).asker = Some(asker);
+        self
+    }
+
+    /// The session's asker.
+    pub fn asker(&self) -> Option<&dyn Asker> {
+        self.0.asker.as_deref()
     }
 
     /// The key mode this session chose, if any; `None` leaves it to the registry (whose default
@@ -451,6 +470,7 @@ impl<'de> Deserialize<'de> for Session {
             idempotency_scope: p.idempotency_scope,
             key_mode: p.key_mode,
             approver: None,
+            asker: None,
             memory,
             store: None,
         })))
@@ -581,6 +601,7 @@ impl Invocation<'_> {
             state: Arc::clone(self.state),
             clock: self.clock.clone(),
             progress: self.progress.cloned(),
+            asked: Arc::default(),
         }
     }
 }
@@ -622,6 +643,8 @@ pub struct ToolContext {
     state: Arc<StateMap>,
     clock: ClockHandle,
     progress: Option<ProgressHandle>,
+    /// How many questions this run has asked ([`ToolContext::ask`]).
+    asked: Arc<AtomicUsize>,
 }
 
 impl ToolContext {
@@ -698,6 +721,56 @@ impl ToolContext {
             total,
             message.into(),
         );
+    }
+}
+
+impl ToolContext {
+    /// Asks the user a question with a form of `T`'s fields (a `#[toolwright::data]` struct,
+    /// or one deriving `Deserialize` and `JsonSchema`; forms hold strings, numbers, booleans
+    /// and enums of strings) and waits for the reply, within the tool's timeout. Over MCP it is
+    /// a form elicitation; see [the `ask` module](crate::ask), and ask before the tool acts: a
+    /// 2026-07-28 client's answer comes with the call sent again, which runs the tool from its
+    /// start.
+    ///
+    /// Fails with `bad_request` when the caller cannot ask (no asker on the session, a client
+    /// without forms), or when the answer does not fit `T`.
+    pub async fn ask<T>(&self, message: impl Into<String>) -> Result<Reply<T>, ToolError>
+    where
+        T: serde::de::DeserializeOwned + schemars::JsonSchema,
+    {
+        let question = Question {
+            tool: self.tool.to_string(),
+            call_id: self.call_id.to_string(),
+            index: self.asked.fetch_add(1, Ordering::Relaxed),
+            message: message.into(),
+            schema: crate::tool::root_schema::<T>(),
+        };
+        let Some(asker) = self.session.asker() else {
+            return Err(ToolError::bad_request(format!(
+                "the tool `{}` asks its user a question, and this caller cannot ask one; \
+                 tell the user what it needs instead",
+                self.tool
+            )));
+        };
+        match asker.ask(&question).await {
+            Answer::Accepted(value) => {
+                serde_json::from_value(value)
+                    .map(Reply::Accepted)
+                    .map_err(|e| {
+                        ToolError::bad_request(format!(
+                            "the user's answer to `{}` does not fit its form: {e}",
+                            question.message
+                        ))
+                    })
+            }
+            Answer::Declined => Ok(Reply::Declined),
+            Answer::Dismissed => Ok(Reply::Dismissed),
+            Answer::Later => Err(crate::ask::later()),
+            Answer::Unavailable(why) => Err(ToolError::bad_request(format!(
+                "the tool `{}` could not ask its user: {why}",
+                self.tool
+            ))),
+        }
     }
 }
 

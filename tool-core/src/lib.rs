@@ -27,6 +27,7 @@
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod ask;
 pub mod call;
 pub mod content;
 pub mod conversation;

@@ -599,7 +599,7 @@ impl ToolSpec {
     }
 }
 
-fn root_schema<T: JsonSchema + ?Sized>() -> Value {
+pub(crate) fn root_schema<T: JsonSchema + ?Sized>() -> Value {
     let generator = schemars::generate::SchemaSettings::draft2020_12().into_generator();
     tidy_root(generator.into_root_schema_for::<T>().to_value())
 }

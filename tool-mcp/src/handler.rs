@@ -18,7 +18,7 @@ use toolwright_core::{providers, Outcome, Session, Status, ToolCall};
 
 use crate::approval::ElicitingApprover;
 use crate::conversations::{self, Named, CALL_KEY, CONVERSATION_KEY};
-use crate::input::InputApprover;
+use crate::input::{ElicitingAsker, Input};
 use crate::streamable::{Disconnected, Grant};
 use crate::Shared;
 
@@ -245,7 +245,12 @@ impl Tools {
             };
             if named.elicits {
                 // The client of this request is the one to ask.
-                session = session.with_approver(self.eliciting(context));
+                session = session
+                    .with_approver(self.eliciting(context))
+                    .with_asker(Arc::new(ElicitingAsker::new(
+                        context.peer.clone(),
+                        self.shared.approval_timeout,
+                    )));
             }
             return Ok(Resolved {
                 session: Cow::Owned(session),
@@ -253,10 +258,21 @@ impl Tools {
                 elicits: named.elicits,
             });
         }
-        let opened = self.session.get_or_init(|| {
-            let id = format!("mcp-{}", uuid::Uuid::new_v4());
-            self.open(id, grant, context).0
-        });
+        let fresh = || {
+            self.open(format!("mcp-{}", uuid::Uuid::new_v4()), grant, context)
+                .0
+        };
+        if is_stateless(context) {
+            // No session: a conversation of this request alone, over HTTP (where the request
+            // has a handler of its own) and over stdio (where the connection has one) alike.
+            let opened = fresh();
+            return Ok(Resolved {
+                elicits: opened.elicits,
+                session: Cow::Owned(opened.session),
+                named: false,
+            });
+        }
+        let opened = self.session.get_or_init(fresh);
         let session = &opened.session;
         let Some(grant) = grant else {
             return Ok(Resolved {
@@ -331,7 +347,12 @@ impl Tools {
                 .with_scopes(grant.scopes().iter().cloned());
         }
         let eliciting = self.eliciting(context);
-        session = session.with_approver(Arc::clone(&eliciting));
+        session = session
+            .with_approver(Arc::clone(&eliciting))
+            .with_asker(Arc::new(ElicitingAsker::new(
+                context.peer.clone(),
+                self.shared.approval_timeout,
+            )));
         let session = match &self.shared.session_factory {
             Some(factory) => factory(session),
             None => session,
@@ -570,30 +591,9 @@ impl ServerHandler for Tools {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let resolved = self.session_for(&context, request.meta.as_ref())?;
-        // A 2026-07-28 client that can answer a form is asked for approval by an
-        // input-required result, and sends the call again with the answer.
-        let input = (resolved.elicits && asks_by_input(&context)).then(|| {
-            Arc::new(InputApprover::new(
-                Arc::clone(&self.shared.sealing),
-                self.shared.approval_timeout,
-                request.request_state.clone(),
-                request.input_responses.clone(),
-            ))
-        });
-        let session = match &input {
-            Some(input) => Cow::Owned(
-                resolved
-                    .session
-                    .as_ref()
-                    .clone()
-                    .with_approver(Arc::clone(input)),
-            ),
-            None => resolved.session.clone(),
-        };
-        let session = session.as_ref();
         let name = request.name;
-        if !self.shared.registry.is_visible(&name, session) {
-            return Err(self.unknown_tool(session, &name));
+        if !self.shared.registry.is_visible(&name, &resolved.session) {
+            return Err(self.unknown_tool(&resolved.session, &name));
         }
         let arguments = match &request.arguments {
             Some(arguments) => serde_json::to_string(arguments)
@@ -614,6 +614,33 @@ impl ServerHandler for Tools {
                 })),
             ));
         }
+        // A 2026-07-28 client that can answer a form is asked (for approval, for a tool's
+        // questions) by an input-required result, and sends the call again with the answer;
+        // a session's client is asked at once (the session's own asker and approver).
+        let input = asks_by_input(&context).then(|| {
+            Arc::new(Input::new(
+                Arc::clone(&self.shared.sealing),
+                self.shared.approval_timeout,
+                (resolved.session.principal(), &name, &arguments),
+                request.request_state.as_deref(),
+                request.input_responses.clone(),
+            ))
+        });
+        let session = match &input {
+            Some(input) => {
+                let mut session = resolved
+                    .session
+                    .as_ref()
+                    .clone()
+                    .with_asker(Arc::clone(input));
+                if resolved.elicits {
+                    session = session.with_approver(Arc::clone(input));
+                }
+                Cow::Owned(session)
+            }
+            None => resolved.session,
+        };
+        let session = session.as_ref();
         let call_id = if resolved.named {
             // The client's JSON-RPC ids are not the conversation's: another client of the
             // same conversation, or the same request sent again, may use any id.
@@ -665,12 +692,16 @@ impl ServerHandler for Tools {
     }
 }
 
+/// Whether the request is of 2026-07-28 or later: no session, self-contained.
+fn is_stateless(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .protocol_version()
+        .is_some_and(|version| version >= ProtocolVersion::V_2026_07_28)
+}
+
 /// Whether the request is of 2026-07-28 or later and its client can answer a form.
 fn asks_by_input(context: &RequestContext<RoleServer>) -> bool {
-    let stateless = context
-        .protocol_version()
-        .is_some_and(|version| version >= ProtocolVersion::V_2026_07_28);
-    stateless
+    is_stateless(context)
         && context
             .client_capabilities()
             .is_some_and(|capabilities| capabilities.elicitation.is_some())

@@ -1,12 +1,15 @@
-//! Approval for MCP 2026-07-28 clients, as an input-required result: that revision has no
-//! server-initiated requests, so a `#[tool(requires_approval)]` call is answered with an
+//! Questions to the user for MCP 2026-07-28 clients, as input-required results: that revision
+//! has no server-initiated requests, so a `#[tool(requires_approval)]` call, or a tool that asks
+//! ([`ToolContext::ask`](toolwright_core::ToolContext::ask)), is answered with an
 //! `InputRequiredResult` carrying the question (a form elicitation) and a sealed
-//! `requestState`, and the client sends the same `tools/call` again with the user's answer.
+//! `requestState`; the client sends the same `tools/call` again with the user's answer, and the
+//! call runs again from its start with every answer so far.
 //!
 //! The state is sealed with HMAC-SHA256 (rmcp's `RequestStateCodec`), bound to the call's
 //! principal, tool and argument fingerprint, and expires after the approval timeout: a client
 //! cannot forge it, replay it for other arguments or as another principal, or keep it past its
-//! time. Each accepted state approves one call: its nonce is redeemed once.
+//! time. Each approved state approves one call: its nonce is redeemed when the call runs to its
+//! end. For 2025-11-25 sessions, [`ElicitingAsker`] sends the question at once.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -16,9 +19,14 @@ use std::time::Duration;
 
 use rmcp::model::{
     ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema,
-    InputRequest, InputRequests, InputResponses, RequestStateCodec, RequestStateError, SealOptions,
+    InputRequest, InputRequests, InputResponses, ProtocolVersion, RequestStateCodec,
+    RequestStateError, SealOptions,
 };
+use rmcp::service::ElicitationMode;
+use rmcp::{Peer, RoleServer};
+use serde_json::Value;
 use tokio::time::Instant;
+use toolwright_core::ask::{Answer, Asker, Question};
 use toolwright_core::guard::approval::{Approval, ApprovalRequest, Approver};
 
 /// The key of the approval question in `inputRequests` and `inputResponses`.
@@ -52,7 +60,7 @@ impl Sealing {
         })
     }
 
-    /// Marks `nonce` redeemed until `expires`; false if it already was, or if the table is
+    /// Marks `nonce` redeemed until `expires`; refused if it already was, or if the table is
     /// full of unexpired ones.
     fn redeem(&self, nonce: &str, expires: Instant) -> Result<(), &'static str> {
         let now = Instant::now();
@@ -71,172 +79,342 @@ impl Sealing {
         redeemed.insert(nonce.to_owned(), expires);
         Ok(())
     }
+
+    /// Gives `nonce` back: the call it approved stopped for another question.
+    fn unredeem(&self, nonce: &str) {
+        self.redeemed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(nonce);
+    }
 }
 
-/// The sealed state's payload.
-#[derive(serde::Serialize, serde::Deserialize)]
+/// The sealed state's payload: what earlier rounds of one call settled.
+#[derive(Clone, serde::Serialize, serde::Deserialize)]
 struct State {
-    /// Redeemed once.
+    /// The approval's, redeemed once.
     nonce: String,
+    /// Whether the user approved the call in an earlier round.
+    approved: bool,
+    /// The answers to the tool's questions so far (elicitation results), in order.
+    answers: Vec<Value>,
 }
 
-/// The approver of one 2026-07-28 `tools/call`: the user's answer if this request carries one
-/// for a state this server sealed for this very call, else the question to ask.
-pub(crate) struct InputApprover {
+impl State {
+    fn fresh() -> Self {
+        State {
+            nonce: uuid::Uuid::new_v4().to_string(),
+            approved: false,
+            answers: Vec::new(),
+        }
+    }
+}
+
+/// The state the request sent back.
+enum Sent {
+    /// None, or one past its time: start over.
+    Nothing,
+    Sealed,
+    /// Not sealed by this server for this call.
+    Forged,
+}
+
+/// This request's round.
+struct Round {
+    state: State,
+    /// The question this round ends with, under its key.
+    asked: Option<(String, InputRequest)>,
+    /// Whether this round redeemed the approval's nonce.
+    redeemed: bool,
+}
+
+/// The approver and asker of one 2026-07-28 `tools/call`: answers this request brings for a
+/// state this server sealed for this very call, else the question to ask.
+pub(crate) struct Input {
     sealing: Arc<Sealing>,
     timeout: Duration,
-    request_state: Option<String>,
-    responses: Option<InputResponses>,
-    /// The question this call must ask, when the review asked one.
-    asked: Mutex<Option<(InputRequests, String)>>,
+    binding: String,
+    sent: Sent,
+    responses: InputResponses,
+    round: Mutex<Round>,
 }
 
-impl InputApprover {
+const FORGED: &str = "the state sent back was not sealed by this server for this call (altered, \
+                      or for another tool, other arguments or another principal); call the tool \
+                      again to ask again";
+
+impl Input {
+    /// The round of a call of `tool` with `arguments` by `principal`, from the request's
+    /// `requestState` and `inputResponses`.
     pub(crate) fn new(
         sealing: Arc<Sealing>,
         timeout: Duration,
-        request_state: Option<String>,
+        (principal, tool, arguments): (Option<&str>, &str, &str),
+        request_state: Option<&str>,
         responses: Option<InputResponses>,
     ) -> Self {
-        InputApprover {
+        let principal = principal.unwrap_or("");
+        let binding = format!(
+            "toolwright-input\0{}:{principal}\0{tool}\0{}",
+            principal.len(),
+            toolwright_core::idempotency::Fingerprint::of(tool, arguments)
+        );
+        let (sent, state) = match request_state {
+            None => (Sent::Nothing, State::fresh()),
+            Some(sealed) => match sealing.codec.open_with(sealed, binding.as_bytes()) {
+                Ok(payload) => match serde_json::from_slice::<State>(&payload) {
+                    Ok(state) => (Sent::Sealed, state),
+                    Err(_) => (Sent::Forged, State::fresh()),
+                },
+                Err(RequestStateError::Expired) => (Sent::Nothing, State::fresh()),
+                Err(_) => (Sent::Forged, State::fresh()),
+            },
+        };
+        Input {
             sealing,
             timeout,
-            request_state,
-            responses,
-            asked: Mutex::new(None),
+            binding,
+            sent,
+            responses: responses.unwrap_or_default(),
+            round: Mutex::new(Round {
+                state,
+                asked: None,
+                redeemed: false,
+            }),
         }
     }
 
-    /// The input requests and sealed state to answer with, when the review asked.
+    /// The input requests and sealed state this call answers with, when it stopped for a
+    /// question.
     pub(crate) fn asked(&self) -> Option<(InputRequests, String)> {
-        self.asked
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take()
-    }
-
-    fn decide(&self, request: &ApprovalRequest<'_>) -> Approval {
-        let bound = binding(request);
-        let Some(sealed) = &self.request_state else {
-            return self.ask(request, &bound);
-        };
-        let state = match self.sealing.codec.open_with(sealed, bound.as_bytes()) {
-            Ok(payload) => serde_json::from_slice::<State>(&payload).ok(),
-            Err(RequestStateError::Expired) => {
-                // Ask again: the person may still be there.
-                return self.ask(request, &bound);
-            }
-            Err(_) => None,
-        };
-        let Some(state) = state else {
-            return Approval::Denied {
-                reason: "the approval state sent back was not sealed by this server for this call \
-                         (altered, or for another tool, other arguments or another principal); \
-                         call the tool again to ask again"
-                    .to_owned(),
-            };
-        };
-        let answer = self
-            .responses
-            .as_ref()
-            .and_then(|responses| responses.get(APPROVAL_INPUT));
-        let Some(answer) = answer else {
-            return self.ask(request, &bound);
-        };
-        let Ok(answer) = serde_json::from_value::<ElicitResult>(answer.clone()) else {
-            return Approval::Denied {
-                reason: format!(
-                    "`inputResponses.{APPROVAL_INPUT}` must be an elicitation result \
-                     (`{{\"action\": \"accept\"}}`), got {}",
-                    shown(answer)
-                ),
-            };
-        };
-        match answer.action {
-            ElicitationAction::Accept => {
-                match self
-                    .sealing
-                    .redeem(&state.nonce, Instant::now() + self.timeout)
-                {
-                    Ok(()) => Approval::Approved,
-                    Err(reason) => Approval::Denied {
-                        reason: reason.to_owned(),
-                    },
-                }
-            }
-            ElicitationAction::Decline => Approval::Denied {
-                reason: "the user declined this call".to_owned(),
-            },
-            _ => Approval::Denied {
-                reason: "the user dismissed the approval request".to_owned(),
-            },
+        let mut round = self.round.lock().unwrap_or_else(PoisonError::into_inner);
+        let (key, request) = round.asked.take()?;
+        if round.redeemed {
+            // Not used up: the call did not run to its end.
+            self.sealing.unredeem(&round.state.nonce);
+            round.redeemed = false;
         }
-    }
-
-    /// Records the question for this call and leaves it undecided.
-    fn ask(&self, request: &ApprovalRequest<'_>, bound: &str) -> Approval {
-        let requested_schema: ElicitationSchema =
-            match serde_json::from_value(serde_json::json!({"type": "object", "properties": {}})) {
-                Ok(schema) => schema,
-                Err(e) => {
-                    return Approval::Denied {
-                        reason: format!("could not ask for approval: {e}"),
-                    }
-                }
-            };
-        let message = format!(
-            "Allow the tool '{}' to run with these arguments?\n{}",
-            request.tool(),
-            request.redacted_arguments()
-        );
-        let question = ElicitRequest::new(ElicitRequestParams::FormElicitationParams {
-            meta: None,
-            message,
-            requested_schema,
-        });
-        let state = State {
-            nonce: uuid::Uuid::new_v4().to_string(),
-        };
-        let payload = serde_json::to_vec(&state).unwrap_or_default();
+        let payload = serde_json::to_vec(&round.state).unwrap_or_default();
         let sealed = self.sealing.codec.seal_with(
             &payload,
             &SealOptions::new()
-                .associated_data(bound.as_bytes())
+                .associated_data(self.binding.as_bytes())
                 .ttl(self.timeout),
         );
         let mut requests = InputRequests::new();
-        requests.insert(
-            APPROVAL_INPUT.to_owned(),
-            InputRequest::Elicitation(question),
-        );
-        *self.asked.lock().unwrap_or_else(PoisonError::into_inner) = Some((requests, sealed));
-        Approval::Pending {
-            ticket: "input-required".to_owned(),
+        requests.insert(key, request);
+        Some((requests, sealed))
+    }
+
+    /// The user's answer under `key`, sent with this request after a sealed state.
+    fn response(&self, key: &str) -> Option<Result<ElicitResult, String>> {
+        if !matches!(self.sent, Sent::Sealed) {
+            return None;
+        }
+        let answer = self.responses.get(key)?;
+        Some(
+            serde_json::from_value::<ElicitResult>(answer.clone()).map_err(|_| {
+                format!(
+                    "`inputResponses.{key}` must be an elicitation result \
+                     (`{{\"action\": \"accept\", \"content\": {{..}}}}`), got {}",
+                    shown(answer)
+                )
+            }),
+        )
+    }
+
+    fn review_now(&self, request: &ApprovalRequest<'_>) -> Approval {
+        if matches!(self.sent, Sent::Forged) {
+            return Approval::Denied {
+                reason: FORGED.to_owned(),
+            };
+        }
+        let mut round = self.round.lock().unwrap_or_else(PoisonError::into_inner);
+        let approved = round.state.approved
+            || match self.response(APPROVAL_INPUT) {
+                None => false,
+                Some(Err(reason)) => return Approval::Denied { reason },
+                Some(Ok(answer)) => match answer.action {
+                    ElicitationAction::Accept => true,
+                    ElicitationAction::Decline => {
+                        return Approval::Denied {
+                            reason: "the user declined this call".to_owned(),
+                        }
+                    }
+                    _ => {
+                        return Approval::Denied {
+                            reason: "the user dismissed the approval request".to_owned(),
+                        }
+                    }
+                },
+            };
+        if !approved {
+            let message = format!(
+                "Allow the tool '{}' to run with these arguments?\n{}",
+                request.tool(),
+                request.redacted_arguments()
+            );
+            return match form(
+                message,
+                &serde_json::json!({"type": "object", "properties": {}}),
+            ) {
+                Ok(question) => {
+                    round.asked = Some((APPROVAL_INPUT.to_owned(), question));
+                    Approval::Pending {
+                        ticket: "input-required".to_owned(),
+                    }
+                }
+                Err(reason) => Approval::Denied { reason },
+            };
+        }
+        match self
+            .sealing
+            .redeem(&round.state.nonce, Instant::now() + self.timeout)
+        {
+            Ok(()) => {
+                round.state.approved = true;
+                round.redeemed = true;
+                Approval::Approved
+            }
+            Err(reason) => Approval::Denied {
+                reason: reason.to_owned(),
+            },
+        }
+    }
+
+    fn ask_now(&self, question: &Question) -> Answer {
+        if matches!(self.sent, Sent::Forged) {
+            return Answer::Unavailable(FORGED.to_owned());
+        }
+        let mut round = self.round.lock().unwrap_or_else(PoisonError::into_inner);
+        let index = question.index();
+        if let Some(answer) = round.state.answers.get(index) {
+            return answer_of(answer);
+        }
+        let key = format!("{ASK_INPUT}{index}");
+        if index == round.state.answers.len() {
+            match self.response(&key) {
+                Some(Ok(answer)) => {
+                    let value = serde_json::to_value(&answer).unwrap_or_default();
+                    let answered = answer_of(&value);
+                    round.state.answers.push(value);
+                    return answered;
+                }
+                Some(Err(reason)) => return Answer::Unavailable(reason),
+                None => {}
+            }
+        }
+        match form(question.message().to_owned(), question.schema()) {
+            Ok(request) => {
+                round.asked = Some((key, request));
+                Answer::Later
+            }
+            Err(reason) => Answer::Unavailable(reason),
         }
     }
 }
 
-impl Approver for InputApprover {
+impl Approver for Input {
     fn review<'a>(
         &'a self,
         request: &'a ApprovalRequest<'a>,
     ) -> Pin<Box<dyn Future<Output = Approval> + Send + 'a>> {
-        Box::pin(std::future::ready(self.decide(request)))
+        Box::pin(std::future::ready(self.review_now(request)))
     }
 }
 
-/// What a sealed state is bound to: the principal, the tool and its arguments.
-fn binding(request: &ApprovalRequest<'_>) -> String {
-    let principal = request.principal().unwrap_or("");
-    format!(
-        "toolwright-approval\0{}:{principal}\0{}\0{}",
-        principal.len(),
-        request.tool(),
-        request.fingerprint()
-    )
+impl Asker for Input {
+    fn ask<'a>(
+        &'a self,
+        question: &'a Question,
+    ) -> Pin<Box<dyn Future<Output = Answer> + Send + 'a>> {
+        Box::pin(std::future::ready(self.ask_now(question)))
+    }
 }
 
-fn shown(value: &serde_json::Value) -> String {
+/// The key of the tool's `n`th question in `inputRequests` and `inputResponses`: this and `n`.
+pub(crate) const ASK_INPUT: &str = "toolwright_ask_";
+
+/// An elicitation result as the tool's answer.
+fn answer_of(result: &Value) -> Answer {
+    match serde_json::from_value::<ElicitResult>(result.clone()) {
+        Ok(result) => match result.action {
+            ElicitationAction::Accept => {
+                Answer::Accepted(result.content.unwrap_or_else(|| serde_json::json!({})))
+            }
+            ElicitationAction::Decline => Answer::Declined,
+            _ => Answer::Dismissed,
+        },
+        Err(e) => Answer::Unavailable(format!("an answer kept for this call is unreadable: {e}")),
+    }
+}
+
+/// A form elicitation of `message` with the form `schema`.
+fn form(message: String, schema: &Value) -> Result<InputRequest, String> {
+    let requested_schema: ElicitationSchema = serde_json::from_value(schema.clone())
+        .map_err(|e| format!("the question's form cannot be an MCP elicitation form (flat fields of strings, numbers, booleans and string enums): {e}"))?;
+    Ok(InputRequest::Elicitation(ElicitRequest::new(
+        ElicitRequestParams::FormElicitationParams {
+            meta: None,
+            message,
+            requested_schema,
+        },
+    )))
+}
+
+/// Asks a 2025-11-25 session's client at once, by `elicitation/create`.
+pub(crate) struct ElicitingAsker {
+    peer: Peer<RoleServer>,
+    timeout: Duration,
+}
+
+impl ElicitingAsker {
+    pub(crate) fn new(peer: Peer<RoleServer>, timeout: Duration) -> Self {
+        ElicitingAsker { peer, timeout }
+    }
+
+    async fn ask_now(&self, question: &Question) -> Answer {
+        let stateless = self
+            .peer
+            .peer_info()
+            .is_some_and(|info| info.protocol_version >= ProtocolVersion::V_2026_07_28);
+        if stateless
+            || !self
+                .peer
+                .supported_elicitation_modes()
+                .contains(&ElicitationMode::Form)
+        {
+            return Answer::Unavailable(
+                "this client cannot answer a form (it declared no elicitation capability)"
+                    .to_owned(),
+            );
+        }
+        let params = match form(question.message().to_owned(), question.schema()) {
+            Ok(InputRequest::Elicitation(request)) => request.params,
+            Ok(_) => return Answer::Unavailable("not a form".to_owned()),
+            Err(reason) => return Answer::Unavailable(reason),
+        };
+        match self
+            .peer
+            .create_elicitation_with_timeout(params, Some(self.timeout))
+            .await
+        {
+            Ok(result) => answer_of(&serde_json::to_value(&result).unwrap_or_default()),
+            Err(e) => Answer::Unavailable(format!("no answer from the user: {e}")),
+        }
+    }
+}
+
+impl Asker for ElicitingAsker {
+    fn ask<'a>(
+        &'a self,
+        question: &'a Question,
+    ) -> Pin<Box<dyn Future<Output = Answer> + Send + 'a>> {
+        Box::pin(self.ask_now(question))
+    }
+}
+
+fn shown(value: &Value) -> String {
     let text = value.to_string();
     if text.len() > 60 {
         format!("{}...", text.chars().take(60).collect::<String>())

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
+use toolwright::ask::Reply;
 use toolwright::conversation::MemoryConversationStore;
 use toolwright::prelude::*;
 use toolwright_mcp::{Grant, HttpServer, McpServer, CALL_KEY, CONVERSATION_KEY};
@@ -50,12 +51,67 @@ async fn delete_account(key: IdempotencyKey, account: String) -> Result<String, 
 #[derive(Clone, Default)]
 struct Payments(Arc<AtomicU64>);
 
+/// Where an order goes, asked of the user while the tool runs.
+#[toolwright::data(input)]
+struct Destination {
+    /// The street and number.
+    street: String,
+    /// The city.
+    city: String,
+}
+
+/// How the parcel travels.
+#[toolwright::data(input)]
+struct Speed {
+    /// `express` or `standard`.
+    speed: String,
+}
+
+/// Ship an order: asks where, then how fast, then ships (once).
+#[tool(idempotent = false)]
+async fn ship_order(
+    key: IdempotencyKey,
+    ctx: ToolContext,
+    payments: State<Payments>,
+    order: String,
+) -> Result<String, ToolError> {
+    let _ = key;
+    let Reply::Accepted(to) = ctx
+        .ask::<Destination>(format!("Where should {order} go?"))
+        .await?
+    else {
+        return Err(ToolError::bad_request("the user did not say where"));
+    };
+    let speed = match ctx.ask::<Speed>("How fast?").await? {
+        Reply::Accepted(speed) => speed.speed,
+        Reply::Declined | Reply::Dismissed => "standard".to_owned(),
+    };
+    payments.0 .0.fetch_add(1, Ordering::SeqCst);
+    Ok(format!("{order} to {}, {} ({speed})", to.street, to.city))
+}
+
+/// Wire a refund (a person approves), after asking for the reason.
+#[tool(idempotent = false, requires_approval)]
+async fn wire_refund(
+    key: IdempotencyKey,
+    ctx: ToolContext,
+    amount: f64,
+) -> Result<String, ToolError> {
+    let _ = key;
+    let Reply::Accepted(speed) = ctx.ask::<Speed>("Which transfer speed?").await? else {
+        return Err(ToolError::bad_request("no speed"));
+    };
+    Ok(format!("refunded {amount} ({})", speed.speed))
+}
+
 fn registry(payments: &Payments) -> Registry {
     Registry::builder()
         .tool(FindOrder)
         .tool(CancelOrder)
         .tool(Pay)
         .tool(DeleteAccount)
+        .tool(ShipOrder)
+        .tool(WireRefund)
         .state(payments.clone())
         .build()
         .expect("the registry builds")
@@ -767,4 +823,198 @@ async fn subscriptions_listen_tells_a_2026_client_when_the_tools_change() {
         changed["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 9,
         "{changed}"
     );
+}
+
+/// The input-required result of a body: its one question's key and form, and its state.
+fn question(body: &str) -> (String, Value, String) {
+    let asked = answer(body, &json!(1));
+    let result = &asked["result"];
+    assert_eq!(result["resultType"], "input_required", "{asked}");
+    let requests = result["inputRequests"].as_object().expect("input requests");
+    assert_eq!(requests.len(), 1, "one question a round: {asked}");
+    let (key, request) = requests.iter().next().expect("one");
+    assert_eq!(request["method"], "elicitation/create", "{asked}");
+    let state = result["requestState"].as_str().expect("a state").to_owned();
+    (key.clone(), request["params"].clone(), state)
+}
+
+fn reply(key: &str, state: &str, answer: Value) -> Value {
+    json!({"requestState": state, "inputResponses": { key: answer }})
+}
+
+#[tokio::test]
+async fn a_tool_asks_a_2026_client_one_question_a_round_and_acts_once_at_the_end() {
+    let payments = Payments::default();
+    let server = start(registry(&payments)).await;
+    let client = Client::new(&server);
+    let args = json!({"order": "A1"});
+    let body = call_with(
+        &client,
+        "alice",
+        "ship_order",
+        args.clone(),
+        json!({}),
+        json!({}),
+    )
+    .await;
+    only_notifications(&body);
+    let (key, form, state) = question(&body);
+    assert_eq!(key, "toolwright_ask_0");
+    assert_eq!(form["message"], "Where should A1 go?");
+    let fields = form["requestedSchema"]["properties"]
+        .as_object()
+        .expect("the form's fields");
+    assert!(
+        fields.contains_key("street") && fields.contains_key("city"),
+        "{form}"
+    );
+
+    let where_to =
+        json!({"action": "accept", "content": {"street": "1 Main St", "city": "Springfield"}});
+    let body = call_with(
+        &client,
+        "alice",
+        "ship_order",
+        args.clone(),
+        reply(&key, &state, where_to),
+        json!({}),
+    )
+    .await;
+    let (key, form, state) = question(&body);
+    assert_eq!(
+        (key.as_str(), form["message"].as_str()),
+        ("toolwright_ask_1", Some("How fast?"))
+    );
+    assert_eq!(
+        payments.0.load(Ordering::SeqCst),
+        0,
+        "nothing shipped before the last answer"
+    );
+
+    let how_fast = json!({"action": "accept", "content": {"speed": "express"}});
+    let body = call_with(
+        &client,
+        "alice",
+        "ship_order",
+        args,
+        reply(&key, &state, how_fast),
+        json!({}),
+    )
+    .await;
+    let shipped = answer(&body, &json!(1));
+    assert_eq!(
+        envelope(&shipped)["data"],
+        "A1 to 1 Main St, Springfield (express)",
+        "{shipped}"
+    );
+    assert_eq!(payments.0.load(Ordering::SeqCst), 1);
+
+    // The state of one call does not carry answers into another call's arguments.
+    let body = call_with(
+        &client,
+        "alice",
+        "ship_order",
+        json!({"order": "B2"}),
+        reply(
+            "toolwright_ask_1",
+            &state,
+            json!({"action": "accept", "content": {"speed": "express"}}),
+        ),
+        json!({}),
+    )
+    .await;
+    let refused = answer(&body, &json!(1));
+    assert_eq!(envelope(&refused)["error_type"], "bad_request", "{refused}");
+    let message = envelope(&refused)["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("not sealed by this server for this call"),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn approval_then_a_question_then_the_call_and_its_answers_approve_it_once() {
+    let server = start(registry(&Payments::default())).await;
+    let client = Client::new(&server);
+    let args = json!({"amount": 5.0});
+    let body = call_with(
+        &client,
+        "alice",
+        "wire_refund",
+        args.clone(),
+        json!({}),
+        json!({}),
+    )
+    .await;
+    let (key, _, state) = question(&body);
+    assert_eq!(key, "toolwright_approval");
+    let body = call_with(
+        &client,
+        "alice",
+        "wire_refund",
+        args.clone(),
+        reply(&key, &state, json!({"action": "accept"})),
+        json!({}),
+    )
+    .await;
+    let (key, _, state) = question(&body);
+    assert_eq!(key, "toolwright_ask_0", "approved, the tool runs and asks");
+    let last = reply(
+        &key,
+        &state,
+        json!({"action": "accept", "content": {"speed": "standard"}}),
+    );
+    let body = call_with(
+        &client,
+        "alice",
+        "wire_refund",
+        args.clone(),
+        last.clone(),
+        json!({}),
+    )
+    .await;
+    let refunded = answer(&body, &json!(1));
+    assert_eq!(
+        envelope(&refunded)["data"],
+        "refunded 5 (standard)",
+        "{refunded}"
+    );
+
+    let body = call_with(&client, "alice", "wire_refund", args, last, json!({})).await;
+    let again = answer(&body, &json!(1));
+    assert_eq!(envelope(&again)["error_type"], "approval_denied", "{again}");
+}
+
+#[tokio::test]
+async fn a_tool_cannot_ask_a_client_without_forms_and_says_so() {
+    let server = start(registry(&Payments::default())).await;
+    let client = Client::new(&server);
+    let no_forms = json!({"io.modelcontextprotocol/clientCapabilities": {}});
+    let body = call_with(
+        &client,
+        "alice",
+        "ship_order",
+        json!({"order": "A1"}),
+        json!({}),
+        no_forms,
+    )
+    .await;
+    only_notifications(&body);
+    let refused = answer(&body, &json!(1));
+    assert_eq!(envelope(&refused)["error_type"], "bad_request", "{refused}");
+    let message = envelope(&refused)["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("could not ask its user") && message.contains("elicitation"),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn a_registry_call_has_no_one_to_ask() {
+    let outcome = registry(&Payments::default())
+        .call(ToolCall::new("c1", "ship_order", r#"{"order":"A1"}"#))
+        .await;
+    assert_eq!(outcome.error_kind(), Some(ErrorKind::BadRequest));
+    let message = outcome.to_model_string();
+    assert!(message.contains("cannot ask one"), "{message}");
 }
