@@ -15,12 +15,14 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use base64::Engine as _;
+use toolwright::ask::Reply;
 use toolwright::content::Content;
 #[allow(deprecated)]
 use toolwright::mcp::rmcp::model::SetLevelRequestParams;
 use toolwright::mcp::rmcp::model::{
     CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, ContentBlock,
-    CustomRequest, CustomResult, GetPromptRequestParams, GetPromptResponse, GetPromptResult,
+    CustomRequest, CustomResult, ElicitRequest, ElicitRequestParams, GetPromptRequestParams,
+    GetPromptResponse, GetPromptResult, InputRequest, InputRequests, InputRequiredResult,
     ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
     PaginatedRequestParams, Prompt, PromptArgument, PromptMessage, ProtocolVersion,
     ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
@@ -180,6 +182,211 @@ fn custom_headers_tool() -> DynamicTool {
         .effect(Effect::ReadOnly)
         .build()
         .expect("a valid tool")
+}
+
+/// A form answered with one string.
+#[toolwright::data]
+struct Response {
+    /// The user's response.
+    response: String,
+}
+
+/// A form the user fills in; `T` its schema.
+#[derive(serde::Deserialize, serde::Serialize)]
+#[serde(transparent)]
+struct Form<T> {
+    fields: toolwright::serde_json::Value,
+    #[serde(skip)]
+    schema: std::marker::PhantomData<T>,
+}
+
+/// A form's schema, written out: the suite checks each keyword.
+trait FormSchema {
+    fn schema() -> toolwright::serde_json::Value;
+}
+
+impl<T: FormSchema> toolwright::schemars::JsonSchema for Form<T> {
+    fn schema_name() -> Cow<'static, str> {
+        "Form".into()
+    }
+
+    fn json_schema(_: &mut toolwright::schemars::SchemaGenerator) -> toolwright::schemars::Schema {
+        toolwright::schemars::Schema::try_from(T::schema()).unwrap_or_default()
+    }
+}
+
+/// Fields with default values.
+struct Defaults;
+
+impl FormSchema for Defaults {
+    fn schema() -> toolwright::serde_json::Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "description": "User name", "default": "John Doe"},
+                "age": {"type": "integer", "description": "User age", "default": 30},
+                "score": {"type": "number", "description": "User score", "default": 95.5},
+                "status": {
+                    "type": "string",
+                    "description": "User status",
+                    "enum": ["active", "inactive", "pending"],
+                    "default": "active"
+                },
+                "verified": {"type": "boolean", "description": "Verification status", "default": true}
+            },
+            "required": []
+        })
+    }
+}
+
+/// Enums with and without titles, single and multiple choice.
+struct Enums;
+
+impl FormSchema for Enums {
+    fn schema() -> toolwright::serde_json::Value {
+        let titled = |names: [&str; 3]| {
+            names
+                .iter()
+                .enumerate()
+                .map(|(i, title)| json!({"const": format!("value{}", i + 1), "title": title}))
+                .collect::<Vec<_>>()
+        };
+        json!({
+            "type": "object",
+            "properties": {
+                "untitledSingle": {
+                    "type": "string",
+                    "description": "Select one option",
+                    "enum": ["option1", "option2", "option3"]
+                },
+                "titledSingle": {
+                    "type": "string",
+                    "description": "Select one option with titles",
+                    "oneOf": titled(["First Option", "Second Option", "Third Option"])
+                },
+                "legacyEnum": {
+                    "type": "string",
+                    "description": "Select one option (legacy)",
+                    "enum": ["opt1", "opt2", "opt3"],
+                    "enumNames": ["Option One", "Option Two", "Option Three"]
+                },
+                "untitledMulti": {
+                    "type": "array",
+                    "description": "Select multiple options",
+                    "minItems": 1,
+                    "maxItems": 3,
+                    "items": {"type": "string", "enum": ["option1", "option2", "option3"]}
+                },
+                "titledMulti": {
+                    "type": "array",
+                    "description": "Select multiple options with titles",
+                    "minItems": 1,
+                    "maxItems": 3,
+                    "items": {"anyOf": titled(["First Choice", "Second Choice", "Third Choice"])}
+                }
+            },
+            "required": []
+        })
+    }
+}
+
+/// The text the suite expects of an elicitation: the action and what came.
+fn replied<T: serde::Serialize>(reply: Reply<T>) -> String {
+    let (action, content) = match reply {
+        Reply::Accepted(answer) => (
+            "accept",
+            toolwright::serde_json::to_value(answer).unwrap_or_default(),
+        ),
+        Reply::Declined => ("decline", json!({})),
+        Reply::Dismissed => ("cancel", json!({})),
+    };
+    format!("action={action}, content={content}")
+}
+
+/// Asks the user for a response to `message`.
+#[tool(read_only)]
+async fn test_elicitation(ctx: ToolContext, message: String) -> Result<String, ToolError> {
+    let reply = ctx.ask::<Response>(message).await?;
+    Ok(format!("User response: {}", replied(reply)))
+}
+
+/// Asks the user a form whose fields have defaults.
+#[tool(read_only)]
+async fn test_elicitation_sep1034_defaults(ctx: ToolContext) -> Result<String, ToolError> {
+    let reply = ctx
+        .ask::<Form<Defaults>>("Please review and update the form fields with defaults")
+        .await?;
+    Ok(format!("Elicitation completed: {}", replied(reply)))
+}
+
+/// Asks the user to pick from enums.
+#[tool(read_only)]
+async fn test_elicitation_sep1330_enums(ctx: ToolContext) -> Result<String, ToolError> {
+    let reply = ctx
+        .ask::<Form<Enums>>("Please select options from the enum fields")
+        .await?;
+    Ok(format!("Elicitation completed: {}", replied(reply)))
+}
+
+/// A name.
+#[toolwright::data]
+struct Name {
+    /// The user's name.
+    name: String,
+}
+
+/// A color.
+#[toolwright::data]
+struct Color {
+    /// The user's favorite color.
+    color: String,
+}
+
+/// A confirmation.
+#[toolwright::data]
+struct Confirm {
+    /// Whether the user confirms.
+    ok: bool,
+}
+
+/// Asks the user's name (as `user_name`) and greets them.
+#[tool(read_only)]
+async fn test_input_required_result_elicitation(ctx: ToolContext) -> Result<String, ToolError> {
+    match ctx
+        .ask_named::<Name>("user_name", "What is your name?")
+        .await?
+    {
+        Reply::Accepted(Name { name }) => Ok(format!("Hello, {name}!")),
+        _ => Ok("Hello, stranger!".to_owned()),
+    }
+}
+
+/// Asks two questions, one a round.
+#[tool(read_only)]
+async fn test_input_required_result_multi_round(ctx: ToolContext) -> Result<String, ToolError> {
+    let Reply::Accepted(Name { name }) = ctx.ask::<Name>("Step 1: What is your name?").await?
+    else {
+        return Ok("Multi-round stopped at step 1".to_owned());
+    };
+    let Reply::Accepted(Color { color }) = ctx
+        .ask::<Color>("Step 2: What is your favorite color?")
+        .await?
+    else {
+        return Ok("Multi-round stopped at step 2".to_owned());
+    };
+    Ok(format!("Multi-round complete for {name} who likes {color}"))
+}
+
+/// Asks for a confirmation: the state of its round is sealed, and a tampered one refused.
+#[tool(read_only)]
+async fn test_input_required_result_tampered_state(ctx: ToolContext) -> Result<String, ToolError> {
+    match ctx
+        .ask_named::<Confirm>("confirm", "Please confirm")
+        .await?
+    {
+        Reply::Accepted(Confirm { ok: true }) => Ok("integrity-ok: state verified".to_owned()),
+        _ => Ok("not confirmed".to_owned()),
+    }
 }
 
 /// The registry, for `test_trigger_tool_change`.
@@ -423,6 +630,11 @@ impl ServerHandler for Everything {
                 Some("A prompt that includes image content"),
                 None,
             ),
+            Prompt::new(
+                "test_input_required_result_prompt",
+                Some("A prompt that asks its user for context first (2026-07-28)"),
+                None,
+            ),
         ]))
     }
 
@@ -461,6 +673,39 @@ impl ServerHandler for Everything {
                         "Please process the embedded resource above.",
                     ),
                 ]
+            }
+            // Asks its user first (2026-07-28): an input-required result built with rmcp,
+            // answered under `user_context` when the client sends the request again.
+            "test_input_required_result_prompt" => {
+                let answered = request
+                    .input_responses
+                    .as_ref()
+                    .and_then(|responses| responses.get("user_context"))
+                    .and_then(|answer| answer["content"]["context"].as_str());
+                let Some(context) = answered else {
+                    let question = ElicitRequest::new(ElicitRequestParams::FormElicitationParams {
+                        meta: None,
+                        message: "What context should the prompt use?".to_owned(),
+                        requested_schema: toolwright::serde_json::from_value(json!({
+                            "type": "object",
+                            "properties": {"context": {"type": "string"}},
+                            "required": ["context"]
+                        }))
+                        .map_err(|e| ErrorData::internal_error(e.to_string(), None))?,
+                    });
+                    let mut requests = InputRequests::new();
+                    requests.insert(
+                        "user_context".to_owned(),
+                        InputRequest::Elicitation(question),
+                    );
+                    return Ok(GetPromptResponse::InputRequired(
+                        InputRequiredResult::from_input_requests(requests),
+                    ));
+                };
+                vec![PromptMessage::new_text(
+                    Role::User,
+                    format!("Prompt with context: {context}"),
+                )]
             }
             "test_prompt_with_image" => vec![
                 PromptMessage::new(Role::User, ContentBlock::image(base64(PNG), "image/png")),
@@ -512,6 +757,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .tool(TestTriggerToolChange)
         .tool(TestStreamingElicitation)
         .tool(TestLoggingTool)
+        .tool(TestElicitation)
+        .tool(TestElicitationSep1034Defaults)
+        .tool(TestElicitationSep1330Enums)
+        .tool(TestInputRequiredResultElicitation)
+        .tool(TestInputRequiredResultMultiRound)
+        .tool(TestInputRequiredResultTamperedState)
         .dynamic_tool(json_schema_tool())
         .dynamic_tool(custom_headers_tool())
         .build()?;

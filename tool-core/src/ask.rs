@@ -49,6 +49,7 @@ pub struct Question {
     pub(crate) tool: String,
     pub(crate) call_id: String,
     pub(crate) index: usize,
+    pub(crate) name: Option<String>,
     pub(crate) message: String,
     pub(crate) schema: Value,
 }
@@ -68,6 +69,15 @@ impl Question {
     /// (for a 2026-07-28 client, after each answer) asks the same questions in the same order.
     pub fn index(&self) -> usize {
         self.index
+    }
+
+    /// The name the tool gave the question ([`ToolContext::ask_named`]), if any: over MCP
+    /// 2026-07-28 the key of the question in the input-required result, for clients that
+    /// answer a question by its name.
+    ///
+    /// [`ToolContext::ask_named`]: crate::ToolContext::ask_named
+    pub fn name(&self) -> Option<&str> {
+        self.name.as_deref()
     }
 
     /// What the user is asked.

@@ -738,11 +738,37 @@ impl ToolContext {
     where
         T: serde::de::DeserializeOwned + schemars::JsonSchema,
     {
+        self.asked_as(None, message.into()).await
+    }
+
+    /// [`ToolContext::ask`], the question named `name` (unique within the call): over MCP
+    /// 2026-07-28 its key in the input-required result, for a client that answers questions by
+    /// name. Unnamed questions are keyed by their place in the call.
+    pub async fn ask_named<T>(
+        &self,
+        name: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Result<Reply<T>, ToolError>
+    where
+        T: serde::de::DeserializeOwned + schemars::JsonSchema,
+    {
+        self.asked_as(Some(name.into()), message.into()).await
+    }
+
+    async fn asked_as<T>(
+        &self,
+        name: Option<String>,
+        message: String,
+    ) -> Result<Reply<T>, ToolError>
+    where
+        T: serde::de::DeserializeOwned + schemars::JsonSchema,
+    {
         let question = Question {
             tool: self.tool.to_string(),
             call_id: self.call_id.to_string(),
             index: self.asked.fetch_add(1, Ordering::Relaxed),
-            message: message.into(),
+            name,
+            message,
             schema: crate::tool::root_schema::<T>(),
         };
         let Some(asker) = self.session.asker() else {

@@ -626,6 +626,13 @@ impl ServerHandler for Tools {
                 request.input_responses.clone(),
             ))
         });
+        if input.as_ref().is_some_and(|input| input.forged()) {
+            // The spec's rule: state that fails its integrity check is a protocol error.
+            return Err(ErrorData::invalid_params(
+                format!("`requestState` of tools/call: {}", crate::input::FORGED),
+                Some(json!({"error_type": "schema_mismatch", "path": "/params/requestState"})),
+            ));
+        }
         let session = match &input {
             Some(input) => {
                 let mut session = resolved

@@ -139,7 +139,8 @@ pub(crate) struct Input {
     round: Mutex<Round>,
 }
 
-const FORGED: &str = "the state sent back was not sealed by this server for this call (altered, \
+pub(crate) const FORGED: &str =
+    "the state sent back was not sealed by this server for this call (altered, \
                       or for another tool, other arguments or another principal); call the tool \
                       again to ask again";
 
@@ -182,6 +183,11 @@ impl Input {
                 redeemed: false,
             }),
         }
+    }
+
+    /// Whether the request sent back a state this server did not seal for this call.
+    pub(crate) fn forged(&self) -> bool {
+        matches!(self.sent, Sent::Forged)
     }
 
     /// The input requests and sealed state this call answers with, when it stopped for a
@@ -291,7 +297,9 @@ impl Input {
         if let Some(answer) = round.state.answers.get(index) {
             return answer_of(answer);
         }
-        let key = format!("{ASK_INPUT}{index}");
+        let key = question
+            .name()
+            .map_or_else(|| format!("{ASK_INPUT}{index}"), str::to_owned);
         if index == round.state.answers.len() {
             match self.response(&key) {
                 Some(Ok(answer)) => {

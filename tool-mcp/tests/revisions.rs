@@ -557,6 +557,18 @@ async fn call_with(
         .expect("a body")
 }
 
+/// A state the server did not seal for this call: `-32602` naming `requestState`, the tool not
+/// run.
+fn forged(answer: &Value, what: &str) {
+    assert_eq!(answer["error"]["code"], -32602, "{what}: {answer}");
+    let message = answer["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("requestState")
+            && message.contains("not sealed by this server for this call"),
+        "{what}: {message}"
+    );
+}
+
 /// No request of the server's own on a 2026-07-28 stream (that revision has none).
 fn only_notifications(body: &str) {
     let requests: Vec<Value> = messages(body)
@@ -672,17 +684,7 @@ async fn a_sealed_approval_state_cannot_be_forged_moved_or_declined_into_a_run()
             json!({}),
         )
         .await;
-        let refused = answer(&body, &json!(1));
-        assert_eq!(
-            envelope(&refused)["error_type"],
-            "approval_denied",
-            "{what}: {refused}"
-        );
-        let message = envelope(&refused)["message"].as_str().unwrap_or_default();
-        assert!(
-            message.contains("not sealed by this server for this call"),
-            "{what}: {message}"
-        );
+        forged(&answer(&body, &json!(1)), what);
     }
     // Nor for other arguments.
     let body = call_with(
@@ -694,12 +696,7 @@ async fn a_sealed_approval_state_cannot_be_forged_moved_or_declined_into_a_run()
         json!({}),
     )
     .await;
-    let refused = answer(&body, &json!(1));
-    assert_eq!(
-        envelope(&refused)["error_type"],
-        "approval_denied",
-        "other arguments: {refused}"
-    );
+    forged(&answer(&body, &json!(1)), "other arguments");
     let body = call_with(
         &client,
         "alice",
@@ -923,13 +920,7 @@ async fn a_tool_asks_a_2026_client_one_question_a_round_and_acts_once_at_the_end
         json!({}),
     )
     .await;
-    let refused = answer(&body, &json!(1));
-    assert_eq!(envelope(&refused)["error_type"], "bad_request", "{refused}");
-    let message = envelope(&refused)["message"].as_str().unwrap_or_default();
-    assert!(
-        message.contains("not sealed by this server for this call"),
-        "{message}"
-    );
+    forged(&answer(&body, &json!(1)), "another call's answers");
 }
 
 #[tokio::test]
