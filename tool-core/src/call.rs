@@ -601,7 +601,7 @@ impl Invocation<'_> {
             state: Arc::clone(self.state),
             clock: self.clock.clone(),
             progress: self.progress.cloned(),
-            asked: Arc::default(),
+            asked: AtomicUsize::new(0),
         }
     }
 }
@@ -631,7 +631,6 @@ fn report(
 ///     ctx.remaining().as_millis()
 /// }
 /// ```
-#[derive(Clone)]
 pub struct ToolContext {
     call_id: Arc<str>,
     tool: Arc<str>,
@@ -643,8 +642,27 @@ pub struct ToolContext {
     state: Arc<StateMap>,
     clock: ClockHandle,
     progress: Option<ProgressHandle>,
-    /// How many questions this run has asked ([`ToolContext::ask`]).
-    asked: Arc<AtomicUsize>,
+    /// How many questions this run has asked ([`ToolContext::ask`]); a clone goes on from the
+    /// count it was made at.
+    asked: AtomicUsize,
+}
+
+impl Clone for ToolContext {
+    fn clone(&self) -> Self {
+        ToolContext {
+            call_id: Arc::clone(&self.call_id),
+            tool: Arc::clone(&self.tool),
+            session: self.session.clone(),
+            key: self.key.clone(),
+            attempt: self.attempt,
+            deadline: self.deadline,
+            attempt_deadline: self.attempt_deadline,
+            state: Arc::clone(&self.state),
+            clock: self.clock.clone(),
+            progress: self.progress.clone(),
+            asked: AtomicUsize::new(self.asked.load(Ordering::Relaxed)),
+        }
+    }
 }
 
 impl ToolContext {

@@ -20,8 +20,12 @@ use tokio::time::Instant;
 use toolwright_core::Session;
 
 /// The `_meta` field of a request that names its conversation: a string of 1 to
-/// [`MAX_CONVERSATION_KEY_BYTES`] bytes, chosen by the client (a chat's id, a UUID). The same key from the
-/// same principal is the same conversation on every request, over either revision.
+/// [`MAX_CONVERSATION_KEY_BYTES`] bytes, chosen by the client (a chat's id, a UUID). The same
+/// key from the same principal is the same conversation on every request, over either revision.
+///
+/// Without [`McpServer::authorize`](crate::McpServer::authorize) every client is the same
+/// anonymous principal, so the key alone tells conversations apart: use an unguessable one (a
+/// random UUID), as anyone who knows it joins the conversation.
 pub const CONVERSATION_KEY: &str = "dev.toolwright/conversation";
 
 /// The `_meta` field of a `tools/call` that names the call itself, stable when the client
