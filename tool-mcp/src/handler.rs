@@ -569,12 +569,28 @@ impl ServerHandler for Tools {
     }
 
     /// The tools this session is shown ([`Registry::is_visible`](toolwright_core::Registry::is_visible):
-    /// its scopes, `visible_when`, `tool_filter`), all in one page.
+    /// its scopes, `visible_when`, `tool_filter`), all in one page. For a 2026-07-28 request,
+    /// what a new conversation of its principal is shown: that revision's list varies by
+    /// authorization only, never by the conversation the request names.
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        if is_stateless(&context) {
+            // 2026-07-28: the list varies by authorization only, not by the conversation a
+            // request names, so it is what a new conversation of this principal is shown.
+            let grant = context
+                .extensions
+                .get::<http::request::Parts>()
+                .and_then(|parts| parts.extensions.get::<Grant>());
+            let fresh = self
+                .open(format!("mcp-{}", uuid::Uuid::new_v4()), grant, &context)
+                .0;
+            return Ok(ListToolsResult::with_all_items(
+                self.visible(&fresh.session),
+            ));
+        }
         let resolved = self.session_for(&context, None)?;
         Ok(ListToolsResult::with_all_items(
             self.visible(&resolved.session),

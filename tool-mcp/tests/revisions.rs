@@ -1009,3 +1009,75 @@ async fn a_registry_call_has_no_one_to_ask() {
     let message = outcome.to_model_string();
     assert!(message.contains("cannot ask one"), "{message}");
 }
+
+#[tokio::test]
+async fn a_2026_tools_list_varies_by_authorization_not_by_the_named_conversation() {
+    // `cancel_order` is shown only to a conversation that found an order.
+    let registry = Registry::builder()
+        .tool(FindOrder)
+        .tool(CancelOrder)
+        .visible_when("cancel_order", |session| {
+            session.is_grounded("order", "ORD-3")
+        })
+        .build()
+        .expect("the registry builds");
+    let server = start(registry).await;
+    let client = Client::new(&server);
+    client
+        .call_2026(
+            "alice",
+            1,
+            "find_order",
+            json!({"customer": "ada"}),
+            in_conversation("chat-1"),
+        )
+        .await;
+    let listed = |body: &str| -> Vec<String> {
+        answer(body, &json!(2))["result"]["tools"]
+            .as_array()
+            .map(|tools| {
+                tools
+                    .iter()
+                    .filter_map(|t| t["name"].as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let body = client
+        .request_2026(
+            "alice",
+            json!(2),
+            "tools/list",
+            json!({}),
+            in_conversation("chat-1"),
+        )
+        .send()
+        .await
+        .expect("answered")
+        .text()
+        .await
+        .expect("a body");
+    assert_eq!(listed(&body), ["find_order"], "{body}");
+
+    // A 2025-11-25 session is one conversation, and its list is that conversation's.
+    let session = client.open_2025("alice").await;
+    client
+        .call_2025(
+            "alice",
+            &session,
+            1,
+            "find_order",
+            json!({"customer": "ada"}),
+        )
+        .await;
+    let body = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let body = client
+        .post_2025("alice", Some(&session), body)
+        .send()
+        .await
+        .expect("answered")
+        .text()
+        .await
+        .expect("a body");
+    assert_eq!(listed(&body), ["cancel_order", "find_order"], "{body}");
+}
