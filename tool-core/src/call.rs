@@ -16,10 +16,10 @@ use tokio::time::Instant;
 use crate::ask::{Answer, Asker, Question, Reply};
 use crate::conversation::{ConversationMemory, ConversationStore, Grounding, InMemoryConversation};
 use crate::error::ToolError;
-use crate::execute::clock::ClockHandle;
 use crate::guard::approval::{Approvals, Approver};
 use crate::idempotency::{IdempotencyKey, KeyMode};
 use crate::progress::{self, ProgressHandle};
+use crate::runtime::clock::ClockHandle;
 
 /// A call the model proposed: the provider's call id, the tool name, and the argument text
 /// exactly as the model wrote it (parsed by the registry, never trusted).
@@ -787,7 +787,7 @@ impl ToolContext {
             index: self.asked.fetch_add(1, Ordering::Relaxed),
             name,
             message,
-            schema: crate::tool::root_schema::<T>(),
+            schema: crate::tool::schema::root_schema::<T>(),
         };
         let Some(asker) = self.session.asker() else {
             return Err(ToolError::bad_request(format!(

@@ -77,13 +77,16 @@ use crate::call::{Invocation, Session, ToolContext};
 use crate::error::ToolError;
 use crate::guard::provenance::{self, Identifier};
 use crate::outcome::Failure;
-use crate::pipeline::{self, Body, BoxFuture, Shared};
+use crate::pipeline::{self, Body, Shared};
 use crate::providers::{Export, Provider};
 use crate::registry::BuildError;
-use crate::tool::{article, Effect, FieldMeta, Grounds, StateRequirement, ToolMeta, ToolSpec};
+use crate::runtime::BoxFuture;
+use crate::tool::grounds::Grounds;
+use crate::tool::spec::{Effect, FieldMeta, StateRequirement, ToolMeta, ToolSpec};
 use crate::validate::metered;
 use crate::validate::shape::{self, ShapeValidator, Verdict};
 use crate::validate::Violations;
+use crate::wording::article;
 
 type Handler =
     dyn Fn(Value, ToolContext) -> BoxFuture<'static, Result<Value, ToolError>> + Send + Sync;

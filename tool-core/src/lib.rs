@@ -44,10 +44,12 @@ pub mod progress;
 pub mod providers;
 pub mod registry;
 pub mod replay;
+mod runtime;
 #[cfg(feature = "tower")]
 pub mod service;
 pub mod tool;
 pub mod validate;
+mod wording;
 
 pub use call::{Invocation, Session, State, ToolCall, ToolContext};
 pub use content::Content;

@@ -60,8 +60,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::clock::{nanos_since, ClockHandle};
 use super::window::Window;
+use crate::runtime::clock::{nanos_since, ClockHandle};
 
 /// How a tool's breaker decides to open and when it tries again. Set registry-wide with
 /// [`RegistryBuilder::breaker`](crate::RegistryBuilder::breaker), per tool with

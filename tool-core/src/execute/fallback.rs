@@ -7,10 +7,11 @@ use std::time::Duration;
 
 use serde_json::value::RawValue;
 
-use super::clock::ClockHandle;
-use super::{contain, Executed};
+use super::Executed;
 use crate::error::ToolError;
 use crate::outcome::{ErrorKind, Status};
+use crate::runtime::clock::ClockHandle;
+use crate::runtime::contain;
 
 /// A tool's result, interpreted: its status and its JSON text.
 pub(crate) type Interpreted = (Status, Box<RawValue>);

@@ -15,7 +15,7 @@
 //! Each concept has its module: [`retry`] (attempt cap, capped full-jitter backoff, which
 //! failures are retried), [`budget`] (retries as a share of calls), [`breaker`] (closed, open,
 //! half-open), [`classify`] (HTTP statuses, `Retry-After`, `reqwest` and `io` errors), and the
-//! two parameters that make all of it testable on paused time: [`clock`] and [`random`].
+//! two parameters that make all of it testable on paused time: [`Clock`] and [`RandomSource`].
 //!
 //! # Configuration
 //!
@@ -68,36 +68,31 @@ pub mod blocking;
 pub mod breaker;
 pub mod budget;
 pub mod classify;
-pub mod clock;
 pub(crate) mod fallback;
-pub mod random;
 pub mod retry;
 mod window;
 
 use std::any::Any;
 use std::fmt::Write as _;
-use std::future::Future;
-use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
 
+pub use crate::runtime::clock::{Clock, Sleep, TokioClock};
+pub use crate::runtime::random::{RandomSource, SeededRandom, ThreadRandom};
 pub use breaker::{BreakerHandle, BreakerPolicy, BreakerState, BreakerStats};
 pub use budget::RetryBudget;
-pub use clock::{Clock, Sleep, TokioClock};
-pub use random::{RandomSource, SeededRandom, ThreadRandom};
 pub use retry::{RetryPolicy, RetryStop};
 
 use crate::error::ToolError;
 pub use crate::outcome::AttemptRecord;
 use crate::outcome::{Attempts, ErrorKind, Failure};
-use crate::pipeline::BoxFuture;
+use crate::runtime::clock::{ceil_millis, nanos_since, ClockHandle};
+use crate::runtime::{contain, BoxFuture, Env};
 pub(crate) use breaker::Rejection;
 use breaker::{Breaker, Permit, Verdict};
 use budget::Budget;
-use clock::{ceil_millis, nanos_since, ClockHandle};
-use random::RandomHandle;
 
 /// The attempts of one call. One record lives inline, so the success path allocates nothing.
 #[derive(Debug, Clone, Default)]
@@ -151,13 +146,6 @@ impl History {
     fn last_error(&self) -> Option<ErrorKind> {
         self.as_slice().last().and_then(|r| r.error)
     }
-}
-
-/// The clock and random source a registry runs with.
-#[derive(Clone, Default)]
-pub(crate) struct Env {
-    pub(crate) clock: ClockHandle,
-    pub(crate) random: RandomHandle,
 }
 
 /// The registry-wide settings a [`Guard`] is resolved from.
@@ -597,52 +585,6 @@ impl Guard {
             failure.retryable = false;
         }
         failure
-    }
-}
-
-/// Application code (a tool body, a fallback, an approver, a repairer) with its panics
-/// contained. `make` runs on the first poll, inside the containment: a panic while it builds
-/// its future is caught like one while the future runs.
-pub(crate) fn contain<M: FnOnce() -> F, F: Future>(make: M) -> Contain<M, F> {
-    Contain::Make { make: Some(make) }
-}
-
-pin_project_lite::pin_project! {
-    /// See [`contain`]. A named future rather than an `async` block, so the closure and the
-    /// future it makes share their storage in the call's future.
-    #[project = ContainProj]
-    pub(crate) enum Contain<M, F> {
-        Make { make: Option<M> },
-        Run { #[pin] future: F },
-    }
-}
-
-impl<M: FnOnce() -> F, F: Future> Future for Contain<M, F> {
-    type Output = std::thread::Result<F::Output>;
-
-    fn poll(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Self::Output> {
-        loop {
-            match self.as_mut().project() {
-                ContainProj::Make { make } => {
-                    let Some(make) = make.take() else {
-                        return std::task::Poll::Ready(Err(Box::new("polled after completion")));
-                    };
-                    match std::panic::catch_unwind(AssertUnwindSafe(make)) {
-                        Ok(future) => self.set(Contain::Run { future }),
-                        Err(panic) => return std::task::Poll::Ready(Err(panic)),
-                    }
-                }
-                ContainProj::Run { future } => {
-                    return match std::panic::catch_unwind(AssertUnwindSafe(|| future.poll(cx))) {
-                        Ok(poll) => poll.map(Ok),
-                        Err(panic) => std::task::Poll::Ready(Err(panic)),
-                    };
-                }
-            }
-        }
     }
 }
 

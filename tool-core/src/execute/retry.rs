@@ -43,7 +43,7 @@
 
 use std::time::Duration;
 
-use super::random::RandomSource;
+use crate::runtime::random::RandomSource;
 
 /// Why retrying stopped; defined with the outcome that reports it.
 pub use crate::outcome::RetryStop;
@@ -129,7 +129,7 @@ impl Default for RetryPolicy {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::execute::random::SeededRandom;
+    use crate::runtime::random::SeededRandom;
 
     #[test]
     fn ceilings_double_from_the_base_up_to_the_cap() {

@@ -52,10 +52,10 @@ use crate::conversation::{
     TicketRequest, TicketState, WaitingPage, WaitingQuery, DEFAULT_APPROVAL_TTL,
 };
 
-use crate::execute::clock::ClockHandle;
-use crate::execute::contain;
 use crate::idempotency::Fingerprint;
 use crate::outcome::{ErrorKind, Failure};
+use crate::runtime::clock::ClockHandle;
+use crate::runtime::contain;
 
 /// One call waiting for a decision: what the approver sees.
 pub struct ApprovalRequest<'a> {

@@ -20,7 +20,7 @@ pub mod provenance;
 use crate::call::Session;
 use crate::error::ToolError;
 use crate::outcome::{ErrorKind, Failure};
-use crate::tool::ToolSpec;
+use crate::tool::spec::ToolSpec;
 
 /// Whether the session holds every scope the tool declares (`#[tool(scopes = [..])]`).
 pub(crate) fn scopes(spec: &ToolSpec, session: &Session) -> Result<(), Box<Failure>> {

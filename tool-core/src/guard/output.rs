@@ -33,8 +33,7 @@ use serde_json::Value;
 use crate::call::Session;
 use crate::error::ToolError;
 use crate::outcome::{ErrorKind, Failure, Status};
-use crate::pipeline::Shared;
-use crate::tool::ToolSpec;
+use crate::tool::spec::ToolSpec;
 
 /// A successful result, as a [`ResultGuard`] sees it.
 #[derive(Debug)]
@@ -92,17 +91,17 @@ where
     }
 }
 
-/// The size cap, then the application's guard, on one interpreted result.
+/// The size cap (`max_bytes`), then the application's guard, on one interpreted result.
 #[cold]
 pub(crate) fn check(
     answer: (Status, Box<RawValue>),
     tool: &ToolSpec,
     session: &Session,
     call_id: &str,
-    shared: &Shared,
+    (max_bytes, guard): (Option<usize>, Option<&dyn ResultGuard>),
 ) -> Result<(Status, Box<RawValue>), Failure> {
     let size = answer.1.get().len();
-    if let Some(limit) = shared.max_result_bytes.filter(|limit| size > *limit) {
+    if let Some(limit) = max_bytes.filter(|limit| size > *limit) {
         let mut failure = Failure::new(
             ErrorKind::InvalidResult,
             format!(
@@ -114,7 +113,7 @@ pub(crate) fn check(
         failure.retryable = true;
         return Err(failure);
     }
-    let Some(guard) = shared.result_guard.as_deref() else {
+    let Some(guard) = guard else {
         return Ok(answer);
     };
     let check = ResultCheck {

@@ -21,7 +21,7 @@
 
 use crate::call::Session;
 use crate::error::ToolError;
-use crate::tool::ToolSpec;
+use crate::tool::spec::ToolSpec;
 
 /// A validated call, as a [`CallGuard`] sees it.
 #[derive(Debug)]

@@ -31,9 +31,10 @@ use serde_json::Value;
 
 use crate::conversation::{ConversationMemory, Grounding};
 use crate::outcome::{ErrorKind, Failure, Violation};
-pub use crate::tool::Grounds;
-use crate::tool::{article, FieldMeta};
+pub use crate::tool::grounds::Grounds;
+use crate::tool::spec::FieldMeta;
 use crate::validate::{escape_pointer, preview_str, Violations};
+use crate::wording::article;
 
 /// What a grounded argument may hold: identifiers as text.
 #[diagnostic::on_unimplemented(

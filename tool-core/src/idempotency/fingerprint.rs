@@ -35,6 +35,8 @@ use std::fmt;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use crate::tool::spec::ToolSpec;
+
 /// Versions the canonical form, so a future change of it can never collide with this one.
 /// v2: `null` kept where serde keeps it, exact numbers read from the text, schema-guided floats.
 const DOMAIN: &[u8] = b"toolwright-fingerprint-v2\0";
@@ -614,6 +616,42 @@ fn write_string(s: &str, out: &mut Vec<u8>) {
     if serde_json::to_writer(&mut *out, s).is_err() {
         // Writing into a Vec cannot fail; keep the content significant all the same.
         out.extend_from_slice(s.as_bytes());
+    }
+}
+
+// The fingerprint of a tool's call reads its spec's input schema.
+impl Fingerprint {
+    /// The fingerprint of a call of the tool `spec` describes: equal for two argument texts
+    /// exactly when the tool receives equal values from them. This is the fingerprint the
+    /// registry stores beside an idempotency key and shows an approver.
+    ///
+    /// The tool's input schema guides the canonical form: a `null` is dropped only where serde
+    /// erases it (an optional, nullable property without a default, i.e. an `Option`
+    /// parameter), and kept in maps, arrays and properties with a default; a property left out
+    /// counts as its schema `default`; integers and decimals are exact from their text, except
+    /// where schemars marks an `f64`/`f32` (`format: "double"`/`"float"`), where a number is
+    /// the float serde reads. Where the schema cannot tell (an enum with data, a
+    /// `serde_json::Value`) every `null` and every exact number counts.
+    ///
+    /// ```
+    /// # use toolwright_core::{idempotency::Fingerprint, Registry};
+    /// # fn demo(registry: &Registry) {
+    /// let spec = registry.spec("update_profile").unwrap();
+    /// // `fields: HashMap<String, Option<String>>`: a null clears a field, so it counts.
+    /// assert_ne!(
+    ///     Fingerprint::for_tool(spec, r#"{"fields":{}}"#),
+    ///     Fingerprint::for_tool(spec, r#"{"fields":{"email":null}}"#),
+    /// );
+    /// # }
+    /// ```
+    pub fn for_tool(spec: &ToolSpec, arguments: &str) -> Fingerprint {
+        Fingerprint::with_schema(spec.name(), Some(spec.input_schema()), arguments)
+    }
+
+    /// The canonical text [`Fingerprint::for_tool`](crate::idempotency::Fingerprint::for_tool)
+    /// hashes, for debugging a mismatch.
+    pub fn canonical_text_for(spec: &ToolSpec, arguments: &str) -> Option<String> {
+        Self::canonical_text_with(spec.input_schema(), arguments)
     }
 }
 

@@ -83,7 +83,7 @@ pub use stats::{BreakerSummary, Latency, Stats, StatusCounts, ToolStatsSnapshot}
 
 use crate::idempotency::IdempotencyKey;
 use crate::outcome::{Outcome, Status};
-use crate::tool::ToolSpec;
+use crate::tool::spec::ToolSpec;
 
 /// What the call events say of the arguments.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]

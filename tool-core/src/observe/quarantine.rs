@@ -21,7 +21,7 @@ use tokio::time::Instant;
 
 use crate::observe::redacted;
 use crate::outcome::{Outcome, Seam};
-use crate::tool::{FieldMeta, ToolSpec};
+use crate::tool::spec::{FieldMeta, ToolSpec};
 
 /// Bounds of the quarantine, and whether it keeps raw text.
 ///

@@ -6,7 +6,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::tool::FieldMeta;
+use crate::tool::spec::FieldMeta;
 
 /// What replaces a value that is not shown.
 pub const REDACTED: &str = "[redacted]";

@@ -16,7 +16,6 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -27,7 +26,7 @@ use crate::conversation::recovery::{self, RecoveryBudget};
 use crate::conversation::{durable, ConversationStore, Prepare};
 use crate::error::ToolError;
 use crate::execute::fallback::{self, Interpreted};
-use crate::execute::{contain, AttemptInfo, Env, Executed, Guard, Step};
+use crate::execute::{AttemptInfo, Executed, Guard, Step};
 use crate::guard::approval::{self, ApprovalRequest, Refusal};
 use crate::guard::output;
 use crate::guard::provenance::{self, Finders};
@@ -35,15 +34,14 @@ use crate::idempotency::{self, Fingerprint, IdempotencyKey, IdempotencyStore, Ke
 use crate::observe::{self, ArgumentLog, Quarantine, ToolStats};
 use crate::outcome::{ErrorKind, Failure, Fix, Fixes, Marks, Outcome, Status};
 use crate::progress::ProgressHandle;
-use crate::tool::{Effect, StateRequirement, ToolSpec};
+use crate::runtime::{contain, BoxFuture, Env};
+use crate::tool::spec::{Effect, StateRequirement, ToolSpec};
 use crate::validate::repair::{self, DeterministicRepair, RepairRequest, Repairer};
 use crate::validate::{self as checks, summarize};
 
 mod typed;
 
 pub(crate) use typed::{entry_with, reparse, Body};
-
-pub(crate) type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// What every stage may need of the registry: its shared state, its clock and randomness, its
 /// stores and policies. Built once with the registry.
@@ -547,7 +545,8 @@ fn interpreted(
         if shared.max_result_bytes.is_none() && shared.result_guard.is_none() {
             return Ok(answer);
         }
-        output::check(answer, spec, session, call_id, shared)
+        let limits = (shared.max_result_bytes, shared.result_guard.as_deref());
+        output::check(answer, spec, session, call_id, limits)
     })
 }
 

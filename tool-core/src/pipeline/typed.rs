@@ -14,7 +14,8 @@ use crate::idempotency::IdempotencyKey;
 use crate::interpret;
 use crate::observe::ToolStats;
 use crate::outcome::{ErrorKind, Failure};
-use crate::tool::{StateRequirement, Tool, ToolSpec};
+use crate::tool::spec::{StateRequirement, ToolSpec};
+use crate::tool::Tool;
 use crate::validate::shape::{self, ShapeValidator};
 use crate::validate::Violations;
 

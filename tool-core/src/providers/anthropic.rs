@@ -10,7 +10,7 @@ use serde_json::{json, Map, Value};
 use super::{argument_text, carriage, Node, ParseError, ParseErrorKind, Provider};
 use crate::call::ToolCall;
 use crate::outcome::{Outcome, Status};
-use crate::tool::ToolSpec;
+use crate::tool::spec::ToolSpec;
 
 pub(crate) fn tool(spec: &ToolSpec, input_schema: Value, strict: bool) -> Value {
     let mut tool = Map::new();

@@ -17,7 +17,7 @@ use serde_json::{json, Map, Value};
 use super::{argument_text, carriage, Node, ParseError, ParseErrorKind, Provider};
 use crate::call::ToolCall;
 use crate::outcome::{Outcome, Status};
-use crate::tool::ToolSpec;
+use crate::tool::spec::ToolSpec;
 
 /// The prefix of call ids toolwright mints for calls Gemini sent without one.
 /// [`function_response`] leaves such ids out, so Gemini matches the response by name.

@@ -15,7 +15,7 @@ use serde_json::{json, Map, Value};
 use super::{argument_text, Node, ParseError, ParseErrorKind, Provider};
 use crate::call::ToolCall;
 use crate::outcome::{ErrorKind, Outcome, Status};
-use crate::tool::ToolSpec;
+use crate::tool::spec::ToolSpec;
 
 /// Annotations a tool's metadata cannot know, set per tool with
 /// [`Export::mcp_hints`](super::Export::mcp_hints).

@@ -58,7 +58,7 @@ use serde_json::{Map, Value};
 
 use crate::call::Session;
 use crate::registry::Registry;
-use crate::tool::ToolSpec;
+use crate::tool::spec::ToolSpec;
 
 pub use carriage::{Carriage, Carried};
 

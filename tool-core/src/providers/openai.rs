@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use super::{carriage, Node, ParseError, ParseErrorKind, Provider};
 use crate::call::ToolCall;
 use crate::outcome::Outcome;
-use crate::tool::ToolSpec;
+use crate::tool::spec::ToolSpec;
 
 pub(crate) fn chat_tool(spec: &ToolSpec, parameters: Value, strict: bool) -> Value {
     json!({

@@ -38,11 +38,8 @@ use tokio::time::Instant;
 use crate::call::{Session, StateMap, ToolCall};
 use crate::conversation::RecoveryBudget;
 use crate::conversation::{Decision, TicketState};
-use crate::execute::clock::ClockHandle;
-use crate::execute::random::RandomHandle;
 use crate::execute::{
-    BreakerHandle, BreakerPolicy, Clock, Env, Guard, RandomSource, RetryBudget, RetryPolicy,
-    Settings,
+    BreakerHandle, BreakerPolicy, Clock, Guard, RandomSource, RetryBudget, RetryPolicy, Settings,
 };
 use crate::guard;
 use crate::guard::approval::{Approvals, DecideError};
@@ -53,7 +50,11 @@ use crate::idempotency::{IdempotencyStore, KeyMode, MemoryStore};
 use crate::observe::{self, ArgumentLog, Quarantine, QuarantinePolicy, Stats};
 use crate::outcome::{ErrorKind, Failure, Outcome};
 use crate::pipeline::{self, Call, DynTool, Shared};
-use crate::tool::{Tool, ToolSpec};
+use crate::runtime::clock::ClockHandle;
+use crate::runtime::random::RandomHandle;
+use crate::runtime::Env;
+use crate::tool::spec::ToolSpec;
+use crate::tool::Tool;
 use crate::validate as checks;
 use crate::validate::preview_str;
 use crate::validate::repair::{DeterministicRepair, Repairer};
@@ -332,7 +333,7 @@ impl Registry {
         name: String,
         arguments: String,
         session: &'a Session,
-    ) -> pipeline::BoxFuture<'a, Outcome> {
+    ) -> crate::runtime::BoxFuture<'a, Outcome> {
         Box::pin(async move {
             let overlay = Arc::new(crate::conversation::durable::Overlay::default());
             let in_call = session.in_call(overlay.clone());

@@ -22,7 +22,7 @@ use std::fmt::Write as _;
 use serde_json::Value;
 
 use crate::outcome::{Failure, Violation};
-use crate::tool::FieldMeta;
+use crate::tool::spec::FieldMeta;
 
 pub(crate) use crate::outcome::escape_pointer;
 pub use crate::outcome::Violations;

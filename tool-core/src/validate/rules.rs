@@ -23,7 +23,7 @@ use std::sync::OnceLock;
 use regex::Regex;
 
 use super::{counted, length_expected, preview_str, Violations};
-use crate::tool::Number;
+use crate::tool::spec::Number;
 
 /// A value `range` can bound.
 #[diagnostic::on_unimplemented(

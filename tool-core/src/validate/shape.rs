@@ -22,7 +22,7 @@ use super::{
     shown_key, summarize, MAX_REPORTED_VIOLATIONS,
 };
 use crate::outcome::{ErrorKind, Failure, ToolSchema, Violation};
-use crate::tool::IntegerType;
+use crate::tool::schema::IntegerType;
 
 /// A tool's input-schema validator, built on the first shape failure and kept.
 #[derive(Default)]

@@ -49,10 +49,10 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::execute::clock::ClockHandle;
-use crate::execute::contain;
 use crate::outcome::{ErrorKind, Failure, Violation};
-use crate::tool::ToolSpec;
+use crate::runtime::clock::ClockHandle;
+use crate::runtime::contain;
+use crate::tool::spec::ToolSpec;
 
 mod deterministic;
 
@@ -250,7 +250,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::tool::ToolMeta;
+    use crate::tool::spec::ToolMeta;
 
     #[test]
     fn a_reply_is_arguments_only_when_it_is_an_object_that_does_not_abort() {

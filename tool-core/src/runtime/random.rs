@@ -1,22 +1,24 @@
-//! Chance as a parameter: the [`RandomSource`] backoff jitter draws from.
-//!
-//! The default ([`ThreadRandom`]) is [`fastrand`]'s per-thread generator: no lock, no shared
-//! state between tasks. Tests inject [`SeededRandom`] through
-//! [`RegistryBuilder::random`](crate::RegistryBuilder::random) so every delay is reproducible.
-//!
-//! ```
-//! use toolwright_core::execute::{RandomSource, SeededRandom};
-//!
-//! let a = SeededRandom::new(7);
-//! let b = SeededRandom::new(7);
-//! assert_eq!(a.up_to(1_000), b.up_to(1_000));
-//! assert!(a.up_to(10) <= 10);
-//! ```
+//! The random source backoff jitter draws from (public as `execute::RandomSource`).
 
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// Uniform random integers for jitter.
+///
+/// Chance as a parameter: the [`RandomSource`] backoff jitter draws from.
+///
+/// The default ([`ThreadRandom`]) is [`fastrand`]'s per-thread generator: no lock, no shared
+/// state between tasks. Tests inject [`SeededRandom`] through
+/// [`RegistryBuilder::random`](crate::RegistryBuilder::random) so every delay is reproducible.
+///
+/// ```
+/// use toolwright_core::execute::{RandomSource, SeededRandom};
+///
+/// let a = SeededRandom::new(7);
+/// let b = SeededRandom::new(7);
+/// assert_eq!(a.up_to(1_000), b.up_to(1_000));
+/// assert!(a.up_to(10) <= 10);
+/// ```
 pub trait RandomSource: Send + Sync + 'static {
     /// A uniformly distributed integer in `0..=max`.
     fn up_to(&self, max: u64) -> u64;

@@ -1,25 +1,5 @@
-//! Time as a parameter: the [`Clock`] every timeout, backoff sleep, breaker cooldown and budget
-//! window reads.
-//!
-//! The default is tokio's own clock ([`TokioClock`]), so a test that starts the runtime with
-//! `#[tokio::test(start_paused = true)]` runs every timing rule of the execution seam on paused
-//! time: a 30 s cooldown or a 20 s backoff takes no wall time and the result is deterministic.
-//! Inject another clock with [`RegistryBuilder::clock`](crate::RegistryBuilder::clock) when time
-//! must be driven by hand (for example from a multi-threaded test, where tokio's clock cannot be
-//! paused).
-//!
-//! ```
-//! use std::time::Duration;
-//! use toolwright_core::execute::{Clock, TokioClock};
-//!
-//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
-//! # async fn main() {
-//! let clock = TokioClock;
-//! let start = clock.now();
-//! clock.sleep_until(start + Duration::from_secs(30)).await; // paused: no wall time, exact
-//! assert_eq!(clock.now() - start, Duration::from_secs(30));
-//! # }
-//! ```
+//! The clock every timeout, backoff sleep, breaker cooldown and budget window reads (public as
+//! `execute::Clock`).
 
 use std::fmt;
 use std::future::Future;
@@ -34,6 +14,29 @@ use tokio::time::Instant;
 pub type Sleep = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
 
 /// A source of time for the execution seam: reading it and waiting on it.
+///
+/// Time as a parameter: the [`Clock`] every timeout, backoff sleep, breaker cooldown and budget
+/// window reads.
+///
+/// The default is tokio's own clock ([`TokioClock`]), so a test that starts the runtime with
+/// `#[tokio::test(start_paused = true)]` runs every timing rule of the execution seam on paused
+/// time: a 30 s cooldown or a 20 s backoff takes no wall time and the result is deterministic.
+/// Inject another clock with [`RegistryBuilder::clock`](crate::RegistryBuilder::clock) when time
+/// must be driven by hand (for example from a multi-threaded test, where tokio's clock cannot be
+/// paused).
+///
+/// ```
+/// use std::time::Duration;
+/// use toolwright_core::execute::{Clock, TokioClock};
+///
+/// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+/// # async fn main() {
+/// let clock = TokioClock;
+/// let start = clock.now();
+/// clock.sleep_until(start + Duration::from_secs(30)).await; // paused: no wall time, exact
+/// assert_eq!(clock.now() - start, Duration::from_secs(30));
+/// # }
+/// ```
 ///
 /// Instants are tokio's [`Instant`], which any clock can produce (`Instant::from_std`).
 pub trait Clock: Send + Sync + 'static {
