@@ -13,7 +13,7 @@
 //! ```
 //!
 //! Each concept has its module: [`retry`] (attempt cap, capped full-jitter backoff, which
-//! failures are retried), [`budget`] (retries as a share of calls), [`breaker`] (closed, open,
+//! failures are retried), a pure decision after each failed attempt (`decide`), [`budget`] (retries as a share of calls), [`breaker`] (closed, open,
 //! half-open), [`classify`] (HTTP statuses, `Retry-After`, `reqwest` and `io` errors), and the
 //! two parameters that make all of it testable on paused time: [`Clock`] and [`RandomSource`].
 //!
@@ -68,12 +68,14 @@ pub mod blocking;
 pub mod breaker;
 pub mod budget;
 pub mod classify;
+mod decide;
 pub(crate) mod fallback;
 pub mod retry;
 mod window;
 
 use std::any::Any;
 use std::fmt::Write as _;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -93,6 +95,7 @@ use crate::runtime::{contain, BoxFuture, Env};
 pub(crate) use breaker::Rejection;
 use breaker::{Breaker, Permit, Verdict};
 use budget::Budget;
+use decide::{decide, Attempted, Decision, Failed, Rules};
 
 /// The attempts of one call. One record lives inline, so the success path allocates nothing.
 #[derive(Debug, Clone, Default)]
@@ -148,7 +151,7 @@ impl History {
     }
 }
 
-/// The registry-wide settings a [`Guard`] is resolved from.
+/// The registry-wide settings a [`Bounds`] is resolved from.
 #[derive(Clone)]
 pub(crate) struct Settings {
     pub(crate) default_timeout: Duration,
@@ -211,7 +214,7 @@ impl<T> Executed<T> {
 }
 
 /// Where a call is in its attempts, between two of them.
-pub(crate) struct Run {
+pub(crate) struct CallAttempts {
     /// When the whole call must be done.
     pub(crate) deadline: Instant,
     /// When the next (or current) attempt began.
@@ -232,8 +235,21 @@ pub(crate) struct Admitted<'g> {
     pub(crate) info: AttemptInfo,
 }
 
-/// What [`Guard::settle`] decided.
-pub(crate) enum Step<T> {
+/// The attempts of one call as [`Bounds::attempts`] drives them.
+pub(crate) trait Attempt<'a>: Send {
+    /// What a successful attempt answers.
+    type Output: Send + 'a;
+
+    /// The future of the attempt `info` describes.
+    fn attempt(&mut self, info: AttemptInfo) -> BoxFuture<'a, Result<Self::Output, ToolError>>;
+
+    /// A panic's message without the call's sensitive values, for the log (only called when
+    /// an attempt panicked).
+    fn scrub(&self, message: &str) -> String;
+}
+
+/// What [`Bounds::after_attempt`] came to.
+pub(crate) enum Next<T> {
     /// The call is over.
     Done(Executed<T>),
     /// Retry once the clock reads this instant.
@@ -241,7 +257,7 @@ pub(crate) enum Step<T> {
 }
 
 /// The execution seam of one tool, resolved when the registry is built.
-pub(crate) struct Guard {
+pub(crate) struct Bounds {
     tool: Arc<str>,
     timeout: Duration,
     deadline: Duration,
@@ -260,7 +276,7 @@ pub(crate) struct Guard {
     unguarded: bool,
 }
 
-impl Guard {
+impl Bounds {
     pub(crate) fn new(
         tool: Arc<str>,
         timeout: Duration,
@@ -274,7 +290,7 @@ impl Guard {
         let deadline = settings
             .call_deadline
             .unwrap_or_else(|| settings.retry.deadline_for(timeout, attempts));
-        Guard {
+        Bounds {
             breaker: Arc::new(Breaker::new(Arc::clone(&tool), breaker, timeout, origin)),
             budget: Budget::new(settings.budget),
             origin,
@@ -297,31 +313,20 @@ impl Guard {
         self.deadline
     }
 
-    /// Whether the body runs bare ([`RegistryBuilder::unguarded_for_benchmarks`](crate::RegistryBuilder::unguarded_for_benchmarks)).
-    #[cfg(feature = "unguarded-for-benchmarks")]
-    pub(crate) fn is_unguarded(&self) -> bool {
-        self.unguarded
-    }
-
     /// The attempts of a call whose execution begins at `begin`, before the first.
     ///
     /// The call's deadline and the first attempt's timeout both count from `begin`, the moment
     /// the first attempt starts: what came before (validation, a repair pass, a person's
     /// approval, the idempotency store) has bounds of its own and never eats into the tool's
     /// timeout. With an injected clock the call begins at that clock's `now`.
-    ///
-    /// A call runs as: [`Guard::admit`] an attempt, run its body bounded by
-    /// `attempt_deadline`, [`Guard::settle`] what it came to; when that says to retry,
-    /// [`Guard::retry`] does the rest. The caller runs the first attempt itself, so a call that
-    /// succeeds at once is one future without the retry loop's state inside it.
     #[inline]
-    pub(crate) fn start(&self, env: &Env, begin: Instant) -> Run {
+    fn start(&self, env: &Env, begin: Instant) -> CallAttempts {
         // An injected clock has its own time line, on which the call begins now.
         let begin = match &env.clock {
             ClockHandle::Tokio => begin,
             ClockHandle::Custom(clock) => clock.now(),
         };
-        Run {
+        CallAttempts {
             deadline: begin + self.deadline,
             begin,
             number: 1,
@@ -332,9 +337,9 @@ impl Guard {
     }
 
     /// Asks the breaker to run the next attempt: its permit and bounds, or why not (then
-    /// [`Guard::refused`] ends the call).
+    /// [`Bounds::refused`] ends the call).
     #[inline]
-    pub(crate) fn admit(&self, run: &Run) -> Result<Admitted<'_>, Rejection> {
+    fn admit(&self, run: &CallAttempts) -> Result<Admitted<'_>, Rejection> {
         let permit = self.breaker.admit(run.begin)?;
         let begin_at = nanos_since(self.origin, run.begin);
         if run.number == 1 && self.attempts > 1 {
@@ -359,7 +364,7 @@ impl Guard {
 
     /// The end of a call the breaker turned away.
     #[cold]
-    pub(crate) fn refused<T>(&self, run: &mut Run, rejection: Rejection) -> Executed<T> {
+    fn refused<T>(&self, run: &mut CallAttempts, rejection: Rejection) -> Executed<T> {
         Executed {
             result: Err(Box::new(self.rejected(rejection, run.history.last_error()))),
             stop: (run.number > 1).then_some(RetryStop::CircuitOpen),
@@ -369,20 +374,74 @@ impl Guard {
         }
     }
 
+    /// Every attempt of one call, the first included: a breaker permit, the attempt bounded by
+    /// its timeout and the call's deadline with its panics contained, the verdict to the
+    /// breaker, then [`decide`] on a failure and the retry budget on a retry, until an attempt
+    /// ends the call. `body` makes each attempt's future.
+    ///
+    /// Generic over the body, of which the registry has one kind (every tool's attempts are
+    /// reached through the same type-erased body), so it is compiled once. An `async` block,
+    /// not an `async fn`, which would keep each parameter twice in its state.
+    #[allow(
+        clippy::manual_async_fn,
+        reason = "an async fn stores its parameters twice"
+    )]
+    pub(crate) fn attempts<'s, B: Attempt<'s> + 's>(
+        &'s self,
+        env: &'s Env,
+        begin: Instant,
+        mut body: B,
+    ) -> impl Future<Output = Executed<B::Output>> + Send + 's {
+        async move {
+            let mut run = self.start(env, begin);
+            // Only with the benchmark feature: no tool compiles this branch otherwise.
+            #[cfg(feature = "unguarded-for-benchmarks")]
+            if self.unguarded {
+                let info = AttemptInfo {
+                    number: 1,
+                    deadline: run.deadline,
+                    attempt_deadline: run.deadline,
+                };
+                return Executed::unguarded(body.attempt(info).await);
+            }
+            loop {
+                let admitted = match self.admit(&run) {
+                    Ok(admitted) => admitted,
+                    Err(rejection) => return self.refused(&mut run, rejection),
+                };
+                let cut = admitted.info.attempt_deadline;
+                let (output, waited) = env
+                    .clock
+                    .run_until(cut, contain(|| body.attempt(admitted.info)))
+                    .await;
+                let next = {
+                    let scrub = |message: &str| body.scrub(message);
+                    self.after_attempt(env, &mut run, admitted, output, waited, &scrub)
+                };
+                match next {
+                    Next::Done(executed) => return executed,
+                    Next::RetryAt(wake) => {
+                        env.clock.sleep_until(wake).await;
+                        run.begin = env.clock.now();
+                    }
+                }
+            }
+        }
+    }
+
     /// What an admitted attempt came to: the call's end, or the instant to retry at.
     /// `output` is `None` when the attempt was cut at its deadline, `waited` whether the body
-    /// ever returned `Pending`. `scrub` cleans a panic's message of the call's sensitive values
-    /// before it is logged (only called on that path).
+    /// ever returned `Pending`.
     #[inline]
-    pub(crate) fn settle<T>(
+    fn after_attempt<T>(
         &self,
         env: &Env,
-        run: &mut Run,
+        run: &mut CallAttempts,
         admitted: Admitted<'_>,
         output: Option<std::thread::Result<Result<T, ToolError>>>,
         waited: bool,
         scrub: &dyn Fn(&str) -> String,
-    ) -> Step<T> {
+    ) -> Next<T> {
         let Admitted {
             permit,
             begin_at,
@@ -411,7 +470,7 @@ impl Guard {
                     elapsed,
                     error: None,
                 });
-                return Step::Done(Executed {
+                return Next::Done(Executed {
                     result: Ok(value),
                     history: std::mem::take(&mut run.history),
                     stop: None,
@@ -437,21 +496,24 @@ impl Guard {
             error: Some(error.kind()),
         });
 
-        let stop = if !error.kind().is_transient() {
-            None
-        } else if !self.retry_safe && !never_started(&error) {
-            Some(RetryStop::NotIdempotent)
-        } else if number >= self.attempts {
-            Some(RetryStop::Attempts)
-        } else {
-            let wait = error
-                .retry_after()
-                .unwrap_or_else(|| self.policy.delay(number - 1, &env.random));
-            if end + wait >= run.deadline {
-                Some(RetryStop::Deadline)
-            } else if !self.budget.withdraw(end_at) {
-                Some(RetryStop::Budget)
-            } else {
+        let failed = Failed {
+            kind: error.kind(),
+            never_started: never_started(&error),
+            retry_after: error.retry_after(),
+        };
+        let attempted = Attempted {
+            number,
+            ended: end,
+            deadline: run.deadline,
+        };
+        let rules = Rules {
+            max_attempts: self.attempts,
+            retry_safe: self.retry_safe,
+            policy: self.policy,
+            random: &env.random,
+        };
+        let stop = match decide(&failed, &attempted, &rules) {
+            Decision::Retry { wait } if self.budget.withdraw(end_at) => {
                 tracing::debug!(
                     target: "toolwright::execute",
                     tool = %self.tool,
@@ -463,50 +525,19 @@ impl Guard {
                 );
                 run.waited = wait;
                 run.number += 1;
-                return Step::RetryAt(end + wait);
+                return Next::RetryAt(end + wait);
             }
+            Decision::Retry { .. } => Some(RetryStop::Budget),
+            Decision::Stop(stop) => stop,
         };
         let failure = self.stopped(error, stop, run.history.as_slice());
-        Step::Done(Executed {
+        Next::Done(Executed {
             result: Err(Box::new(failure)),
             history: std::mem::take(&mut run.history),
             stop,
             open_since: None,
             uncertain: run.uncertain,
         })
-    }
-
-    /// The attempts after the first: waits until `wake`, runs the next attempt, and so on until
-    /// one settles the call. `body` makes the future of one attempt.
-    ///
-    /// Generic over the output alone (not the body): one copy serves every tool that returns
-    /// the same type.
-    pub(crate) async fn retry<'f, T>(
-        &self,
-        env: &Env,
-        mut run: Run,
-        wake: Instant,
-        body: &mut (dyn FnMut(AttemptInfo) -> BoxFuture<'f, Result<T, ToolError>> + Send),
-        scrub: &(dyn Fn(&str) -> String + Sync),
-    ) -> Executed<T> {
-        let mut wake = wake;
-        loop {
-            env.clock.sleep_until(wake).await;
-            run.begin = env.clock.now();
-            let admitted = match self.admit(&run) {
-                Ok(admitted) => admitted,
-                Err(rejection) => return self.refused(&mut run, rejection),
-            };
-            let cut = admitted.info.attempt_deadline;
-            let (output, waited) = env
-                .clock
-                .run_until(cut, contain(|| body(admitted.info)))
-                .await;
-            match self.settle(env, &mut run, admitted, output, waited, scrub) {
-                Step::Done(executed) => return executed,
-                Step::RetryAt(at) => wake = at,
-            }
-        }
     }
 
     /// The last error as the call's failure, its message saying why it was not retried.

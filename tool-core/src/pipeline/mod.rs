@@ -26,7 +26,7 @@ use crate::conversation::recovery::{self, RecoveryBudget};
 use crate::conversation::{durable, ConversationStore, Prepare};
 use crate::error::ToolError;
 use crate::execute::fallback::{self, Interpreted};
-use crate::execute::{AttemptInfo, Executed, Guard, Step};
+use crate::execute::{Attempt, AttemptInfo, Bounds, Executed};
 use crate::guard::approval::{self, ApprovalRequest, Refusal};
 use crate::guard::output;
 use crate::guard::provenance::{self, Finders};
@@ -34,7 +34,7 @@ use crate::idempotency::{self, Fingerprint, IdempotencyKey, IdempotencyStore, Ke
 use crate::observe::{self, ArgumentLog, Quarantine, ToolStats};
 use crate::outcome::{ErrorKind, Failure, Fix, Fixes, Marks, Outcome, Status};
 use crate::progress::ProgressHandle;
-use crate::runtime::{contain, BoxFuture, Env};
+use crate::runtime::{BoxFuture, Env};
 use crate::tool::spec::{Effect, StateRequirement, ToolSpec};
 use crate::validate::repair::{self, DeterministicRepair, RepairRequest, Repairer};
 use crate::validate::{self as checks, summarize};
@@ -76,7 +76,7 @@ pub(crate) struct Shared {
 /// A registered tool with its type erased, so one table can hold every tool.
 pub(crate) trait DynTool: Send + Sync {
     fn spec(&self) -> &ToolSpec;
-    fn guard(&self) -> &Guard;
+    fn guard(&self) -> &Bounds;
     fn stats(&self) -> &ToolStats;
     fn required_state(&self) -> Vec<StateRequirement>;
     /// The typed checks of `arguments` (shape, field rules, semantic rule, provenance,
@@ -93,7 +93,7 @@ pub(crate) trait DynTool: Send + Sync {
     fn invoke<'a>(
         &'a self,
         args: Args,
-        invocation: &'a Invocation<'a>,
+        invocation: Invocation<'a>,
     ) -> BoxFuture<'a, Result<Answer, ToolError>>;
     /// The validated text read again into the tool's arguments, for a retry.
     fn reparse(&self, arguments: &str) -> Result<Args, ToolError>;
@@ -232,7 +232,16 @@ pub(crate) fn run<'a>(
         } else {
             call.arrived
         };
-        let mut executed = execute(tool, &call, args, key.as_ref(), begin, session, shared).await;
+        let attempts = ToolAttempts {
+            tool,
+            call: &call,
+            args: Some(args),
+            key: key.as_ref(),
+            session,
+            shared,
+        };
+        let executed = tool.guard().attempts(&shared.env, begin, attempts).await;
+        let mut executed = interpreted(executed, spec, session, &call.id, shared);
         let degraded = match fallback::wanted(spec.has_fallback(), spec.idempotent(), &executed) {
             Some(kind) => {
                 match tool.fall_back(&mut executed, kind, &call, key.as_ref(), session, shared) {
@@ -431,7 +440,7 @@ pub(crate) async fn revalidate(
 /// store, never asked about again. `Err`: the call's finished outcome (a replay, a refusal
 /// by the store, a denial or a pending ticket).
 async fn admit(
-    (spec, guard, stats): (&ToolSpec, &Guard, &ToolStats),
+    (spec, guard, stats): (&ToolSpec, &Bounds, &ToolStats),
     call: &mut Call,
     session: &Session,
     shared: &Shared,
@@ -463,72 +472,37 @@ async fn admit(
     Ok(lease)
 }
 
-/// The execution seam: a breaker permit, then attempts bounded by the timeout and one
-/// deadline, transient failures retried within the attempt cap and the retry budget.
-///
-/// The first attempt runs here; the retry loop is boxed and entered only after a failure, so
-/// the future of a call that succeeds at once carries none of its state.
-#[allow(
-    clippy::manual_async_fn,
-    reason = "an async fn stores its parameters twice"
-)]
-pub(crate) fn execute<'a>(
+/// One call's attempts of its tool, for the execution seam
+/// ([`Bounds::attempts`](crate::execute::Bounds::attempts)): the first attempt takes the
+/// validated arguments, a retry parses the validated text again (`Args` is not `Clone`; the
+/// parse is deterministic).
+struct ToolAttempts<'a> {
     tool: &'a dyn DynTool,
     call: &'a Call,
-    args: Args,
+    args: Option<Args>,
     key: Option<&'a IdempotencyKey>,
-    begin: Instant,
     session: &'a Session,
     shared: &'a Shared,
-) -> impl Future<Output = Executed<Interpreted>> + Send + 'a {
-    async move {
-        let executed = 'attempts: {
-            let (spec, guard, env) = (tool.spec(), tool.guard(), &shared.env);
-            let mut run = guard.start(env, begin);
-            // Only with the benchmark feature: no tool compiles this branch otherwise.
-            #[cfg(feature = "unguarded-for-benchmarks")]
-            if guard.is_unguarded() {
-                let info = AttemptInfo {
-                    number: 1,
-                    deadline: run.deadline,
-                    attempt_deadline: run.deadline,
-                };
-                let invocation = invocation(spec, call, key, session, shared, info);
-                break 'attempts Executed::unguarded(tool.invoke(args, &invocation).await);
-            }
-            let admitted = match guard.admit(&run) {
-                Ok(admitted) => admitted,
-                Err(rejection) => break 'attempts guard.refused(&mut run, rejection),
-            };
-            let info = admitted.info;
-            let first = invocation(spec, call, key, session, shared, info);
-            let (output, waited) = env
-                .clock
-                .run_until(info.attempt_deadline, contain(|| tool.invoke(args, &first)))
-                .await;
-            // A contained panic's message is logged without the call's sensitive values. (The
-            // closures are made in place: a named, borrowed local would stay in this future's state.)
-            let wake =
-                match guard.settle(env, &mut run, admitted, output, waited, &|message: &str| {
-                    observe::scrubbed(message, &call.arguments, spec.fields())
-                }) {
-                    Step::Done(executed) => break 'attempts executed,
-                    Step::RetryAt(wake) => wake,
-                };
-            // The retry loop is compiled once per output type, not once per tool: it runs each
-            // attempt's future boxed (retries are rare; a box beside a network call is nothing).
-            let mut attempt = |info| -> BoxFuture<'a, Result<Answer, ToolError>> {
-                // `Args` is not `Clone`: a retry parses the validated text again
-                // (deterministic).
-                let args = tool.reparse(&call.arguments);
-                let invocation = invocation(spec, call, key, session, shared, info);
-                Box::pin(async move { tool.invoke(args?, &invocation).await })
-            };
-            let scrub =
-                move |message: &str| observe::scrubbed(message, &call.arguments, spec.fields());
-            Box::pin(guard.retry(env, run, wake, &mut attempt, &scrub)).await
-        };
-        interpreted(executed, tool.spec(), session, &call.id, shared)
+}
+
+impl<'a> Attempt<'a> for ToolAttempts<'a> {
+    type Output = Answer;
+
+    fn attempt(&mut self, info: AttemptInfo) -> BoxFuture<'a, Result<Answer, ToolError>> {
+        let (tool, call) = (self.tool, self.call);
+        let invocation = invocation(tool.spec(), call, self.key, self.session, self.shared, info);
+        match self
+            .args
+            .take()
+            .map_or_else(|| tool.reparse(&call.arguments), Ok)
+        {
+            Ok(args) => tool.invoke(args, invocation),
+            Err(e) => Box::pin(std::future::ready(Err(e))),
+        }
+    }
+
+    fn scrub(&self, message: &str) -> String {
+        observe::scrubbed(message, &self.call.arguments, self.tool.spec().fields())
     }
 }
 
@@ -683,7 +657,7 @@ fn guard_scopes(spec: &ToolSpec, session: &Session) -> Result<(), Box<Failure>> 
 /// and scope, held for the call's whole deadline (and its approval, when it needs one).
 async fn begin(
     spec: &ToolSpec,
-    guard: &Guard,
+    guard: &Bounds,
     call: &Call,
     session: &Session,
     shared: &Shared,

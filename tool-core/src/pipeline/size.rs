@@ -138,8 +138,8 @@ fn the_call_future_of_a_runtime_tool_stays_under_one_kib() {
     println!("runtime tool call future: {size} bytes");
 }
 
-fn guard_for(spec: &ToolSpec) -> Guard {
-    Guard::new(
+fn guard_for(spec: &ToolSpec) -> Bounds {
+    Bounds::new(
         Arc::clone(&spec.name),
         spec.timeout,
         None,

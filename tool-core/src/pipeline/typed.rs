@@ -8,7 +8,7 @@ use super::{field_failure, invocation, Answer, Args, BoxFuture, Call, DynTool, S
 use crate::call::{Invocation, Session};
 use crate::error::ToolError;
 use crate::execute::fallback::{self, FallbackFuture, Interpreted};
-use crate::execute::{AttemptInfo, Executed, Guard};
+use crate::execute::{AttemptInfo, Bounds, Executed};
 use crate::guard::provenance;
 use crate::idempotency::IdempotencyKey;
 use crate::interpret;
@@ -102,7 +102,7 @@ pub(crate) struct Entry<T: Body> {
     tool: T,
     spec: ToolSpec,
     shape: ShapeValidator,
-    guard: Guard,
+    guard: Bounds,
     stats: ToolStats,
 }
 
@@ -112,7 +112,7 @@ pub(crate) fn entry_with<T: Body>(
     tool: T,
     spec: ToolSpec,
     shape: ShapeValidator,
-    guard: Guard,
+    guard: Bounds,
 ) -> Box<dyn DynTool> {
     Box::new(Entry {
         tool,
@@ -128,7 +128,7 @@ impl<T: Body> DynTool for Entry<T> {
         &self.spec
     }
 
-    fn guard(&self) -> &Guard {
+    fn guard(&self) -> &Bounds {
         &self.guard
     }
 
@@ -153,14 +153,14 @@ impl<T: Body> DynTool for Entry<T> {
     fn invoke<'a>(
         &'a self,
         args: Args,
-        invocation: &'a Invocation<'a>,
+        invocation: Invocation<'a>,
     ) -> BoxFuture<'a, Result<Answer, ToolError>> {
         Box::pin(async move {
             let Ok(args) = args.downcast::<T::Args>() else {
                 // Not reached: the arguments come from this tool's own checks.
                 return Err(unreadable());
             };
-            let value = self.tool.invoke(*args, invocation).await?;
+            let value = self.tool.invoke(*args, &invocation).await?;
             Ok(interpret::result(self.spec.name(), &value).map_err(Box::new))
         })
     }

@@ -568,9 +568,9 @@ fn resolved(
     settings: &Settings,
     breaker: BreakerPolicy,
     origin: Instant,
-) -> (ToolSpec, Guard) {
+) -> (ToolSpec, Bounds) {
     spec.name = name;
-    let guard = Guard::new(
+    let guard = Bounds::new(
         Arc::clone(&spec.name),
         spec.timeout,
         spec.retries(),

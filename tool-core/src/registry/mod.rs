@@ -39,7 +39,7 @@ use crate::call::{Session, StateMap, ToolCall};
 use crate::conversation::RecoveryBudget;
 use crate::conversation::{Decision, TicketState};
 use crate::execute::{
-    BreakerHandle, BreakerPolicy, Clock, Guard, RandomSource, RetryBudget, RetryPolicy, Settings,
+    Bounds, BreakerHandle, BreakerPolicy, Clock, RandomSource, RetryBudget, RetryPolicy, Settings,
 };
 use crate::guard;
 use crate::guard::approval::{Approvals, DecideError};
