@@ -71,3 +71,20 @@ where
         self(call)
     }
 }
+
+/// The application's check of a validated call: `Err` with the guard's failure when it refuses.
+pub(crate) fn check_call(
+    guard: &dyn CallGuard,
+    tool: &ToolSpec,
+    session: &Session,
+    call_id: &str,
+    arguments: &str,
+) -> Result<(), Box<crate::outcome::Failure>> {
+    let check = CallCheck {
+        tool,
+        session,
+        call_id,
+        arguments,
+    };
+    guard.check(&check).map_err(|e| Box::new(e.into_failure()))
+}

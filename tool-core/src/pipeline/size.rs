@@ -4,6 +4,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::*;
+use crate::call::Invocation;
+use crate::error::ToolError;
+use crate::execute::Bounds;
 use crate::registry::Registry;
 use crate::tool::Tool;
 use crate::validate::shape::ShapeValidator;

@@ -4,7 +4,8 @@
 
 use std::future::Future;
 
-use super::{field_failure, invocation, Answer, Args, BoxFuture, Call, DynTool, Shared};
+use super::erased::invocation;
+use super::{Answer, Args, BoxFuture, Call, DynTool, Shared};
 use crate::call::{Invocation, Session};
 use crate::error::ToolError;
 use crate::execute::fallback::{self, FallbackFuture, Interpreted};
@@ -17,7 +18,7 @@ use crate::outcome::{ErrorKind, Failure};
 use crate::tool::spec::{StateRequirement, ToolSpec};
 use crate::tool::Tool;
 use crate::validate::shape::{self, ShapeValidator};
-use crate::validate::Violations;
+use crate::validate::{field_failure, Violations};
 
 /// What the pipeline needs of a tool's body: its arguments read and checked, its attempts,
 /// its fallback. Every `#[tool]` is one (the impl below, for every [`Tool`]); a tool defined at

@@ -338,6 +338,21 @@ fn describe(value: Option<&Value>) -> String {
     }
 }
 
+/// `schema_mismatch` with every field-rule violation, and the schema to fix them by.
+#[cold]
+pub(crate) fn field_failure(
+    violations: Vec<Violation>,
+    schema: &std::sync::Arc<crate::outcome::ToolSchema>,
+) -> Failure {
+    let mut failure = Failure::new(
+        crate::outcome::ErrorKind::SchemaMismatch,
+        summarize(&violations),
+    );
+    failure.violations = violations;
+    failure.expected_schema = Some(std::sync::Arc::clone(schema));
+    failure
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -55,6 +55,7 @@ use crate::runtime::contain;
 use crate::tool::spec::ToolSpec;
 
 mod deterministic;
+pub(crate) mod stage;
 
 pub use crate::outcome::{Fix, Fixes, FixesIter};
 pub use deterministic::{DeterministicRepair, Repaired};
