@@ -169,8 +169,8 @@ fn redis(_: &mut Criterion) {
 
 #[cfg(feature = "redis")]
 fn redis(c: &mut Criterion) {
-    use toolwright::idempotency::redis;
     use toolwright::idempotency::RedisStore;
+    use toolwright::redis;
 
     let Some(server) = redis_server::RedisServer::start() else {
         return;

@@ -287,7 +287,7 @@
 //! | [`provenance`] | an id argument must be one a tool returned in the conversation | `#[tool(grounds(order = "id"))]`, `#[arg(grounded = "order")]` |
 //! | [`approval`] | a consequential call runs only once a person (or a policy) approves it | `#[tool(requires_approval)]`, [`Session::with_approver`] |
 //! | [`repair`] | one more try at arguments that fail on their form: deterministic rules, then the model | [`RegistryBuilder::deterministic_repair`], [`RegistryBuilder::repairer`] |
-//! | [`recovery`] | the model is told to stop after repeated failures of one kind | [`RegistryBuilder::recovery_budget`] |
+//! | [`RecoveryBudget`](conversation::RecoveryBudget) | the model is told to stop after repeated failures of one kind | [`RegistryBuilder::recovery_budget`] |
 //! | [`observe`] | one `tracing` event per call and per attempt, arguments redacted | [`RegistryBuilder::log_arguments`] |
 //! | [`replay`] | recorded calls replayed against a changed registry | [`replay::Recorder`] |
 //!
@@ -298,6 +298,7 @@
 
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
+#![deny(unreachable_pub)]
 
 // The crate root: what a tool author and an application name every day.
 pub use toolwright_core::{
@@ -308,20 +309,15 @@ pub use toolwright_core::{
 };
 pub use toolwright_macros::{data, tool, toolset};
 
-// One module per stage of a call, as the runtime lays them out.
+// One module per stage of a call, in call order, then what a registry is built from and with.
 pub use toolwright_core::{
-    ask, call, content, conversation, dynamic, error, execute, guard, idempotency, interpret,
-    observe, outcome, progress, providers, registry, replay, tool, validate,
+    approval, ask, call, content, conversation, dynamic, error, execute, guard, idempotency,
+    observe, outcome, progress, provenance, providers, registry, repair, replay, tool, validate,
 };
 
 /// A tool defined at run time: name, description, JSON Schema, async handler
 /// ([`dynamic`] has the details).
 pub use toolwright_core::dynamic::DynamicTool;
-
-// The guard rails by the names a user looks for.
-pub use toolwright_core::conversation::recovery;
-pub use toolwright_core::guard::{approval, provenance};
-pub use toolwright_core::validate::repair;
 
 /// A registry as a `tower::Service<ToolCall>` (the `tower` feature), so tower's layers compose
 /// in front of it: `registry.service_in(session)`.
@@ -350,6 +346,13 @@ pub use serde;
 /// `toolwright::serde_json::Value`s.
 pub use serde_json;
 
+/// The redis crate the Redis-backed stores are built on (the `redis` feature), for building the
+/// [`ConnectionManager`](redis::aio::ConnectionManager) that
+/// [`RedisStore`](idempotency::RedisStore) and
+/// [`RedisConversationStore`](conversation::RedisConversationStore) take, at the version they take.
+#[cfg(feature = "redis")]
+pub use toolwright_core::redis;
+
 /// The schemars (1.x) toolwright is built on: `toolwright::schemars::JsonSchema` is what a tool's
 /// argument and result types implement. [`data`] derives through it.
 pub use schemars;
@@ -377,11 +380,11 @@ pub mod __private_v0_1 {
     pub use serde;
     pub use serde_json;
     pub use toolwright_core::execute::blocking::blocking;
-    pub use toolwright_core::guard::provenance::{check as grounded, Grounds};
+    pub use toolwright_core::outcome::Violations;
+    pub use toolwright_core::provenance::{check as grounded, Grounds};
     pub use toolwright_core::registry::{CollectedTool, Toolset};
     pub use toolwright_core::tool::{FieldMeta, Number, Rule, StateRequirement};
     pub use toolwright_core::validate::rules;
-    pub use toolwright_core::validate::Violations;
     pub use toolwright_core::{Invocation, RegistryBuilder, Session, Tool, ToolError, ToolMeta};
 
     /// The return type of a tool: serializable, with a schema.

@@ -19,8 +19,8 @@ use std::time::Duration;
 
 use toolwright::approval::{Approvals, DecideError};
 use toolwright::conversation::{
-    ConversationStore, Decided, Decision, FailureCategory, MemoryConversationStore, Prepare,
-    Review, TicketRequest, TicketState, Turn, WaitingQuery,
+    CallRecord, ConversationStore, Decided, Decision, FailureCategory, MemoryConversationStore,
+    Prepare, Review, TicketRequest, TicketState, WaitingQuery,
 };
 use toolwright::prelude::*;
 
@@ -48,13 +48,13 @@ async fn grounded<S: ConversationStore>(store: &S, conv: &str, ids: &[(&str, &st
     store.prepare(conv, &pairs(ids)).await.unwrap().grounded
 }
 
-fn ground(kind: &str, ids: &[&str]) -> Turn {
-    Turn {
+fn ground(kind: &str, ids: &[&str]) -> CallRecord {
+    CallRecord {
         ids: vec![(
             kind.to_owned(),
             ids.iter().map(|s| (*s).to_owned()).collect(),
         )],
-        ..Turn::default()
+        ..CallRecord::default()
     }
 }
 
@@ -128,11 +128,11 @@ async fn the_oldest_ids_are_forgotten_beyond_the_bound(h: impl Harness) {
 
 async fn failures_count_in_a_row_and_a_success_clears_them(h: impl Harness) {
     let store = h.store();
-    let fail = |tool: &str, category| Turn {
+    let fail = |tool: &str, category| CallRecord {
         failures: vec![(tool.to_owned(), category)],
-        ..Turn::default()
+        ..CallRecord::default()
     };
-    let count = |turn: Turn| {
+    let count = |turn: CallRecord| {
         let store = store.clone();
         async move { store.record("c1", &turn).await.unwrap().counts }
     };
@@ -144,9 +144,9 @@ async fn failures_count_in_a_row_and_a_success_clears_them(h: impl Harness) {
     let cleared = store
         .record(
             "c1",
-            &Turn {
+            &CallRecord {
                 cleared: Some("a".to_owned()),
-                ..Turn::default()
+                ..CallRecord::default()
             },
         )
         .await
@@ -436,7 +436,7 @@ mod redis_harness {
     use std::time::Duration;
 
     use toolwright::conversation::RedisConversationStore;
-    use toolwright::idempotency::redis::{self, aio::MultiplexedConnection};
+    use toolwright::redis::{self, aio::MultiplexedConnection};
 
     use super::redis_server::RedisServer;
     use super::{Harness, IDLE, MAX_IDS};
@@ -782,9 +782,10 @@ mod replicas {
 
     use toolwright::approval::Approvals;
     use toolwright::conversation::{ConversationStore, RedisConversationStore};
-    use toolwright::idempotency::redis::aio::ConnectionManagerConfig;
-    use toolwright::idempotency::{redis, RedisStore};
+    use toolwright::idempotency::RedisStore;
     use toolwright::prelude::*;
+    use toolwright::redis;
+    use toolwright::redis::aio::ConnectionManagerConfig;
 
     use super::redis_server::RedisServer;
     use super::{find, refund, replica, ticket_of, Ledger};

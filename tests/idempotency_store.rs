@@ -518,8 +518,8 @@ async fn the_fingerprint_mode_maps_a_re_proposal_to_the_first_key() {
 mod redis_harness {
     use std::time::Duration;
 
-    use toolwright::idempotency::redis::{self, aio::MultiplexedConnection};
     use toolwright::idempotency::RedisStore;
+    use toolwright::redis::{self, aio::MultiplexedConnection};
 
     use super::redis_server::RedisServer;
     use super::Harness;
@@ -627,7 +627,7 @@ async fn redis_a_successful_call_costs_two_round_trips() {
 #[cfg(feature = "redis")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_a_record_lives_its_key_ttl_on_the_server_and_its_lock_goes_when_settled() {
-    use toolwright::idempotency::redis::AsyncCommands;
+    use toolwright::redis::AsyncCommands;
 
     let Some(h) = redis_harness::Redis::start().await else {
         return;
@@ -686,8 +686,8 @@ async fn redis_two_replicas_share_one_key() {
 #[cfg(feature = "redis")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_an_unreachable_store_fails_closed() {
-    use toolwright::idempotency::redis::aio::ConnectionManagerConfig;
     use toolwright::idempotency::{RedisStore, StoreError};
+    use toolwright::redis::aio::ConnectionManagerConfig;
 
     let Some(server) = redis_server::RedisServer::start() else {
         return;

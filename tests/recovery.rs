@@ -1,8 +1,8 @@
 //! The model's recovery budget through the real pipeline: failures of the same kind in a row,
 //! per tool and conversation, until the envelope says to stop.
 
+use toolwright::conversation::RecoveryBudget;
 use toolwright::prelude::*;
-use toolwright::recovery::RecoveryBudget;
 
 /// Search orders.
 #[tool(read_only)]

@@ -1,6 +1,6 @@
 //! The replay evaluation: the corpus replayed under a repair policy, and its table.
 //!
-//! Each trace is a `replay::Recorded` line (the conversation, the call, the envelope the model
+//! Each trace is a `replay::RecordedCall` line (the conversation, the call, the envelope the model
 //! read) plus its label, the latency of the model turn that proposed it, and for a malformed
 //! call the model's recorded answer to the repair prompt. Calls run in order, each in its
 //! recorded conversation, a turn's calls together; the model policy's repairer looks the
@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 
 use serde::Deserialize;
 use toolwright::repair::{parse_reply, Fix, Repair, RepairRequest};
-use toolwright::replay::Recorded;
+use toolwright::replay::RecordedCall;
 use toolwright::{Outcome, Session};
 
 use crate::tools::{self, Policy};
@@ -28,12 +28,12 @@ pub struct ModelRepair {
     pub ms: u64,
 }
 
-/// One trace of the corpus. Only the `Recorded` fields are required, so plain
+/// One trace of the corpus. Only the `RecordedCall` fields are required, so plain
 /// `replay::Recorder` output replays too (unlabelled, each call on its own, no model answers).
 #[derive(Debug, Clone, Deserialize)]
 pub struct Trace {
     #[serde(flatten)]
-    pub recorded: Recorded,
+    pub recorded: RecordedCall,
     /// Calls of one conversation with the same turn were proposed together and run together.
     #[serde(default)]
     pub turn: Option<u32>,

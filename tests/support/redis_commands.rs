@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use toolwright::idempotency::redis::{self, aio::MultiplexedConnection};
+use toolwright::redis::{self, aio::MultiplexedConnection};
 
 /// Shortens every TTL under a prefix by ARGV[2] ms, deleting keys it runs out: the server's
 /// clock, moved forward for this test's keys only.

@@ -9,7 +9,7 @@ use std::time::Duration;
 use futures_util::stream::{self, StreamExt};
 use serde_json::Value;
 use tokio::time::Instant;
-use toolwright_core::execute::budget::Budget;
+use toolwright_core::execute::Budget;
 use toolwright_core::execute::{RandomSource, RetryBudget, RetryPolicy, ThreadRandom};
 use toolwright_core::providers::ExportError;
 use toolwright_core::{ErrorKind, Outcome, Registry, Session, Status, ToolCall, ERROR_CONTRACT};
@@ -559,7 +559,7 @@ pub enum End {
     Final(String),
     /// The model still made calls after [`max_steps`](AgentBuilder::max_steps) turns.
     StepLimit,
-    /// A call waits for a person's decision ([`approval`](toolwright_core::guard::approval));
+    /// A call waits for a person's decision ([`approval`](toolwright_core::approval));
     /// decide it, then [`Agent::resume`].
     Pending {
         /// The ticket of the (first) waiting call.
@@ -576,7 +576,7 @@ pub enum End {
 #[non_exhaustive]
 pub enum AbortReason {
     /// The model called a tool again after its envelope said the recovery budget was spent
-    /// ([`recovery`](toolwright_core::conversation::recovery)) and failed the same way: it is not
+    /// ([`RecoveryBudget`](toolwright_core::conversation::RecoveryBudget)) and failed the same way: it is not
     /// going to fix the call, so the run ends now rather than at the step cap.
     RecoveryExhausted {
         /// The tool (the name the model used).

@@ -66,6 +66,7 @@
 //! `generateContent`. Keys come from `OPENAI_API_KEY`, `ANTHROPIC_API_KEY` and `GEMINI_API_KEY`.
 
 #![forbid(unsafe_code)]
+#![deny(unreachable_pub)]
 #![warn(missing_docs)]
 
 mod agent;
@@ -82,4 +83,4 @@ pub use agent::{
 };
 pub use message::{AssistantTurn, Message, Usage};
 pub use model::{AgentEvent, BoxFuture, ChatModel, Events, ModelError, ModelRequest, Turn};
-pub use scripted::{Recorded, ScriptedModel};
+pub use scripted::{ScriptedModel, ScriptedRequest};

@@ -28,14 +28,14 @@ use crate::model::{AgentEvent, BoxFuture, ChatModel, ModelError, ModelRequest, T
 #[derive(Debug)]
 pub struct ScriptedModel {
     script: Mutex<VecDeque<Result<Turn, ModelError>>>,
-    requests: Mutex<Vec<Recorded>>,
+    requests: Mutex<Vec<ScriptedRequest>>,
     export: Export,
     latency: Duration,
 }
 
 /// One request a [`ScriptedModel`] received.
 #[derive(Debug, Clone)]
-pub struct Recorded {
+pub struct ScriptedRequest {
     /// The system prompt.
     pub system: String,
     /// The conversation as sent.
@@ -81,7 +81,7 @@ impl ScriptedModel {
     }
 
     /// Every request received so far.
-    pub fn requests(&self) -> Vec<Recorded> {
+    pub fn requests(&self) -> Vec<ScriptedRequest> {
         self.requests
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -109,7 +109,7 @@ impl ChatModel for ScriptedModel {
     ) -> BoxFuture<'a, Result<Turn, ModelError>> {
         let n = {
             let mut requests = self.requests.lock().unwrap_or_else(PoisonError::into_inner);
-            requests.push(Recorded {
+            requests.push(ScriptedRequest {
                 system: request.system.to_owned(),
                 messages: request.messages.to_vec(),
                 tools: request.tools.clone(),

@@ -13,10 +13,10 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
+use crate::approval::{Approvals, Approver};
 use crate::ask::{Answer, Asker, Question, Reply};
 use crate::conversation::{ConversationMemory, ConversationStore, Grounding, InMemoryConversation};
 use crate::error::ToolError;
-use crate::guard::approval::{Approvals, Approver};
 use crate::idempotency::{IdempotencyKey, KeyMode};
 use crate::progress::{self, ProgressHandle};
 use crate::runtime::clock::ClockHandle;
@@ -297,7 +297,7 @@ impl Session {
     }
 
     /// Who decides the calls of tools that require approval (`#[tool(requires_approval)]`); a
-    /// session without one refuses them (`approval_denied`). See [`approval`](crate::guard::approval).
+    /// session without one refuses them (`approval_denied`). See [`approval`](crate::approval).
     pub fn with_approver<A: Approver>(mut self, approver: Arc<A>) -> Self {
         Arc::make_mut(&mut self.0).approver = Some(approver);
         self

@@ -75,9 +75,10 @@ use serde_json::Value;
 
 use crate::call::{Invocation, Session, ToolContext};
 use crate::error::ToolError;
-use crate::guard::provenance::{self, Identifier};
 use crate::outcome::Failure;
-use crate::pipeline::{self, Body, Shared};
+use crate::outcome::Violations;
+use crate::pipeline::{self, Body, Pipeline};
+use crate::provenance::{self, Identifier};
 use crate::providers::{Export, Provider};
 use crate::registry::BuildError;
 use crate::runtime::BoxFuture;
@@ -85,7 +86,6 @@ use crate::tool::grounds::Grounds;
 use crate::tool::spec::{Effect, FieldMeta, StateRequirement, ToolMeta, ToolSpec};
 use crate::validate::metered;
 use crate::validate::shape::{self, ShapeValidator, Verdict};
-use crate::validate::Violations;
 use crate::wording::article;
 
 type Handler =
@@ -627,13 +627,13 @@ impl Body for DynamicBody {
         spec: &ToolSpec,
         validator: &ShapeValidator,
         session: &Session,
-        shared: &Shared,
+        pipeline: &Pipeline,
     ) -> Result<Box<Value>, Box<Failure>> {
         let schema = &spec.input_schema;
         match shape::parse::<Value>(arguments) {
             Ok(value) => match validator.check(schema, &value, arguments.len()) {
                 Verdict::Valid => {
-                    grounded(&value, spec, session, shared)?;
+                    grounded(&value, spec, session, pipeline)?;
                     Ok(Box::new(value))
                 }
                 Verdict::Invalid => {
@@ -679,7 +679,7 @@ fn grounded(
     args: &Value,
     spec: &ToolSpec,
     session: &Session,
-    shared: &Shared,
+    pipeline: &Pipeline,
 ) -> Result<(), Box<Failure>> {
     let mut report = Violations::default();
     for field in spec.fields() {
@@ -693,7 +693,7 @@ fn grounded(
     Err(Box::new(provenance::ungrounded(
         report.into_vec(),
         spec.fields(),
-        &shared.finders.read().unwrap_or_else(|e| e.into_inner()),
+        &pipeline.finders.read().unwrap_or_else(|e| e.into_inner()),
     )))
 }
 

@@ -6,50 +6,85 @@
 //!
 //! | module | stage | owns |
 //! |---|---|---|
-//! | [`outcome`] | all | [`Outcome`], [`Status`], [`ErrorKind`], [`Seam`], attempt records, the envelope |
-//! | [`error`] | all | [`ToolError`]: how a tool body says what went wrong |
-//! | [`tool`] | all | the [`Tool`] trait, [`ToolSpec`], [`ToolMeta`], [`Effect`], field metadata |
 //! | [`call`] | proposal | [`ToolCall`], [`Session`], what a tool body sees ([`Invocation`], [`ToolContext`], [`State`]) |
-//! | [`content`] | return | [`Content`]: results of text, images, audio and resource links |
-//! | [`conversation`] | all | what a conversation remembers: grounded ids, recovery counts, the recovery budget |
-//! | [`validate`] | validation | shape errors with paths, field rules, the repair pass |
-//! | [`guard`] | validation | scopes and authorization, provenance of ids, approval |
+//! | [`validate`] | validation | shape errors with paths, field rules, the argument size cap |
+//! | [`repair`] | validation | the repair pass: deterministic fixes, then a model's, re-validated |
+//! | [`guard`] | validation | scopes and authorization, the application's call and result guards |
+//! | [`provenance`] | validation | identifier arguments a tool returned earlier in the conversation |
+//! | [`approval`] | validation | a person's approval before a call runs |
 //! | [`idempotency`] | execution | [`IdempotencyKey`], [`KeyMode`], the [`IdempotencyStore`] ([`MemoryStore`], `RedisStore`) |
 //! | [`execute`] | execution | timeouts, one deadline per call, retries with jittered backoff and a budget, circuit breakers, panic containment, fallbacks |
-//! | [`interpret`] | interpretation | result shape, empty vs success |
+//! | `interpret` | interpretation | result shape, empty vs success |
+//! | [`outcome`] | return | [`Outcome`], [`Status`], [`ErrorKind`], [`Seam`], attempt records, the envelope |
+//! | [`content`] | return | [`Content`]: results of text, images, audio and resource links |
+//! | [`progress`] | execution | a tool's progress reports, rate-limited, to the sink its caller attached |
+//! | [`ask`] | execution | a question a tool asks its user mid-call |
+//! | [`observe`] | all | the `tracing` events, per-tool stats, quarantine, redaction of arguments |
+//! | [`conversation`] | all | what a conversation remembers: grounded ids, recovery counts, the recovery budget, approval tickets |
 //! | `pipeline` | all | the stages in order, and the finalizer every call ends with |
 //! | [`registry`] | all | [`Registry`], its builder, auto-collection |
-//! | [`progress`] | execution | a tool's progress reports, rate-limited, to the sink its caller attached |
-//! | [`observe`] | all | the `tracing` events, redaction of arguments |
+//! | [`tool`] | all | the [`Tool`] trait, [`ToolSpec`], [`ToolMeta`], [`Effect`], field metadata |
+//! | [`dynamic`] | all | [`DynamicTool`](dynamic::DynamicTool): a tool defined at run time |
+//! | [`error`] | all | [`ToolError`]: how a tool body says what went wrong |
 //! | [`providers`] | proposal, return | export to OpenAI, Anthropic, Gemini and MCP; parse their calls; format outcomes back |
 //! | [`replay`] | all | record calls, replay them against a changed registry |
+//!
+//! Every type has one public path: its module's, and for the types above, the crate root's.
 
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
+#![deny(unreachable_pub)]
 
-pub mod ask;
+// The stages of a call, in call order: what a call is; Validate (shape and field rules, then
+// repair); the guards (scopes and the application's, provenance, approval); Bound
+// (idempotency, then timeouts, retries and the breaker); Classify (the result's shape); and
+// Recover, into the outcome the model reads.
 pub mod call;
+// Validate.
+pub mod validate;
+// Repair.
+pub mod repair;
+// Guards.
+pub mod guard;
+// Provenance.
+pub mod provenance;
+// Approval.
+pub mod approval;
+// Bound: idempotency.
+pub mod idempotency;
+// Bound: attempts.
+pub mod execute;
+// Classify.
+mod interpret;
+// Recover: the outcome.
+pub mod outcome;
+// The outcome's content.
 pub mod content;
+// What a running tool reaches.
+pub mod ask;
+pub mod progress;
+// Around every call.
 pub mod conversation;
+pub mod observe;
+mod pipeline;
+// What a registry is built from.
 pub mod dynamic;
 pub mod error;
-pub mod execute;
-pub mod guard;
-pub mod idempotency;
-pub mod interpret;
-pub mod observe;
-pub mod outcome;
-mod pipeline;
-pub mod progress;
-pub mod providers;
 pub mod registry;
+pub mod tool;
+// Providers, replay, tower.
+pub mod providers;
 pub mod replay;
-mod runtime;
 #[cfg(feature = "tower")]
 pub mod service;
-pub mod tool;
-pub mod validate;
+// Leaves every stage imports.
+mod runtime;
 mod wording;
+
+/// The redis crate the Redis-backed stores are built on (the `redis` feature), for building the
+/// [`ConnectionManager`](redis::aio::ConnectionManager) they take, at the version they take.
+#[cfg(feature = "redis")]
+pub use redis;
 
 pub use call::{Invocation, Session, State, ToolCall, ToolContext};
 pub use content::Content;

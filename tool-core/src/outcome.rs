@@ -20,9 +20,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-mod fixes;
+pub(crate) mod fixes;
 
-pub use fixes::{Fix, Fixes, FixesIter};
+pub(crate) use fixes::{Fix, Fixes};
 
 /// One attempt of a call: its number, the wait before it, how long it ran, and how it ended.
 /// The attempts of a call, in order, are [`Outcome::attempt_history`](crate::Outcome::attempt_history).

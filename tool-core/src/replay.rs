@@ -3,7 +3,7 @@
 //!
 //! A tool loop stays honest when recorded traces are replayed on every change ("200 calls:
 //! pass 187/200 · repaired 9 · hard-fail 4"). A [`Recorder`] writes one JSON line per call
-//! ([`Recorded`]: the conversation, the call, the envelope); [`replay`] runs the recorded calls
+//! ([`RecordedCall`]: the conversation, the call, the envelope); [`replay`] runs the recorded calls
 //! again, in order and in their conversations (so provenance and recovery budgets evolve as
 //! they did), and reports what changed.
 //!
@@ -45,7 +45,7 @@ use crate::registry::Registry;
 
 /// One recorded call: the conversation it belonged to, the call, the envelope the model read.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Recorded {
+pub struct RecordedCall {
     /// The session id.
     pub session: String,
     /// The call as the model proposed it.
@@ -54,7 +54,7 @@ pub struct Recorded {
     pub envelope: Value,
 }
 
-/// Writes one [`Recorded`] JSON line per call to `W` (a file, a buffer). Thread-safe.
+/// Writes one [`RecordedCall`] JSON line per call to `W` (a file, a buffer). Thread-safe.
 ///
 /// [`Recorder::new`] records the arguments as the model sent them; [`Recorder::redacting`]
 /// replaces the values of `#[arg(sensitive)]` fields first, for recordings that are shared or
@@ -106,7 +106,7 @@ impl<W: Write> Recorder<W> {
             Some(arguments) => ToolCall::new(call.id(), call.name(), arguments),
             None => call.clone(),
         };
-        let line = Recorded {
+        let line = RecordedCall {
             session: session.id().to_owned(),
             call,
             envelope: outcome.to_model_json(),
@@ -131,7 +131,7 @@ impl<W: Write> Recorder<W> {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Change {
     /// The recorded call.
-    pub recorded: Recorded,
+    pub recorded: RecordedCall,
     /// The envelope it gets now.
     pub now: Value,
 }
@@ -149,7 +149,7 @@ pub struct ReplayReport {
     pub failed: usize,
     /// Calls whose status, error type or data differ from the recording.
     pub changed: Vec<Change>,
-    /// Lines that were not a [`Recorded`] call.
+    /// Lines that were not a [`RecordedCall`] call.
     pub unreadable: usize,
 }
 
@@ -191,7 +191,7 @@ pub async fn replay<'a>(
         if line.trim().is_empty() {
             continue;
         }
-        let Ok(recorded) = serde_json::from_str::<Recorded>(line) else {
+        let Ok(recorded) = serde_json::from_str::<RecordedCall>(line) else {
             report.unreadable += 1;
             continue;
         };

@@ -9,7 +9,7 @@ use std::time::Duration;
 use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema, ProtocolVersion};
 use rmcp::service::ElicitationMode;
 use rmcp::{Peer, RoleServer};
-use toolwright_core::guard::approval::{Approval, ApprovalRequest, Approver};
+use toolwright_core::approval::{Approval, ApprovalRequest, Approver};
 
 /// The approver every MCP session gets: it shows the tool and its redacted arguments to the
 /// user (MCP's form elicitation with an empty form: accept approves, decline or cancel denies)

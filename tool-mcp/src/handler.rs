@@ -13,14 +13,14 @@ use rmcp::model::{
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext, SubscriptionSink};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{json, Value};
-use toolwright_core::guard::approval::Approver;
+use toolwright_core::approval::Approver;
 use toolwright_core::{providers, Outcome, Session, Status, ToolCall};
 
 use crate::approval::ElicitingApprover;
 use crate::conversations::{self, Named, CALL_KEY, CONVERSATION_KEY};
 use crate::input::{ElicitingAsker, Input};
 use crate::streamable::{Disconnected, Grant};
-use crate::Shared;
+use crate::Served;
 
 /// The registry's tools for one MCP session: `tools/list` and `tools/call` through the pipeline,
 /// as an rmcp [`ServerHandler`].
@@ -141,7 +141,7 @@ use crate::Shared;
 /// # let _ = server;
 /// ```
 pub struct Tools {
-    shared: Arc<Shared>,
+    shared: Arc<Served>,
     /// Made at the first request, when the peer (for elicitation) and the caller's grant are
     /// known.
     session: OnceLock<Opened>,
@@ -197,7 +197,7 @@ impl std::fmt::Debug for Tools {
 }
 
 impl Tools {
-    pub(crate) fn new(shared: Arc<Shared>) -> Self {
+    pub(crate) fn new(shared: Arc<Served>) -> Self {
         Tools {
             shared,
             session: OnceLock::new(),

@@ -26,8 +26,8 @@ use rmcp::service::ElicitationMode;
 use rmcp::{Peer, RoleServer};
 use serde_json::Value;
 use tokio::time::Instant;
+use toolwright_core::approval::{Approval, ApprovalRequest, Approver};
 use toolwright_core::ask::{Answer, Asker, Question};
-use toolwright_core::guard::approval::{Approval, ApprovalRequest, Approver};
 
 /// The key of the approval question in `inputRequests` and `inputResponses`.
 pub(crate) const APPROVAL_INPUT: &str = "toolwright_approval";

@@ -79,6 +79,7 @@
 //! ```
 
 #![warn(missing_docs)]
+#![deny(unreachable_pub)]
 
 mod approval;
 mod conversations;
@@ -100,7 +101,7 @@ use rmcp::model::Implementation;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ServerHandler, ServiceExt};
 use tokio_util::sync::CancellationToken;
-use toolwright_core::guard::approval::Approver;
+use toolwright_core::approval::Approver;
 use toolwright_core::providers::{Export, ExportError, Provider};
 use toolwright_core::{Registry, Session};
 
@@ -110,8 +111,7 @@ pub use crate::streamable::{Authorizer, Grant, HttpServer, ProtectedResource};
 /// The rmcp this crate is built on, for [`McpServer::serve`]'s transports.
 pub use rmcp;
 
-/// The default limit on a call's argument text: 1 MiB.
-pub const DEFAULT_MAX_ARGUMENT_BYTES: usize = 1 << 20;
+use toolwright_core::validate::DEFAULT_MAX_ARGUMENT_BYTES;
 
 /// The default cap on live streamable-HTTP sessions: 1,000.
 pub const DEFAULT_MAX_SESSIONS: usize = 1_000;
@@ -164,7 +164,7 @@ type SessionFactory = dyn Fn(Session) -> Session + Send + Sync;
 /// ```
 /// use std::sync::Arc;
 /// use std::time::Duration;
-/// use toolwright_core::guard::approval::Approval;
+/// use toolwright_core::approval::Approval;
 /// use toolwright_core::Registry;
 /// use toolwright_mcp::{Grant, McpServer};
 ///
@@ -177,7 +177,7 @@ type SessionFactory = dyn Fn(Session) -> Session + Send + Sync;
 ///     // scopes (from the grant) and its eliciting approver:
 ///     .session_factory(|session| session.with_idempotency_scope("support"))
 ///     // for clients that cannot elicit:
-///     .approver(Arc::new(|_: &toolwright_core::guard::approval::ApprovalRequest<'_>| {
+///     .approver(Arc::new(|_: &toolwright_core::approval::ApprovalRequest<'_>| {
 ///         Approval::Denied { reason: "no reviewer on this channel".into() }
 ///     }))
 ///     .approval_timeout(Duration::from_secs(120))
@@ -268,8 +268,8 @@ fn list(registry: &Registry, export: &Export, strict: bool) -> Result<ListedTool
     Ok(ListedTools { version, tools })
 }
 
-/// What every session of one server shares.
-pub(crate) struct Shared {
+/// What one server serves, shared by every session: the registry, its listed tools, the settings.
+pub(crate) struct Served {
     pub(crate) registry: Registry,
     export: Export,
     listed: std::sync::Mutex<Arc<ListedTools>>,
@@ -284,7 +284,7 @@ pub(crate) struct Shared {
     pub(crate) sealing: Arc<input::Sealing>,
 }
 
-impl Shared {
+impl Served {
     /// The tools of the registry's current tool set, listed again after a change.
     pub(crate) fn tools(&self) -> Arc<ListedTools> {
         let mut listed = self
@@ -468,7 +468,7 @@ impl<F> McpServer<F> {
 
     /// The largest argument text a call may carry, in bytes; a larger one is refused with
     /// JSON-RPC `-32602` naming the limit, before anything parses it. Default:
-    /// [`DEFAULT_MAX_ARGUMENT_BYTES`], 1 MiB.
+    /// [`DEFAULT_MAX_ARGUMENT_BYTES`], 1 MiB, the registry's own default.
     pub fn max_argument_bytes(mut self, bytes: usize) -> Self {
         self.max_argument_bytes = bytes;
         self
@@ -628,9 +628,9 @@ impl<F> McpServer<F> {
         self
     }
 
-    fn shared(&self) -> Result<Arc<Shared>, ServeError> {
+    fn shared(&self) -> Result<Arc<Served>, ServeError> {
         let listed = list(&self.registry, &self.export, true)?;
-        Ok(Arc::new(Shared {
+        Ok(Arc::new(Served {
             registry: self.registry.clone(),
             export: self.export.clone(),
             listed: std::sync::Mutex::new(Arc::new(listed)),

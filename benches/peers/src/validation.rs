@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use toolwright::prelude::*;
 use toolwright::Tool;
-use toolwright_core::validate::Violations;
+use toolwright_core::outcome::Violations;
 
 use crate::tools::{self, CreateShipment, Currency, QuoteShipping};
 use crate::{median, percentile};

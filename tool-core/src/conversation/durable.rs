@@ -11,7 +11,7 @@ use std::sync::{Mutex, PoisonError};
 
 use super::memory::{ConversationMemory, FailureCategory};
 use super::recovery::{self, RecoveryBudget};
-use super::store::{ConversationStore, ConversationStoreError, Prepared, Turn};
+use super::store::{CallRecord, ConversationStore, ConversationStoreError, Prepared};
 use crate::outcome::{ErrorKind, Failure, Outcome};
 
 /// What one call knows of its conversation and leaves in it.
@@ -21,7 +21,7 @@ pub(crate) struct Overlay {
     probing: bool,
     asked: Mutex<Vec<(String, String)>>,
     known: HashSet<(String, String)>,
-    turn: Mutex<Turn>,
+    turn: Mutex<CallRecord>,
 }
 
 impl Overlay {
@@ -51,7 +51,7 @@ impl Overlay {
         }
     }
 
-    fn turn(&self) -> std::sync::MutexGuard<'_, Turn> {
+    fn turn(&self) -> std::sync::MutexGuard<'_, CallRecord> {
         self.turn.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
@@ -104,7 +104,7 @@ pub(crate) fn unreachable(tool: &str, error: &ConversationStoreError) -> Failure
 /// ids is answered `unavailable` instead (the model calls it again), so the model never holds
 /// an id the conversation does not know; any other outcome stands (it ran) and the loss is
 /// logged.
-pub(crate) async fn settle(
+pub(crate) async fn write_back(
     store: &dyn ConversationStore,
     conversation: &str,
     overlay: &Overlay,

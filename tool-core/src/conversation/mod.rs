@@ -26,12 +26,12 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use toolwright_core::conversation::{ConversationStore, MemoryConversationStore, Prepare, Turn};
+//! use toolwright_core::conversation::{ConversationStore, MemoryConversationStore, Prepare, CallRecord};
 //!
 //! # async fn demo() -> Result<(), toolwright_core::conversation::ConversationStoreError> {
 //! let store = Arc::new(MemoryConversationStore::new());
 //! // What the application grounds itself (the signed-in customer's account):
-//! let turn = Turn { ids: vec![("account".into(), vec!["ACC-311".into()])], ..Turn::default() };
+//! let turn = CallRecord { ids: vec![("account".into(), vec!["ACC-311".into()])], ..CallRecord::default() };
 //! store.record("conv-7", &turn).await?;
 //! let asked = Prepare { ids: vec![("account".into(), "ACC-311".into())], edited_for: None };
 //! assert_eq!(store.prepare("conv-7", &asked).await?.grounded, [true]);
@@ -40,7 +40,7 @@
 
 pub(crate) mod durable;
 mod memory;
-pub mod recovery;
+pub(crate) mod recovery;
 #[cfg(feature = "redis")]
 mod redis_store;
 mod store;
@@ -52,8 +52,8 @@ pub use recovery::RecoveryBudget;
 #[cfg(feature = "redis")]
 pub use redis_store::RedisConversationStore;
 pub use store::{
-    ConversationFuture, ConversationStore, ConversationStoreBuilder, ConversationStoreError,
-    Decided, Decision, MemoryConversationStore, Prepare, Prepared, Recorded, Review, Ticket,
-    TicketRequest, TicketState, Turn, WaitingPage, WaitingQuery, DEFAULT_APPROVAL_TTL,
-    DEFAULT_IDLE_TTL,
+    CallRecord, ConversationFuture, ConversationStore, ConversationStoreBuilder,
+    ConversationStoreError, Decided, Decision, FailureCounts, MemoryConversationStore, Prepare,
+    Prepared, Review, Ticket, TicketRequest, TicketState, WaitingPage, WaitingQuery,
+    DEFAULT_APPROVAL_TTL, DEFAULT_IDLE_TTL,
 };

@@ -1,25 +1,26 @@
-//! The model's recovery budget: how many times in a row a model may retry a tool after the same
-//! kind of failure before the envelope tells it to stop (a budget per category of error keeps an
-//! error the model cannot fix from turning into an expensive, unbounded retry loop).
-//!
-//! | category | error types | retries (default) |
-//! |---|---|---|
-//! | schema violation | `invalid_json`, `unknown_argument`, `schema_mismatch` | 2 |
-//! | unknown tool | `unknown_tool` | 1 |
-//! | semantic | `semantic_invalid` | 1 |
-//! | circuit open | `circuit_open` | 0: never again while it is open |
-//!
-//! Counted per conversation (in the session's
-//! [`ConversationMemory`]) and tool; a success of the tool starts
-//! its count again. Once a failure exceeds its category's budget, its envelope says
-//! `"retryable": false` and the message ends with why the model should stop and tell the user.
-//! Calls outside a session ([`Registry::call`](crate::Registry::call)) are not counted. Set the
-//! budgets with [`RegistryBuilder::recovery_budget`](crate::RegistryBuilder::recovery_budget).
+//! The model's recovery budget ([`RecoveryBudget`]), counted in the conversation's memory.
 
 use super::memory::{ConversationMemory, FailureCategory as Category};
 use crate::outcome::{ErrorKind, Outcome};
 
-/// Retries a model gets per category of failure, per tool and conversation.
+/// Retries a model gets per category of failure, per tool and conversation: how many times in a
+/// row a model may retry a tool after the same kind of failure before the envelope tells it to
+/// stop (a budget per category of error keeps an error the model cannot fix from turning into an
+/// expensive, unbounded retry loop).
+///
+/// | category | error types | retries (default) |
+/// |---|---|---|
+/// | schema violation | `invalid_json`, `unknown_argument`, `schema_mismatch` | 2 |
+/// | unknown tool | `unknown_tool` | 1 |
+/// | semantic | `semantic_invalid` | 1 |
+/// | circuit open | `circuit_open` | 0: never again while it is open |
+///
+/// Counted per conversation (in the session's
+/// [`ConversationMemory`](super::ConversationMemory)) and tool; a success of the tool starts
+/// its count again. Once a failure exceeds its category's budget, its envelope says
+/// `"retryable": false` and the message ends with why the model should stop and tell the user.
+/// Calls outside a session ([`Registry::call`](crate::Registry::call)) are not counted. Set the
+/// budgets with [`RegistryBuilder::recovery_budget`](crate::RegistryBuilder::recovery_budget).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RecoveryBudget {
     schema: Option<u32>,

@@ -25,9 +25,9 @@ use redis::Script;
 
 use super::memory::FailureCategory;
 use super::store::{
-    now_ms, ConversationFuture, ConversationStore, ConversationStoreBuilder,
-    ConversationStoreError as Error, Decided, Decision, Prepare, Prepared, Recorded, Review,
-    Ticket, TicketRequest, TicketState, Turn, WaitingPage, WaitingQuery,
+    now_ms, CallRecord, ConversationFuture, ConversationStore, ConversationStoreBuilder,
+    ConversationStoreError as Error, Decided, Decision, FailureCounts, Prepare, Prepared, Review,
+    Ticket, TicketRequest, TicketState, WaitingPage, WaitingQuery,
 };
 
 /// Refreshes the idle TTL of every key of the conversation under `base`.
@@ -393,8 +393,8 @@ impl ConversationStore for RedisConversationStore {
     fn record<'a>(
         &'a self,
         conversation: &'a str,
-        turn: &'a Turn,
-    ) -> ConversationFuture<'a, Recorded> {
+        turn: &'a CallRecord,
+    ) -> ConversationFuture<'a, FailureCounts> {
         Box::pin(async move {
             let mut invocation = self.inner.record.key(self.base(conversation));
             invocation
@@ -420,7 +420,7 @@ impl ConversationStore for RedisConversationStore {
             let (had, counts) = reply
                 .split_first()
                 .ok_or_else(|| Error::Corrupt("record answered nothing".to_owned()))?;
-            Ok(Recorded {
+            Ok(FailureCounts {
                 counts: counts.to_vec(),
                 had_failures: *had == 1,
             })

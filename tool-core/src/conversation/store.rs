@@ -97,7 +97,7 @@ pub struct Prepared {
 
 /// What one call leaves in its conversation ([`ConversationStore::record`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Turn {
+pub struct CallRecord {
     /// Ids the call's result grounded, by kind.
     pub ids: Vec<(String, Vec<String>)>,
     /// One more failure in a row of `(tool, category)`; unknown tool names count under `""`.
@@ -107,8 +107,8 @@ pub struct Turn {
     pub cleared: Option<String>,
 }
 
-impl Turn {
-    /// Whether the turn changes nothing.
+impl CallRecord {
+    /// Whether the record changes nothing.
     pub fn is_empty(&self) -> bool {
         self.ids.is_empty() && self.failures.is_empty() && self.cleared.is_none()
     }
@@ -116,10 +116,10 @@ impl Turn {
 
 /// What [`ConversationStore::record`] answers.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Recorded {
-    /// For each of [`Turn::failures`], in order, the count in a row after this one.
+pub struct FailureCounts {
+    /// For each of [`CallRecord::failures`], in order, the count in a row after this one.
     pub counts: Vec<u32>,
-    /// Whether [`Turn::cleared`] forgot failures of that tool itself.
+    /// Whether [`CallRecord::cleared`] forgot failures of that tool itself.
     pub had_failures: bool,
 }
 
@@ -281,8 +281,8 @@ pub trait ConversationStore: Send + Sync + 'static {
     fn record<'a>(
         &'a self,
         conversation: &'a str,
-        turn: &'a Turn,
-    ) -> ConversationFuture<'a, Recorded>;
+        turn: &'a CallRecord,
+    ) -> ConversationFuture<'a, FailureCounts>;
 
     /// Files a call that requires approval: its decision (used up once answered) if one was
     /// made, else the waiting ticket, else a new one.
@@ -470,8 +470,8 @@ impl ConversationStore for MemoryConversationStore {
     fn record<'a>(
         &'a self,
         conversation: &'a str,
-        turn: &'a Turn,
-    ) -> ConversationFuture<'a, Recorded> {
+        turn: &'a CallRecord,
+    ) -> ConversationFuture<'a, FailureCounts> {
         let now = Instant::now();
         let max = self.max_ids;
         let mut inner = self.lock();
@@ -490,7 +490,7 @@ impl ConversationStore for MemoryConversationStore {
                 }
             }
         }
-        let mut recorded = Recorded::default();
+        let mut recorded = FailureCounts::default();
         if let Some(tool) = &turn.cleared {
             recorded.had_failures = c.failures.keys().any(|(name, _)| name == tool);
             c.failures
@@ -723,8 +723,8 @@ impl<S: ConversationStore + ?Sized> ConversationStore for std::sync::Arc<S> {
     fn record<'a>(
         &'a self,
         conversation: &'a str,
-        turn: &'a Turn,
-    ) -> ConversationFuture<'a, Recorded> {
+        turn: &'a CallRecord,
+    ) -> ConversationFuture<'a, FailureCounts> {
         (**self).record(conversation, turn)
     }
 

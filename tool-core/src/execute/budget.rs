@@ -17,7 +17,7 @@
 //! ```
 //!
 //! When the budget is spent the call fails with its last error, and the message says that the
-//! budget stopped it ([`RetryStop::Budget`](crate::execute::RetryStop::Budget)).
+//! budget stopped it ([`RetryStop::Budget`](crate::RetryStop::Budget)).
 //!
 //! The floor lets a tool that is called rarely still retry a transient blip; it is 1 retry per
 //! second rather than Finagle's 10 because tool calls are far rarer than RPCs, and a floor of

@@ -19,7 +19,7 @@
 //! | a body that does not decode | `invalid_result` | no | |
 //!
 //! "If safe" means the tool is idempotent or takes an idempotency key (see
-//! [`retry`](super::retry)). `std::io::Error` converts into [`ToolError`] with `?`; with the
+//! [`RetryPolicy`](super::RetryPolicy)). `std::io::Error` converts into [`ToolError`] with `?`; with the
 //! `reqwest` feature so does `reqwest::Error`, and `check_response` classifies a response by its
 //! status.
 //!

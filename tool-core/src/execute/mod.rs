@@ -12,8 +12,8 @@
 //!   └── one deadline covers every attempt and every wait ── no ──> the last error, saying why
 //! ```
 //!
-//! Each concept has its module: [`retry`] (attempt cap, capped full-jitter backoff, which
-//! failures are retried), a pure decision after each failed attempt (`decide`), [`budget`] (retries as a share of calls), [`breaker`] (closed, open,
+//! Each concept has its type: [`RetryPolicy`] (attempt cap, capped full-jitter backoff, which
+//! failures are retried), a pure decision after each failed attempt (`decide`), [`RetryBudget`] (retries as a share of calls), [`BreakerPolicy`] (closed, open,
 //! half-open), [`classify`] (HTTP statuses, `Retry-After`, `reqwest` and `io` errors), and the
 //! two parameters that make all of it testable on paused time: [`Clock`] and [`RandomSource`].
 //!
@@ -65,12 +65,12 @@
 //! half-open probe gives its permit back.
 
 pub mod blocking;
-pub mod breaker;
-pub mod budget;
+mod breaker;
+mod budget;
 pub mod classify;
 mod decide;
 pub(crate) mod fallback;
-pub mod retry;
+mod retry;
 mod window;
 
 use std::any::Any;
@@ -84,17 +84,16 @@ use tokio::time::Instant;
 pub use crate::runtime::clock::{Clock, Sleep, TokioClock};
 pub use crate::runtime::random::{RandomSource, SeededRandom, ThreadRandom};
 pub use breaker::{BreakerHandle, BreakerPolicy, BreakerState, BreakerStats};
-pub use budget::RetryBudget;
-pub use retry::{RetryPolicy, RetryStop};
+pub use budget::{Budget, RetryBudget};
+pub use retry::RetryPolicy;
 
 use crate::error::ToolError;
-pub use crate::outcome::AttemptRecord;
+use crate::outcome::{AttemptRecord, RetryStop};
 use crate::outcome::{Attempts, ErrorKind, Failure};
 use crate::runtime::clock::{ceil_millis, nanos_since, ClockHandle};
-use crate::runtime::{contain, BoxFuture, Env};
+use crate::runtime::{contain, BoxFuture, Sources};
 pub(crate) use breaker::Rejection;
 use breaker::{Breaker, Permit, Verdict};
-use budget::Budget;
 use decide::{decide, Attempted, Decision, Failed, Rules};
 
 /// The attempts of one call. One record lives inline, so the success path allocates nothing.
@@ -320,7 +319,7 @@ impl Bounds {
     /// approval, the idempotency store) has bounds of its own and never eats into the tool's
     /// timeout. With an injected clock the call begins at that clock's `now`.
     #[inline]
-    fn start(&self, env: &Env, begin: Instant) -> CallAttempts {
+    fn start(&self, env: &Sources, begin: Instant) -> CallAttempts {
         // An injected clock has its own time line, on which the call begins now.
         let begin = match &env.clock {
             ClockHandle::Tokio => begin,
@@ -388,7 +387,7 @@ impl Bounds {
     )]
     pub(crate) fn attempts<'s, B: Attempt<'s> + 's>(
         &'s self,
-        env: &'s Env,
+        env: &'s Sources,
         begin: Instant,
         mut body: B,
     ) -> impl Future<Output = Executed<B::Output>> + Send + 's {
@@ -435,7 +434,7 @@ impl Bounds {
     #[inline]
     fn after_attempt<T>(
         &self,
-        env: &Env,
+        env: &Sources,
         run: &mut CallAttempts,
         admitted: Admitted<'_>,
         output: Option<std::thread::Result<Result<T, ToolError>>>,

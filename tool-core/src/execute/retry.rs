@@ -45,9 +45,6 @@ use std::time::Duration;
 
 use crate::runtime::random::RandomSource;
 
-/// Why retrying stopped; defined with the outcome that reports it.
-pub use crate::outcome::RetryStop;
-
 /// How many attempts a call gets and how the waits between them grow. Set registry-wide with
 /// [`RegistryBuilder::retry_policy`](crate::RegistryBuilder::retry_policy); a tool's own
 /// `#[tool(retries = N)]` overrides the attempt count.

@@ -4,18 +4,16 @@
 //! | stage | module | refuses with |
 //! |---|---|---|
 //! | scopes, then the tool's `authorize` rule | this module | `unauthorized` |
-//! | provenance of identifier arguments | [`provenance`] | `ungrounded_identifier` |
+//! | provenance of identifier arguments | [`provenance`](crate::provenance) | `ungrounded_identifier` |
 //! | the application's [`CallGuard`](policy::CallGuard) | [`policy`] | the guard's kind |
-//! | a person's approval | [`approval`] | `pending`, `approval_denied` |
+//! | a person's approval | [`approval`](crate::approval) | `pending`, `approval_denied` |
 //! | the result's size, the application's [`ResultGuard`](output::ResultGuard) (after the tool ran) | [`output`] | `invalid_result`, or the guard's kind |
 //!
 //! Scopes are checked first of all, before the arguments are even parsed: a session that may not
 //! call a tool learns nothing about its schema, its rules or its ids.
 
-pub mod approval;
 pub mod output;
 pub mod policy;
-pub mod provenance;
 
 use crate::call::Session;
 use crate::error::ToolError;

@@ -88,11 +88,6 @@ pub use store::{
 };
 pub use stored::StoredOutcome;
 
-/// The `redis` crate this store is built on, for building a
-/// [`ConnectionManager`](redis::aio::ConnectionManager) by hand.
-#[cfg(feature = "redis")]
-pub use redis;
-
 use std::fmt;
 use std::sync::Arc;
 

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use super::finish::rejected;
-use super::{run, Call, DynTool, Shared};
+use super::{run, Call, DynTool, Pipeline};
 use crate::call::Session;
 use crate::conversation::{durable, ConversationStore, Prepare};
 use crate::idempotency::Fingerprint;
@@ -23,7 +23,7 @@ pub(crate) async fn run_durable(
     mut call: Call,
     session: &Session,
     store: &dyn ConversationStore,
-    shared: &Shared,
+    pipeline: &Pipeline,
 ) -> Outcome {
     let spec = tool.spec();
     // A call that requires approval may have been approved with edited arguments: asked
@@ -35,28 +35,28 @@ pub(crate) async fn run_durable(
         )
     });
     let (in_call, overlay) =
-        match grounding(tool, &call.arguments, session, edited_for, shared).await {
+        match grounding(tool, &call.arguments, session, edited_for, pipeline).await {
             Ok((in_call, overlay, None)) => (in_call, overlay),
             // The edited call is the one that runs, and is checked (its own ids asked again).
             Ok((_, _, Some(edited))) => {
                 call.arguments = edited;
-                match grounding(tool, &call.arguments, session, None, shared).await {
+                match grounding(tool, &call.arguments, session, None, pipeline).await {
                     Ok((in_call, overlay, _)) => (in_call, overlay),
                     Err(failure) => {
-                        return rejected((spec, tool.stats()), call, *failure, session, shared)
+                        return rejected((spec, tool.stats()), call, *failure, session, pipeline)
                     }
                 }
             }
             Err(failure) => {
-                return rejected((spec, tool.stats()), call, *failure, session, shared);
+                return rejected((spec, tool.stats()), call, *failure, session, pipeline);
             }
         };
-    let mut outcome = run(tool, call, &in_call, shared).await;
-    durable::settle(
+    let mut outcome = run(tool, call, &in_call, pipeline).await;
+    durable::write_back(
         store,
         session.id(),
         &overlay,
-        &shared.recovery,
+        &pipeline.recovery,
         spec.idempotent(),
         &mut outcome,
     )
@@ -74,14 +74,14 @@ pub(crate) async fn grounding(
     arguments: &str,
     session: &Session,
     edited_for: Option<(Option<String>, String)>,
-    shared: &Shared,
+    pipeline: &Pipeline,
 ) -> Result<(Session, Arc<durable::Overlay>, Option<String>), Box<Failure>> {
     let spec = tool.spec();
     let mut asked = Vec::new();
     if spec.fields().iter().any(|f| f.grounded_kind().is_some()) {
         // The checks run once to learn which ids they ask about (every one taken as known).
         let probe = Arc::new(durable::Overlay::probe());
-        let _ = tool.validated(arguments, &session.in_call(probe.clone()), shared);
+        let _ = tool.validated(arguments, &session.in_call(probe.clone()), pipeline);
         asked = probe.asked();
     }
     let (overlay, edited) = match session.store() {
@@ -110,10 +110,10 @@ pub(crate) async fn revalidate(
     tool: &dyn DynTool,
     arguments: &str,
     session: &Session,
-    shared: &Shared,
+    pipeline: &Pipeline,
 ) -> Result<(), Outcome> {
-    let failure = match grounding(tool, arguments, session, None, shared).await {
-        Ok((in_call, _, _)) => match tool.validated(arguments, &in_call, shared) {
+    let failure = match grounding(tool, arguments, session, None, pipeline).await {
+        Ok((in_call, _, _)) => match tool.validated(arguments, &in_call, pipeline) {
             Ok(_) => return Ok(()),
             Err(failure) => failure,
         },

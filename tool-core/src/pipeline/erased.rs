@@ -11,7 +11,7 @@ use crate::outcome::{ErrorKind, Failure};
 use crate::runtime::BoxFuture;
 use crate::tool::spec::{StateRequirement, ToolSpec};
 
-use super::{Call, Shared};
+use super::{Call, Pipeline};
 
 /// A registered tool with its type erased, so one table can hold every tool.
 pub(crate) trait DynTool: Send + Sync {
@@ -26,7 +26,7 @@ pub(crate) trait DynTool: Send + Sync {
         &self,
         arguments: &str,
         session: &Session,
-        shared: &Shared,
+        pipeline: &Pipeline,
     ) -> Result<Args, Box<Failure>>;
     /// The tool's body on `args` (taken by its first poll), its result interpreted: `Ok(Err)`
     /// when the body succeeded but its result could not be (that is not the attempt's failure).
@@ -46,7 +46,7 @@ pub(crate) trait DynTool: Send + Sync {
         call: &'a Call,
         key: Option<&'a IdempotencyKey>,
         session: &'a Session,
-        shared: &'a Shared,
+        pipeline: &'a Pipeline,
     ) -> Option<BoxFuture<'a, Option<ErrorKind>>>;
 }
 
@@ -68,7 +68,7 @@ pub(super) struct ToolAttempts<'a> {
     pub(super) args: Option<Args>,
     pub(super) key: Option<&'a IdempotencyKey>,
     pub(super) session: &'a Session,
-    pub(super) shared: &'a Shared,
+    pub(super) pipeline: &'a Pipeline,
 }
 
 impl<'a> Attempt<'a> for ToolAttempts<'a> {
@@ -76,7 +76,14 @@ impl<'a> Attempt<'a> for ToolAttempts<'a> {
 
     fn attempt(&mut self, info: AttemptInfo) -> BoxFuture<'a, Result<Answer, ToolError>> {
         let (tool, call) = (self.tool, self.call);
-        let invocation = invocation(tool.spec(), call, self.key, self.session, self.shared, info);
+        let invocation = invocation(
+            tool.spec(),
+            call,
+            self.key,
+            self.session,
+            self.pipeline,
+            info,
+        );
         match self
             .args
             .take()
@@ -98,7 +105,7 @@ pub(super) fn invocation<'a>(
     call: &'a Call,
     key: Option<&'a IdempotencyKey>,
     session: &'a Session,
-    shared: &'a Shared,
+    pipeline: &'a Pipeline,
     info: AttemptInfo,
 ) -> Invocation<'a> {
     Invocation {
@@ -109,8 +116,8 @@ pub(super) fn invocation<'a>(
         attempt: info.number,
         deadline: info.deadline,
         attempt_deadline: info.attempt_deadline,
-        state: &shared.state,
-        clock: &shared.env.clock,
+        state: &pipeline.state,
+        clock: &pipeline.env.clock,
         progress: call.progress.as_ref(),
     }
 }

@@ -7,15 +7,15 @@ use std::sync::Arc;
 
 use tokio::time::Instant;
 
-use super::{Call, Shared};
+use super::{Call, Pipeline};
 use crate::call::Session;
 use crate::conversation::recovery;
 use crate::execute::fallback::Interpreted;
 use crate::execute::Executed;
-use crate::guard::provenance::{self, Finders};
 use crate::idempotency::IdempotencyKey;
 use crate::observe::{self, ToolStats};
 use crate::outcome::{ErrorKind, Failure, Marks, Outcome};
+use crate::provenance::{self, Finders};
 use crate::tool::spec::ToolSpec;
 use crate::validate as checks;
 
@@ -26,7 +26,7 @@ pub(super) fn rejected(
     call: Call,
     mut failure: Failure,
     session: &Session,
-    shared: &Shared,
+    pipeline: &Pipeline,
 ) -> Outcome {
     // No `#[arg(sensitive)]` value is quoted back to the model.
     checks::redact_failure(&mut failure, spec.fields(), &call.arguments);
@@ -39,7 +39,7 @@ pub(super) fn rejected(
         call.arguments,
         None,
         session,
-        shared,
+        pipeline,
     )
 }
 
@@ -51,10 +51,10 @@ pub(super) fn answered_by_store(
     call: Call,
     mut outcome: Outcome,
     session: &Session,
-    shared: &Shared,
+    pipeline: &Pipeline,
 ) -> Outcome {
     outcome.elapsed = call.arrived.elapsed();
-    finalize(Some(tool), outcome, call.arguments, None, session, shared)
+    finalize(Some(tool), outcome, call.arguments, None, session, pipeline)
 }
 
 /// The interpretation seam's result as the call's outcome: its data or failure, its attempts,
@@ -105,7 +105,7 @@ pub(crate) fn finalize(
     arguments: String,
     key: Option<&IdempotencyKey>,
     session: &Session,
-    shared: &Shared,
+    pipeline: &Pipeline,
 ) -> Outcome {
     let spec = tool.map(|(spec, _)| spec);
     // A model retry: this success clears failures of the tool the conversation remembered.
@@ -116,29 +116,29 @@ pub(crate) fn finalize(
                 provenance::remember(spec.grounds(), data, memory);
             }
         }
-        model_retry = recovery::apply(&shared.recovery, memory, &mut outcome);
+        model_retry = recovery::apply(&pipeline.recovery, memory, &mut outcome);
     }
     match tool {
         Some((spec, stats)) => {
             stats.record(&outcome, model_retry);
             if outcome.failure.is_some() {
-                shared.quarantine.keep(spec, &outcome, &arguments);
+                pipeline.quarantine.keep(spec, &outcome, &arguments);
             }
         }
         None => {
-            shared
+            pipeline
                 .unknown_calls
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
     }
-    observe::call(&outcome, key, Some(&arguments), spec, shared.argument_log);
+    observe::call(&outcome, key, Some(&arguments), spec, pipeline.argument_log);
     if outcome.failure.is_some() && !outcome.is_replayed() {
         outcome.raw_arguments = Some(arguments);
     }
     outcome
 }
 
-/// The default of [`Shared::finders`]: every kind a tool grounds, and the tools that do.
+/// The default of [`Pipeline::finders`]: every kind a tool grounds, and the tools that do.
 pub(crate) fn finders(specs: &[ToolSpec]) -> Finders {
     let mut finders: HashMap<&'static str, Vec<Arc<str>>> = HashMap::new();
     for spec in specs {

@@ -14,7 +14,7 @@
 //! stage are ordinary functions, compiled once for all tools, so a tool adds to a build only
 //! what its own types need.
 
-mod admit;
+mod clear;
 mod durable;
 mod erased;
 mod finish;
@@ -30,17 +30,17 @@ use crate::call::{Session, StateMap};
 use crate::conversation::recovery::RecoveryBudget;
 use crate::execute::fallback::{self, Interpreted};
 use crate::execute::Executed;
-use crate::guard::provenance::Finders;
 use crate::guard::{output, policy};
 use crate::idempotency::{self, IdempotencyKey, IdempotencyStore, KeyMode};
 use crate::observe::{self, ArgumentLog, Quarantine};
 use crate::outcome::{Failure, Fixes, Outcome};
 use crate::progress::ProgressHandle;
-use crate::runtime::{BoxFuture, Env};
+use crate::provenance::Finders;
+use crate::repair::stage::{self as repair, Repairs};
+use crate::repair::{DeterministicRepair, Repairer};
+use crate::runtime::{BoxFuture, Sources};
 use crate::tool::spec::{Effect, ToolSpec};
 use crate::validate as checks;
-use crate::validate::repair::stage::{self as repair, Repairs};
-use crate::validate::repair::{DeterministicRepair, Repairer};
 
 pub(crate) use durable::{revalidate, run_durable};
 use erased::ToolAttempts;
@@ -51,9 +51,9 @@ pub(crate) use typed::{entry_with, reparse, Body};
 
 /// What every stage may need of the registry: its shared state, its clock and randomness, its
 /// stores and policies. Built once with the registry.
-pub(crate) struct Shared {
+pub(crate) struct Pipeline {
     pub(crate) state: Arc<StateMap>,
-    pub(crate) env: Env,
+    pub(crate) env: Sources,
     pub(crate) store: Arc<dyn IdempotencyStore>,
     pub(crate) key_mode: KeyMode,
     pub(crate) argument_log: ArgumentLog,
@@ -130,7 +130,7 @@ pub(crate) fn run<'a>(
     tool: &'a dyn DynTool,
     mut call: Call,
     session: &'a Session,
-    shared: &'a Shared,
+    pipeline: &'a Pipeline,
 ) -> impl Future<Output = Outcome> + Send + 'a {
     async move {
         let (spec, stats) = (tool.spec(), tool.stats());
@@ -138,49 +138,49 @@ pub(crate) fn run<'a>(
         // about its arguments.
         // (A temporary, not a named local: a named `Result<Args, _>` would stay in the
         // future's state through every later await, beside the args moved out of it.)
-        let (args, repaired_by) = match checked(tool, &call, session, shared) {
+        let (args, repaired_by) = match checked(tool, &call, session, pipeline) {
             Ok(args) => (args, Fixes::EMPTY),
-            Err(failure) if shared.rules.is_none() && shared.repairer.is_none() => {
-                return rejected((spec, stats), call, *failure, session, shared)
+            Err(failure) if pipeline.rules.is_none() && pipeline.repairer.is_none() => {
+                return rejected((spec, stats), call, *failure, session, pipeline)
             }
             // The repair pass is an ordinary stage over the type-erased tool, boxed (few
             // calls need it).
             Err(failure) => {
                 let repairs = Repairs {
-                    rules: shared.rules.as_ref(),
-                    repairer: shared.repairer.as_deref(),
-                    clock: &shared.env.clock,
-                    timeout: shared.repair_timeout,
+                    rules: pipeline.rules.as_ref(),
+                    repairer: pipeline.repairer.as_deref(),
+                    clock: &pipeline.env.clock,
+                    timeout: pipeline.repair_timeout,
                 };
-                let check = |text: &str| tool.validated(text, session, shared);
+                let check = |text: &str| tool.validated(text, session, pipeline);
                 let (id, arguments) = (&call.id, &mut call.arguments);
                 let repair: BoxFuture<'_, Result<(Args, Fixes), Box<Failure>>> =
                     Box::pin(repair::repair(repairs, spec, id, arguments, failure, check));
                 match repair.await {
                     Ok(repaired) => repaired,
                     Err(failure) => {
-                        return rejected((spec, stats), call, *failure, session, shared)
+                        return rejected((spec, stats), call, *failure, session, pipeline)
                     }
                 }
             }
         };
         let repaired = !repaired_by.is_empty();
-        if let Some(guard) = shared.call_guard.as_deref() {
+        if let Some(guard) = pipeline.call_guard.as_deref() {
             if let Err(failure) =
                 policy::check_call(guard, spec, session, &call.id, &call.arguments)
             {
-                return rejected((spec, stats), call, *failure, session, shared);
+                return rejected((spec, stats), call, *failure, session, pipeline);
             }
         }
         // The stages before the attempt that wait on something else (the idempotency store,
         // a reviewer) run in one boxed future of their own, entered only by calls that need
         // one, so the call's future holds none of their state.
         let lease = if matches!(spec.effect(), Effect::SideEffecting) || spec.requires_approval() {
-            match Box::pin(admit::admit(
+            match Box::pin(clear::clear(
                 (spec, tool.guard(), stats),
                 &mut call,
                 session,
-                shared,
+                pipeline,
             ))
             .await
             {
@@ -209,13 +209,13 @@ pub(crate) fn run<'a>(
             args: Some(args),
             key: key.as_ref(),
             session,
-            shared,
+            pipeline,
         };
-        let executed = tool.guard().attempts(&shared.env, begin, attempts).await;
-        let mut executed = interpreted(executed, spec, session, &call.id, shared);
+        let executed = tool.guard().attempts(&pipeline.env, begin, attempts).await;
+        let mut executed = interpreted(executed, spec, session, &call.id, pipeline);
         let degraded = match fallback::wanted(spec.has_fallback(), spec.idempotent(), &executed) {
             Some(kind) => {
-                match tool.fall_back(&mut executed, kind, &call, key.as_ref(), session, shared) {
+                match tool.fall_back(&mut executed, kind, &call, key.as_ref(), session, pipeline) {
                     Some(fall_back) => fall_back.await,
                     None => None,
                 }
@@ -228,7 +228,7 @@ pub(crate) fn run<'a>(
         let mut outcome = conclude(spec, id, call.arrived, executed, degraded);
         if let Some(lease) = lease {
             Box::pin(idempotency::settle_call(
-                &*shared.store,
+                &*pipeline.store,
                 *lease,
                 &outcome,
                 uncertain,
@@ -247,7 +247,7 @@ pub(crate) fn run<'a>(
             call.arguments,
             key.as_ref(),
             session,
-            shared,
+            pipeline,
         )
     }
 }
@@ -257,12 +257,12 @@ fn checked(
     tool: &dyn DynTool,
     call: &Call,
     session: &Session,
-    shared: &Shared,
+    pipeline: &Pipeline,
 ) -> Result<Args, Box<Failure>> {
     crate::guard::scopes(tool.spec(), session)?;
     // The size before anything reads the text.
-    checks::check_size(&call.arguments, shared.max_argument_bytes).map_err(Box::new)?;
-    tool.validated(&call.arguments, session, shared)
+    checks::check_size(&call.arguments, pipeline.max_argument_bytes).map_err(Box::new)?;
+    tool.validated(&call.arguments, session, pipeline)
 }
 
 /// A call handed to its tool: the one box its future lives in. An untraced call carries no span
@@ -272,19 +272,19 @@ pub(crate) fn dispatch<'a>(
     tool: &'a dyn DynTool,
     call: Call,
     session: &'a Session,
-    shared: &'a Shared,
+    pipeline: &'a Pipeline,
 ) -> BoxFuture<'a, Outcome> {
     let span = observe::span::call(tool.spec().name(), &call.id, session);
     match (session.store(), span.is_disabled()) {
-        (None, true) => Box::pin(run(tool, call, session, shared)),
+        (None, true) => Box::pin(run(tool, call, session, pipeline)),
         (None, false) => Box::pin(observe::span::Traced::new(
             span,
-            run(tool, call, session, shared),
+            run(tool, call, session, pipeline),
         )),
-        (Some(store), true) => Box::pin(run_durable(tool, call, session, &**store, shared)),
+        (Some(store), true) => Box::pin(run_durable(tool, call, session, &**store, pipeline)),
         (Some(store), false) => Box::pin(observe::span::Traced::new(
             span,
-            run_durable(tool, call, session, &**store, shared),
+            run_durable(tool, call, session, &**store, pipeline),
         )),
     }
 }
@@ -295,14 +295,14 @@ fn interpreted(
     spec: &ToolSpec,
     session: &Session,
     call_id: &str,
-    shared: &Shared,
+    pipeline: &Pipeline,
 ) -> Executed<Interpreted> {
     executed.and_then(|answer| {
         let answer = answer.map_err(|failure| *failure)?;
-        if shared.max_result_bytes.is_none() && shared.result_guard.is_none() {
+        if pipeline.max_result_bytes.is_none() && pipeline.result_guard.is_none() {
             return Ok(answer);
         }
-        let limits = (shared.max_result_bytes, shared.result_guard.as_deref());
+        let limits = (pipeline.max_result_bytes, pipeline.result_guard.as_deref());
         output::check(answer, spec, session, call_id, limits)
     })
 }

@@ -63,7 +63,7 @@ fn call_future_size_with<T: Tool>(tool: T, traced: bool) -> usize {
     let registry = Registry::builder()
         .build()
         .unwrap_or_else(|e| panic!("{e}"));
-    let shared = registry.shared_for_tests();
+    let pipeline = registry.pipeline_for_tests();
     let spec = ToolSpec::of::<T>(Duration::from_secs(1));
     let guard = guard_for(&spec);
     let entry = entry_with(tool, spec, ShapeValidator::default(), guard);
@@ -72,7 +72,7 @@ fn call_future_size_with<T: Tool>(tool: T, traced: bool) -> usize {
         &*entry,
         Call::new("c".into(), "{}".into(), None),
         &session,
-        shared,
+        pipeline,
     );
     if traced {
         std::mem::size_of_val(&observe::span::Traced::new(tracing::Span::none(), future))
@@ -115,7 +115,7 @@ fn the_call_future_of_a_runtime_tool_stays_under_one_kib() {
     let registry = Registry::builder()
         .build()
         .unwrap_or_else(|e| panic!("{e}"));
-    let shared = registry.shared_for_tests();
+    let pipeline = registry.pipeline_for_tests();
     let tool = crate::dynamic::DynamicTool::builder("echo")
         .description("Repeat.")
         .input_schema(serde_json::json!({"type": "object"}))
@@ -131,7 +131,7 @@ fn the_call_future_of_a_runtime_tool_stays_under_one_kib() {
         &*entry,
         Call::new("c".into(), "{}".into(), None),
         &session,
-        shared,
+        pipeline,
     );
     let size = std::mem::size_of_val(&future);
     assert!(

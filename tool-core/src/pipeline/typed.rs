@@ -5,20 +5,21 @@
 use std::future::Future;
 
 use super::erased::invocation;
-use super::{Answer, Args, BoxFuture, Call, DynTool, Shared};
+use super::{Answer, Args, BoxFuture, Call, DynTool, Pipeline};
 use crate::call::{Invocation, Session};
 use crate::error::ToolError;
 use crate::execute::fallback::{self, FallbackFuture, Interpreted};
 use crate::execute::{AttemptInfo, Bounds, Executed};
-use crate::guard::provenance;
 use crate::idempotency::IdempotencyKey;
 use crate::interpret;
 use crate::observe::ToolStats;
+use crate::outcome::Violations;
 use crate::outcome::{ErrorKind, Failure};
+use crate::provenance;
 use crate::tool::spec::{StateRequirement, ToolSpec};
 use crate::tool::Tool;
+use crate::validate::field_failure;
 use crate::validate::shape::{self, ShapeValidator};
-use crate::validate::{field_failure, Violations};
 
 /// What the pipeline needs of a tool's body: its arguments read and checked, its attempts,
 /// its fallback. Every `#[tool]` is one (the impl below, for every [`Tool`]); a tool defined at
@@ -38,7 +39,7 @@ pub(crate) trait Body: Send + Sync + 'static {
         spec: &ToolSpec,
         shape: &ShapeValidator,
         session: &Session,
-        shared: &Shared,
+        pipeline: &Pipeline,
     ) -> Result<Self::Args, Box<Failure>>;
 
     /// The validated text read again, for a retry or a fallback.
@@ -72,9 +73,9 @@ impl<T: Tool> Body for T {
         spec: &ToolSpec,
         shape: &ShapeValidator,
         session: &Session,
-        shared: &Shared,
+        pipeline: &Pipeline,
     ) -> Result<T::Args, Box<Failure>> {
-        validate_typed::<T>(arguments, spec, shape, session, shared)
+        validate_typed::<T>(arguments, spec, shape, session, pipeline)
     }
 
     fn reparse(&self, arguments: &str) -> Result<T::Args, ToolError> {
@@ -145,9 +146,9 @@ impl<T: Body> DynTool for Entry<T> {
         &self,
         arguments: &str,
         session: &Session,
-        shared: &Shared,
+        pipeline: &Pipeline,
     ) -> Result<Args, Box<Failure>> {
-        self.validate(arguments, session, shared)
+        self.validate(arguments, session, pipeline)
             .map(|args| -> Args { Box::new(args) })
     }
 
@@ -179,13 +180,13 @@ impl<T: Body> DynTool for Entry<T> {
         call: &'a Call,
         key: Option<&'a IdempotencyKey>,
         session: &'a Session,
-        shared: &'a Shared,
+        pipeline: &'a Pipeline,
     ) -> Option<BoxFuture<'a, Option<ErrorKind>>> {
         // Behind a constant: a tool that declares no fallback compiles none of its machinery
         // (rustc does not instantiate code under a branch on a constant).
         if const { T::FALLBACK } {
             Some(Box::pin(self.fallback_attempt(
-                executed, kind, call, key, session, shared,
+                executed, kind, call, key, session, pipeline,
             )))
         } else {
             None
@@ -200,10 +201,10 @@ impl<T: Body> Entry<T> {
         &self,
         arguments: &str,
         session: &Session,
-        shared: &Shared,
+        pipeline: &Pipeline,
     ) -> Result<T::Args, Box<Failure>> {
         self.tool
-            .validate(arguments, &self.spec, &self.shape, session, shared)
+            .validate(arguments, &self.spec, &self.shape, session, pipeline)
     }
 
     /// The fallback's typed half: its future, for [`fallback::answer`] to run.
@@ -214,17 +215,17 @@ impl<T: Body> Entry<T> {
         call: &Call,
         key: Option<&IdempotencyKey>,
         session: &Session,
-        shared: &Shared,
+        pipeline: &Pipeline,
     ) -> Option<ErrorKind> {
         let spec = &self.spec;
-        let clock = &shared.env.clock;
+        let clock = &pipeline.env.clock;
         let cut = clock.now() + spec.timeout;
         let info = AttemptInfo {
             number: 1,
             deadline: cut,
             attempt_deadline: cut,
         };
-        let invocation = invocation(spec, call, key, session, shared, info);
+        let invocation = invocation(spec, call, key, session, pipeline, info);
         let make = Box::new(|| -> FallbackFuture<'_> {
             Box::pin(async {
                 let value = self
@@ -255,12 +256,12 @@ fn validate_typed<T: Tool>(
     spec: &ToolSpec,
     shape: &ShapeValidator,
     session: &Session,
-    shared: &Shared,
+    pipeline: &Pipeline,
 ) -> Result<T::Args, Box<Failure>> {
     match shape::parse::<T::Args>(arguments) {
         Ok(args) => match typed_checks::<T>(&args, session) {
             None => Ok(args),
-            Some(refused) => Err(refused.failure(spec, shared)),
+            Some(refused) => Err(refused.failure(spec, pipeline)),
         },
         Err(e) => Err(Box::new(shape::failure(
             arguments,
@@ -273,45 +274,49 @@ fn validate_typed<T: Tool>(
 
 /// The typed checks of parsed arguments, in order: field rules, semantic rule, provenance,
 /// authorization. `None`: all passed.
-fn typed_checks<T: Tool>(args: &T::Args, session: &Session) -> Option<Refused> {
+fn typed_checks<T: Tool>(args: &T::Args, session: &Session) -> Option<TypedRefusal> {
     let mut report = Violations::new();
     T::check_fields(args, &mut report);
     if !report.is_empty() {
-        return Some(Refused::Fields(report));
+        return Some(TypedRefusal::Fields(report));
     }
     if let Err(e) = T::check_semantics(args) {
-        return Some(Refused::Semantic(e));
+        return Some(TypedRefusal::Semantic(e));
     }
     T::check_grounded(args, session, &mut report);
     if !report.is_empty() {
-        return Some(Refused::Ungrounded(report));
+        return Some(TypedRefusal::Ungrounded(report));
     }
-    T::authorize(args, session).err().map(Refused::Unauthorized)
+    T::authorize(args, session)
+        .err()
+        .map(TypedRefusal::Unauthorized)
 }
 
 /// Which typed check refused a call's arguments, with what it found.
-enum Refused {
+enum TypedRefusal {
     Fields(Violations),
     Semantic(ToolError),
     Ungrounded(Violations),
     Unauthorized(ToolError),
 }
 
-impl Refused {
+impl TypedRefusal {
     /// The failure the model gets. (Compiled once: the typed checks only say what they found.)
     #[cold]
-    fn failure(self, spec: &ToolSpec, shared: &Shared) -> Box<Failure> {
+    fn failure(self, spec: &ToolSpec, pipeline: &Pipeline) -> Box<Failure> {
         match self {
-            Refused::Fields(report) => {
+            TypedRefusal::Fields(report) => {
                 Box::new(field_failure(report.into_vec(), &spec.input_schema))
             }
-            Refused::Semantic(e) => crate::guard::validation_failure(e, ErrorKind::SemanticInvalid),
-            Refused::Ungrounded(report) => Box::new(provenance::ungrounded(
+            TypedRefusal::Semantic(e) => {
+                crate::guard::validation_failure(e, ErrorKind::SemanticInvalid)
+            }
+            TypedRefusal::Ungrounded(report) => Box::new(provenance::ungrounded(
                 report.into_vec(),
                 spec.fields(),
-                &shared.finders.read().unwrap_or_else(|e| e.into_inner()),
+                &pipeline.finders.read().unwrap_or_else(|e| e.into_inner()),
             )),
-            Refused::Unauthorized(e) => {
+            TypedRefusal::Unauthorized(e) => {
                 crate::guard::validation_failure(e, ErrorKind::Unauthorized)
             }
         }

@@ -25,7 +25,7 @@ pub struct RegistryBuilder {
     state: StateMap,
     settings: Settings,
     breakers: HashMap<String, BreakerPolicy>,
-    env: Env,
+    env: Sources,
     store: Option<Arc<dyn IdempotencyStore>>,
     key_mode: KeyMode,
     argument_log: ArgumentLog,
@@ -58,7 +58,7 @@ impl Default for RegistryBuilder {
                 unguarded: false,
             },
             breakers: HashMap::new(),
-            env: Env::default(),
+            env: Sources::default(),
             store: None,
             key_mode: KeyMode::default(),
             argument_log: ArgumentLog::Off,
@@ -310,14 +310,14 @@ impl RegistryBuilder {
     /// How many times in a row a model may retry a tool after each kind of failure, in one
     /// conversation, before the envelope tells it to stop (default: [`RecoveryBudget::new`]:
     /// 2 after a schema violation, 1 after an unknown tool or a semantic failure, 0 while a
-    /// breaker is open). See [`recovery`](crate::conversation::recovery).
+    /// breaker is open). See [`RecoveryBudget`].
     pub fn recovery_budget(mut self, budget: RecoveryBudget) -> Self {
         self.recovery = budget;
         self
     }
 
     /// One more try at arguments that fail on their form (`invalid_json`, `unknown_argument`,
-    /// `schema_mismatch`) before the call fails: the [`repair`](crate::validate::repair) pass. Off by
+    /// `schema_mismatch`) before the call fails: the [`repair`](crate::repair) pass. Off by
     /// default.
     pub fn repairer(mut self, repairer: impl Repairer) -> Self {
         self.repairer = Some(Arc::new(repairer));
@@ -333,7 +333,7 @@ impl RegistryBuilder {
     /// arguments, and without one the model gets its own arguments' failure.
     ///
     /// ```
-    /// use toolwright_core::validate::repair::{DeterministicRepair, Fix};
+    /// use toolwright_core::repair::{DeterministicRepair, Fix};
     /// use toolwright_core::Registry;
     ///
     /// let registry = Registry::builder()
@@ -425,7 +425,7 @@ impl RegistryBuilder {
     pub fn build(self) -> Result<Registry, BuildError> {
         let mut tools = ToolMap::with_capacity_and_hasher(self.pending.len(), Default::default());
         let origin = self.env.clock.now();
-        let making = Making {
+        let making = ToolDefaults {
             settings: self.settings,
             breakers: self.breakers,
             origin,
@@ -452,7 +452,7 @@ impl RegistryBuilder {
             return Err(BuildError::UnknownBreakerTool(name.clone()));
         }
         let table = Table::new(tools);
-        let shared = Shared {
+        let pipeline = Pipeline {
             finders: std::sync::RwLock::new(Arc::new(pipeline::finders(&table.specs))),
             state: Arc::new(self.state),
             env: self.env,
@@ -480,7 +480,7 @@ impl RegistryBuilder {
                 tables,
                 current: AtomicUsize::new(first),
                 filter: self.filter,
-                shared,
+                pipeline,
                 making: Mutex::new(making),
                 changed: watch::Sender::new(0),
             }),
@@ -494,7 +494,7 @@ pub(super) fn add(
     tools: &mut ToolMap,
     pending: Vec<(String, usize, Pending)>,
     shown_to: &mut HashMap<String, ShownTo>,
-    making: &Making,
+    making: &ToolDefaults,
     state: &StateMap,
 ) -> Result<(), BuildError> {
     for (name, prefix, make) in pending {

@@ -104,7 +104,7 @@ impl Registry {
             pending,
             &mut shown_to,
             &making,
-            &self.inner.shared.state,
+            &self.inner.pipeline.state,
         )?;
         for (name, predicate) in shown_to {
             match tools.get_mut(name.as_str()) {
@@ -120,7 +120,7 @@ impl Registry {
         let table = Table::new(tools);
         *self
             .inner
-            .shared
+            .pipeline
             .finders
             .write()
             .unwrap_or_else(PoisonError::into_inner) = Arc::new(pipeline::finders(&table.specs));

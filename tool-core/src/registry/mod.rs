@@ -35,6 +35,7 @@ use tokio::sync::watch;
 use futures_util::future::Either;
 use tokio::time::Instant;
 
+use crate::approval::{Approvals, DecideError};
 use crate::call::{Session, StateMap, ToolCall};
 use crate::conversation::RecoveryBudget;
 use crate::conversation::{Decision, TicketState};
@@ -42,22 +43,21 @@ use crate::execute::{
     Bounds, BreakerHandle, BreakerPolicy, Clock, RandomSource, RetryBudget, RetryPolicy, Settings,
 };
 use crate::guard;
-use crate::guard::approval::{Approvals, DecideError};
 use crate::guard::output::ResultGuard;
 use crate::guard::policy::CallGuard;
 use crate::idempotency::Fingerprint;
 use crate::idempotency::{IdempotencyStore, KeyMode, MemoryStore};
 use crate::observe::{self, ArgumentLog, Quarantine, QuarantinePolicy, Stats};
 use crate::outcome::{ErrorKind, Failure, Outcome};
-use crate::pipeline::{self, Call, DynTool, Shared};
+use crate::pipeline::{self, Call, DynTool, Pipeline};
+use crate::repair::{DeterministicRepair, Repairer};
 use crate::runtime::clock::ClockHandle;
 use crate::runtime::random::RandomHandle;
-use crate::runtime::Env;
+use crate::runtime::Sources;
 use crate::tool::spec::ToolSpec;
 use crate::tool::Tool;
 use crate::validate as checks;
 use crate::validate::preview_str;
-use crate::validate::repair::{DeterministicRepair, Repairer};
 
 /// How long a repairer may take by default.
 pub const DEFAULT_REPAIR_TIMEOUT: Duration = Duration::from_secs(10);
@@ -109,7 +109,7 @@ impl Table {
 }
 
 /// What adding a tool to a built registry needs: the builder's settings.
-struct Making {
+struct ToolDefaults {
     settings: Settings,
     breakers: HashMap<String, BreakerPolicy>,
     origin: Instant,
@@ -117,14 +117,14 @@ struct Making {
 
 struct Inner {
     /// Every version of the tool table; the one in use is at `current`. Old versions stay (a
-    /// map and the specs; the tools are shared), so a call borrows the table it started with
+    /// map and the specs; the tools are pipeline), so a call borrows the table it started with
     /// for as long as it runs, without a lock or a reference count.
     tables: boxcar::Vec<Table>,
     current: AtomicUsize,
     filter: Option<Filter>,
-    shared: Shared,
+    pipeline: Pipeline,
     /// Held while a change is made, so changes apply one at a time.
-    making: Mutex<Making>,
+    making: Mutex<ToolDefaults>,
     changed: watch::Sender<u64>,
 }
 
@@ -222,8 +222,8 @@ impl Registry {
     }
 
     #[cfg(test)]
-    pub(crate) fn shared_for_tests(&self) -> &Shared {
-        &self.inner.shared
+    pub(crate) fn pipeline_for_tests(&self) -> &Pipeline {
+        &self.inner.pipeline
     }
 
     /// The tool names, sorted.
@@ -236,7 +236,7 @@ impl Registry {
     pub fn breaker(&self, name: &str) -> Option<BreakerHandle> {
         self.table().tools.get(name).map(|t| BreakerHandle {
             breaker: Arc::clone(t.tool.guard().breaker()),
-            clock: self.inner.shared.env.clock.clone(),
+            clock: self.inner.pipeline.env.clock.clone(),
         })
     }
 
@@ -266,7 +266,7 @@ impl Registry {
             .collect();
         let unknown = self
             .inner
-            .shared
+            .pipeline
             .unknown_calls
             .load(std::sync::atomic::Ordering::Relaxed);
         Stats::new(tools, unknown)
@@ -284,7 +284,7 @@ impl Registry {
     /// }
     /// ```
     pub fn quarantine(&self) -> &Quarantine {
-        &self.inner.shared.quarantine
+        &self.inner.pipeline.quarantine
     }
 
     /// Runs a call outside any conversation ([`Session::anonymous`]): nothing is remembered
@@ -305,7 +305,7 @@ impl Registry {
         call: ToolCall,
     ) -> impl Future<Output = Outcome> + Send + 'a {
         let (id, name, arguments, progress) = call.into_parts();
-        let shared = &self.inner.shared;
+        let pipeline = &self.inner.pipeline;
         match self.table().tools.get(name.as_str()) {
             // A tool a predicate hides from this session does not exist for it. (One it lacks
             // a scope for is `unauthorized`, decided by the pipeline before the arguments.)
@@ -313,7 +313,7 @@ impl Registry {
                 &*slot.tool,
                 Call::new(id, arguments, progress),
                 session,
-                shared,
+                pipeline,
             )),
             _ if session.store().is_some() => Either::Right(Either::Right(
                 self.unknown_tool_durable(id, name, arguments, session),
@@ -339,8 +339,8 @@ impl Registry {
             let in_call = session.in_call(overlay.clone());
             let mut outcome = self.unknown_tool(id, name, arguments, &in_call);
             if let Some(store) = session.store() {
-                let budget = &self.inner.shared.recovery;
-                crate::conversation::durable::settle(
+                let budget = &self.inner.pipeline.recovery;
+                crate::conversation::durable::write_back(
                     &**store,
                     session.id(),
                     &overlay,
@@ -368,7 +368,7 @@ impl Registry {
     /// ([`Ticket::edited_arguments`](crate::conversation::Ticket::edited_arguments)).
     ///
     /// ```no_run
-    /// # use toolwright_core::{Registry, guard::approval::Approvals};
+    /// # use toolwright_core::{Registry, approval::Approvals};
     /// # async fn demo(registry: &Registry, approvals: &Approvals) {
     /// match registry.approve_with(approvals, "t17-0a1b2c3d", r#"{"order_id":"A1","amount":20}"#).await {
     ///     Ok(()) => println!("approved with the new amount"),
@@ -399,13 +399,13 @@ impl Registry {
         if let Some(principal) = &found.principal {
             session = session.with_principal(principal.clone());
         }
-        let shared = &self.inner.shared;
-        let checked = checks::check_size(arguments, shared.max_argument_bytes)
+        let pipeline = &self.inner.pipeline;
+        let checked = checks::check_size(arguments, pipeline.max_argument_bytes)
             .map_err(|f| Outcome::failed(String::new(), Arc::clone(&tool.spec().name), f));
         if let Err(outcome) = checked {
             return Err(DecideError::Invalid(Box::new(outcome)));
         }
-        if let Err(outcome) = pipeline::revalidate(&**tool, arguments, &session, shared).await {
+        if let Err(outcome) = pipeline::revalidate(&**tool, arguments, &session, pipeline).await {
             return Err(DecideError::Invalid(Box::new(outcome)));
         }
         let spec = tool.spec();
@@ -447,8 +447,14 @@ impl Registry {
         let _entered = span.enter();
         let outcome = Outcome::failed(call_id, Arc::from(name), failure);
         // No tool, so no field is known: the arguments are never logged.
-        let outcome =
-            pipeline::finalize(None, outcome, arguments, None, session, &self.inner.shared);
+        let outcome = pipeline::finalize(
+            None,
+            outcome,
+            arguments,
+            None,
+            session,
+            &self.inner.pipeline,
+        );
         observe::span::record(&span, &outcome);
         outcome
     }

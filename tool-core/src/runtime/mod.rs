@@ -17,7 +17,7 @@ pub(crate) type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// The clock and random source a registry runs with.
 #[derive(Clone, Default)]
-pub(crate) struct Env {
+pub(crate) struct Sources {
     pub(crate) clock: ClockHandle,
     pub(crate) random: RandomHandle,
 }

@@ -46,7 +46,6 @@ use crate::call::{Invocation, Session};
 use crate::error::ToolError;
 use crate::outcome::Violations;
 
-pub use grounds::Grounds;
 use schema::root_schema;
 pub use spec::{Effect, FieldMeta, Number, Rule, StateRequirement, ToolMeta, ToolSpec};
 

@@ -309,7 +309,7 @@ impl ToolMeta {
     }
 
     /// Where the tool's result carries identifiers the session should know
-    /// ([`provenance`](crate::guard::provenance)).
+    /// ([`provenance`](crate::provenance)).
     pub const fn grounds(mut self, grounds: &'static [Grounds]) -> Self {
         self.grounds = grounds;
         self
@@ -408,7 +408,7 @@ impl ToolSpec {
         self.meta.requires_approval
     }
 
-    /// Where the tool's result carries identifiers ([`provenance`](crate::guard::provenance)).
+    /// Where the tool's result carries identifiers ([`provenance`](crate::provenance)).
     pub fn grounds(&self) -> &'static [Grounds] {
         self.meta.grounds
     }

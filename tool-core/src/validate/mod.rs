@@ -12,7 +12,6 @@
 //! 3. **semantics**: the tool's cross-field rule (`semantic_invalid`).
 
 pub(crate) mod metered;
-pub mod repair;
 pub mod rules;
 pub(crate) mod shape;
 
@@ -25,7 +24,6 @@ use crate::outcome::{Failure, Violation};
 use crate::tool::spec::FieldMeta;
 
 pub(crate) use crate::outcome::escape_pointer;
-pub use crate::outcome::Violations;
 
 /// Longest object key kept whole in a path or message, in characters.
 const KEY_CHARS: usize = 64;

@@ -22,7 +22,8 @@ use std::sync::OnceLock;
 
 use regex::Regex;
 
-use super::{counted, length_expected, preview_str, Violations};
+use super::{counted, length_expected, preview_str};
+use crate::outcome::Violations;
 use crate::tool::spec::Number;
 
 /// A value `range` can bound.

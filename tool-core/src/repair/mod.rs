@@ -24,7 +24,7 @@
 //! repair prompt, and [`parse_reply`] reads the model's answer.
 //!
 //! ```
-//! use toolwright_core::validate::repair::{Repair, RepairRequest};
+//! use toolwright_core::repair::{Repair, RepairRequest};
 //! use toolwright_core::Registry;
 //!
 //! // A deterministic repairer: numbers sent as strings become numbers.
@@ -57,7 +57,7 @@ use crate::tool::spec::ToolSpec;
 mod deterministic;
 pub(crate) mod stage;
 
-pub use crate::outcome::{Fix, Fixes, FixesIter};
+pub use crate::outcome::fixes::{Fix, Fixes, FixesIter};
 pub use deterministic::{DeterministicRepair, Repaired};
 
 /// The instructions of the repair prompt: short on purpose, a repair is a narrow task.
@@ -224,7 +224,7 @@ pub(crate) fn log(
 /// not a JSON object, is [`Repair::Abort`].
 ///
 /// ```
-/// use toolwright_core::validate::repair::{parse_reply, Repair};
+/// use toolwright_core::repair::{parse_reply, Repair};
 ///
 /// assert_eq!(parse_reply("```json\n{\"max_results\": 5}\n```"), Repair::Arguments(r#"{"max_results":5}"#.into()));
 /// assert_eq!(parse_reply(r#"{"abort": true}"#), Repair::Abort);

@@ -30,10 +30,11 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::conversation::{ConversationMemory, Grounding};
+use crate::outcome::Violations;
 use crate::outcome::{ErrorKind, Failure, Violation};
 pub use crate::tool::grounds::Grounds;
 use crate::tool::spec::FieldMeta;
-use crate::validate::{escape_pointer, preview_str, Violations};
+use crate::validate::{escape_pointer, preview_str};
 use crate::wording::article;
 
 /// What a grounded argument may hold: identifiers as text.

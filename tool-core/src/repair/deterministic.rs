@@ -30,8 +30,8 @@ const MAX_DEPTH: usize = 64;
 ///
 /// ```
 /// use serde_json::json;
-/// use toolwright_core::outcome::Fix;
-/// use toolwright_core::validate::repair::DeterministicRepair;
+/// use toolwright_core::repair::Fix;
+/// use toolwright_core::repair::DeterministicRepair;
 ///
 /// let schema = json!({
 ///     "type": "object",

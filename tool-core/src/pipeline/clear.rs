@@ -1,14 +1,14 @@
-//! Admission of a side-effecting call or one that needs approval, between its checks and its
+//! Clearing a side-effecting call or one that needs approval to run, between its checks and its
 //! first attempt: its idempotency key begun (a call that already ran under it is answered from
 //! the store, never asked about again), then the session's approver asked.
 
 use std::sync::Arc;
 
 use super::finish::{answered_by_store, rejected};
-use super::{Call, Shared};
+use super::{Call, Pipeline};
+use crate::approval::{self, ApprovalRequest, Refusal};
 use crate::call::Session;
 use crate::execute::Bounds;
-use crate::guard::approval::{self, ApprovalRequest, Refusal};
 use crate::idempotency::{self, Fingerprint, Lease};
 use crate::observe::{self, ToolStats};
 use crate::outcome::{Outcome, Status};
@@ -18,15 +18,15 @@ use crate::tool::spec::{Effect, ToolSpec};
 /// begins its key before approval: a call that already ran under it is answered from the
 /// store, never asked about again. `Err`: the call's finished outcome (a replay, a refusal
 /// by the store, a denial or a pending ticket).
-pub(super) async fn admit(
+pub(super) async fn clear(
     (spec, guard, stats): (&ToolSpec, &Bounds, &ToolStats),
     call: &mut Call,
     session: &Session,
-    shared: &Shared,
+    pipeline: &Pipeline,
 ) -> Result<Option<Box<Lease>>, Outcome> {
     let lease = match spec.effect() {
         // Boxed: the lease waits out every attempt, in the call's future.
-        Effect::SideEffecting => match begin(spec, guard, call, session, shared).await {
+        Effect::SideEffecting => match claim_key(spec, guard, call, session, pipeline).await {
             Ok(lease) => Some(Box::new(lease)),
             Err(outcome) => {
                 let call = call.take();
@@ -35,17 +35,17 @@ pub(super) async fn admit(
                     call,
                     outcome,
                     session,
-                    shared,
+                    pipeline,
                 ));
             }
         },
         _ => None,
     };
     if spec.requires_approval() {
-        if let Err(refusal) = approve(spec, call, session, shared).await {
+        if let Err(refusal) = approve(spec, call, session, pipeline).await {
             let call = call.take();
             let tool = (spec, stats);
-            return Err(not_approved(tool, call, lease, refusal, session, shared).await);
+            return Err(not_approved(tool, call, lease, refusal, session, pipeline).await);
         }
     }
     Ok(lease)
@@ -53,22 +53,22 @@ pub(super) async fn admit(
 
 /// The idempotency stage's begin for a side-effecting call: the key in the session's mode
 /// and scope, held for the call's whole deadline (and its approval, when it needs one).
-async fn begin(
+async fn claim_key(
     spec: &ToolSpec,
     guard: &Bounds,
     call: &Call,
     session: &Session,
-    shared: &Shared,
+    pipeline: &Pipeline,
 ) -> Result<Lease, Outcome> {
-    let mode = session.key_mode().unwrap_or(shared.key_mode);
+    let mode = session.key_mode().unwrap_or(pipeline.key_mode);
     let fingerprint = Fingerprint::for_tool(spec, &call.arguments);
     let key = mode.key(&session.call_scope(), spec.name(), &call.id, &fingerprint);
     let mut hold = guard.deadline();
     if spec.requires_approval() {
-        hold += shared.approval_timeout;
+        hold += pipeline.approval_timeout;
     }
     idempotency::begin_call(
-        &*shared.store,
+        &*pipeline.store,
         key,
         fingerprint,
         (&call.id, &spec.name),
@@ -82,7 +82,7 @@ async fn approve(
     spec: &ToolSpec,
     call: &Call,
     session: &Session,
-    shared: &Shared,
+    pipeline: &Pipeline,
 ) -> Result<(), Refusal> {
     let request = ApprovalRequest {
         conversation: session.id(),
@@ -97,8 +97,8 @@ async fn approve(
     approval::review(
         session.approver(),
         &request,
-        &shared.env.clock,
-        shared.approval_timeout,
+        &pipeline.env.clock,
+        pipeline.approval_timeout,
     )
     .await
 }
@@ -112,15 +112,17 @@ async fn not_approved(
     lease: Option<Box<Lease>>,
     refusal: Refusal,
     session: &Session,
-    shared: &Shared,
+    pipeline: &Pipeline,
 ) -> Outcome {
     if let Some(lease) = lease {
-        if let Err(e) = shared.store.release(&lease).await {
+        if let Err(e) = pipeline.store.release(&lease).await {
             tracing::warn!(target: "toolwright::idempotency", tool = spec.name(), error = %e, "the key of a call that was not approved could not be released; its lock will expire");
         }
     }
     let ticket = match refusal {
-        Refusal::Denied(failure) => return rejected((spec, stats), call, failure, session, shared),
+        Refusal::Denied(failure) => {
+            return rejected((spec, stats), call, failure, session, pipeline)
+        }
         Refusal::Pending(ticket) => ticket,
     };
     let data = serde_json::value::to_raw_value(&serde_json::json!({ "ticket": ticket }))
@@ -128,7 +130,7 @@ async fn not_approved(
     let mut outcome = Outcome::success(call.id, Arc::clone(&spec.name), Status::Pending, data);
     outcome.attempts = 0;
     outcome.elapsed = call.arrived.elapsed();
-    observe::call(&outcome, None, None, Some(spec), shared.argument_log);
+    observe::call(&outcome, None, None, Some(spec), pipeline.argument_log);
     stats.record(&outcome, false);
     outcome
 }

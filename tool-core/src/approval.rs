@@ -24,7 +24,7 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use toolwright_core::guard::approval::ApprovalQueue;
+//! use toolwright_core::approval::ApprovalQueue;
 //! use toolwright_core::Session;
 //!
 //! let queue = Arc::new(ApprovalQueue::new());
@@ -106,7 +106,7 @@ impl ApprovalRequest<'_> {
     /// the tool's own struct always reads; another type may not, and the error says where.
     ///
     /// ```
-    /// use toolwright_core::guard::approval::{Approval, ApprovalRequest};
+    /// use toolwright_core::approval::{Approval, ApprovalRequest};
     ///
     /// #[derive(serde::Deserialize)]
     /// struct Wire {
@@ -448,7 +448,7 @@ impl Approver for ApprovalQueue {
 /// use std::sync::Arc;
 /// use std::time::Duration;
 /// use toolwright_core::conversation::{MemoryConversationStore, WaitingQuery};
-/// use toolwright_core::guard::approval::Approvals;
+/// use toolwright_core::approval::Approvals;
 ///
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 /// let store = Arc::new(MemoryConversationStore::new());
