@@ -104,6 +104,99 @@ impl<'de, E: de::Error> Deserializer<'de> for Missing<E> {
     }
 }
 
+/// How the generated `Deserialize` and `JsonSchema` impls reach a parameter's type whatever it
+/// is, so a type that is no tool argument is reported once, at the parameter, by the
+/// registration's `ToolArgument` bound, and neither these impls nor the `Tool` impl (named by
+/// `Registry::builder().tool(..)`) report it again.
+///
+/// The expansion calls `(&ArgProbe::<T>::NEW).value_once(..)` (and `present`, `schema`):
+/// method lookup tries the receiver `&ArgProbe<T>` first, where [`Usable`] has the methods for
+/// every `T: ToolArgument`; for any other type it takes the next receiver, `&&ArgProbe<T>`,
+/// where [`Unusable`]'s methods refuse. A program with such a parameter never builds (the
+/// registration's error), so those never run.
+pub struct ArgProbe<T>(PhantomData<fn() -> T>);
+
+impl<T> ArgProbe<T> {
+    /// The probe of `T`.
+    pub const NEW: Self = ArgProbe(PhantomData);
+}
+
+/// The probe's methods for a usable parameter type (see [`ArgProbe`]).
+pub trait Usable<T> {
+    /// [`value_once`].
+    fn value_once<'de, A: MapAccess<'de>>(
+        &self,
+        slot: &mut Option<T>,
+        map: &mut A,
+        name: &'static str,
+    ) -> Result<(), A::Error>;
+    /// [`present`].
+    fn present<E: de::Error>(&self, slot: Option<T>, name: &'static str) -> Result<T, E>;
+    /// [`ArgSchema::of`].
+    fn schema(&self, name: &'static str, doc: &'static str) -> ArgSchema;
+}
+
+impl<T: crate::__private_v0_1::ToolArgument> Usable<T> for ArgProbe<T> {
+    fn value_once<'de, A: MapAccess<'de>>(
+        &self,
+        slot: &mut Option<T>,
+        map: &mut A,
+        name: &'static str,
+    ) -> Result<(), A::Error> {
+        value_once(slot, map, name)
+    }
+
+    fn present<E: de::Error>(&self, slot: Option<T>, name: &'static str) -> Result<T, E> {
+        present(slot, name)
+    }
+
+    fn schema(&self, name: &'static str, doc: &'static str) -> ArgSchema {
+        ArgSchema::of::<T>(name, doc)
+    }
+}
+
+/// The probe's methods for a type that is no tool argument (see [`ArgProbe`]): they refuse.
+pub trait Unusable<T> {
+    /// Refuses the value.
+    fn value_once<'de, A: MapAccess<'de>>(
+        &self,
+        slot: &mut Option<T>,
+        map: &mut A,
+        name: &'static str,
+    ) -> Result<(), A::Error>;
+    /// Refuses the value.
+    fn present<E: de::Error>(&self, slot: Option<T>, name: &'static str) -> Result<T, E>;
+    /// A schema that admits nothing.
+    fn schema(&self, name: &'static str, doc: &'static str) -> ArgSchema;
+}
+
+impl<T> Unusable<T> for &ArgProbe<T> {
+    fn value_once<'de, A: MapAccess<'de>>(
+        &self,
+        _: &mut Option<T>,
+        _: &mut A,
+        name: &'static str,
+    ) -> Result<(), A::Error> {
+        Err(de::Error::custom(format_args!(
+            "`{name}` is not a tool argument"
+        )))
+    }
+
+    fn present<E: de::Error>(&self, _: Option<T>, name: &'static str) -> Result<T, E> {
+        Err(E::custom(format_args!("`{name}` is not a tool argument")))
+    }
+
+    fn schema(&self, name: &'static str, doc: &'static str) -> ArgSchema {
+        ArgSchema {
+            name,
+            doc,
+            schema: |_| json_schema!(false),
+            is_option: || false,
+            default: None,
+        }
+    }
+}
+
 /// One parameter of a tool, as its arguments' schema describes it.
 pub struct ArgSchema {
     /// The JSON name.

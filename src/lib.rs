@@ -374,7 +374,9 @@ mod args;
 
 #[doc(hidden)]
 pub mod __private_v0_1 {
-    pub use crate::args::{args_schema, present, value_once, ArgSchema, FieldIndex};
+    pub use crate::args::{
+        args_schema, present, value_once, ArgProbe, ArgSchema, FieldIndex, Unusable, Usable,
+    };
     pub use inventory;
     pub use schemars;
     pub use serde;
@@ -409,13 +411,13 @@ pub mod __private_v0_1 {
 
     /// The type of a tool parameter the model fills: deserializable, with a schema.
     ///
-    /// The generated `<Fn>Args` struct's `Deserialize` and `JsonSchema` impls have the
-    /// where-clause `for<'__toolwright> P: ToolArgument` for each parameter type `P`, so their
-    /// bodies never check `P` themselves (which reported an unusable type several times, with
-    /// notes inside serde). The registration function proves each bound once, at
-    /// the parameter's type, so an unusable `P` is one error there, with the message below.
-    /// As for [`ToolOutput`], the binder keeps rustc from rejecting the bound as trivially
-    /// false where it is declared.
+    /// The generated `<Fn>Args` struct's `Deserialize` and `JsonSchema` impls reach each
+    /// parameter type `P` through [`ArgProbe`], which compiles for any `P`, so neither they nor
+    /// the `Tool` impl check `P` themselves (which reported an unusable type several times, with
+    /// notes inside serde, or once more where the tool is registered). The registration
+    /// function proves `for<'__toolwright> P: ToolArgument` once, at the parameter's type, so an
+    /// unusable `P` is one error there, with the message below. As for [`ToolOutput`], the
+    /// binder keeps rustc from rejecting the bound as trivially false where it is declared.
     #[diagnostic::on_unimplemented(
         message = "`{Self}` cannot be a tool parameter: it must implement `Deserialize` and `JsonSchema`",
         label = "the model sends this value as JSON, described by a schema",
@@ -426,6 +428,18 @@ pub mod __private_v0_1 {
         serde::de::DeserializeOwned + schemars::JsonSchema + Send + 'static
     {
     }
+
+    /// What the `Tool` impl asks of a parameter type, since its arguments struct must be
+    /// `Send + 'static` (the rest of [`ToolArgument`] the registration proves).
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot be a tool parameter: it must be `Send + 'static`",
+        label = "calls run on any worker thread and outlive the caller's borrows",
+        note = "no references, `Rc` or `RefCell`: take an owned value (`String`, `Vec<T>`, `Arc<T>`)"
+    )]
+    pub trait SendArgument: Send + 'static {}
+
+    #[diagnostic::do_not_recommend]
+    impl<T: Send + 'static> SendArgument for T {}
 
     // As for `ToolOutput`: the unmet `P: ToolArgument` is reported, not each bound of this impl.
     #[diagnostic::do_not_recommend]

@@ -177,6 +177,13 @@ fn argument_bound(param: &Param) -> TokenStream {
     bound(&param.ty, token_spans(&param.ty), "ToolArgument")
 }
 
+/// `for<'__toolwright> P: SendArgument`: what the `Tool` impl needs of a parameter's type (its
+/// arguments struct is `Send + 'static`); the rest of `ToolArgument` only the registration
+/// asks, so a type that is not `Deserialize` is not reported again where the tool is named.
+fn send_bound(param: &Param) -> TokenStream {
+    bound(&param.ty, token_spans(&param.ty), "SendArgument")
+}
+
 /// `for<'__toolwright> ty: ::toolwright::__private_v0_1::Trait`, its own tokens spanned at the
 /// first token of `ty` and the trait's name at the last: rustc's note "required by this bound"
 /// then underlines the type, and no token of the bound stands at `#[tool]` (see [`anchored`]).
@@ -301,9 +308,10 @@ pub fn expand(tool: &ToolFn) -> (TokenStream, TokenStream) {
     // The impl and that function carry the bound as a `for<..>` where-clause, which rustc
     // checks only where they are used, not as a trivially false bound at the definition.
     let output_bound = bound(&ok, (first, last), "ToolOutput");
-    let args_struct = args_struct(tool, &names, &arg_bounds);
+    let args_struct = args_struct(tool, &names);
     let tool_struct = tool_struct(tool, &names);
-    let tool_impl = tool_impl(tool, &names, &output_bound, &arg_bounds);
+    let send_bounds: Vec<TokenStream> = tool.args().map(send_bound).collect();
+    let tool_impl = tool_impl(tool, &names, &output_bound, &send_bounds);
     let (registration, register) = registration(tool, &names.tool, &output_bound, &arg_bounds);
     let generated = quote! {
         #args_struct
@@ -389,7 +397,7 @@ fn tool_impl(
     tool: &ToolFn,
     names: &Names,
     output_bound: &TokenStream,
-    arg_bounds: &[TokenStream],
+    send_bounds: &[TokenStream],
 ) -> TokenStream {
     let p = quote!(::toolwright::__private_v0_1);
     let Some((ok, _, _)) = tool.output.value() else {
@@ -426,7 +434,7 @@ fn tool_impl(
         impl #impl_generics #p::Tool for #tool_ident #ty_generics
         where
             #output_bound,
-            #(#arg_bounds,)*
+            #(#send_bounds,)*
             #owner_bounds
         {
             type Args = #args_ident;

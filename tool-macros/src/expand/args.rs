@@ -11,7 +11,7 @@ use crate::ast::{Param, ToolFn};
 
 /// `<Fn>Args`: the public struct, the functions behind `default = ..`, and the serde and
 /// schemars impls ([`args_impls`]).
-pub(super) fn args_struct(tool: &ToolFn, names: &Names, arg_bounds: &[TokenStream]) -> TokenStream {
+pub(super) fn args_struct(tool: &ToolFn, names: &Names) -> TokenStream {
     let (args_ident, vis) = (&names.args, names.vis);
     let args_doc = names.args_doc(&tool.name);
     let fields = tool.args().map(|param| {
@@ -21,7 +21,7 @@ pub(super) fn args_struct(tool: &ToolFn, names: &Names, arg_bounds: &[TokenStrea
             #vis #ident: #ty,
         }
     });
-    let impls = args_impls(tool, names, arg_bounds);
+    let impls = args_impls(tool, names);
     let defaults = tool.args().filter_map(default_value);
     let allow = super::allow_lints();
     quote! {
@@ -40,10 +40,11 @@ pub(super) fn args_struct(tool: &ToolFn, names: &Names, arg_bounds: &[TokenStrea
     }
 }
 
-/// The arguments' serde and schemars impls, under a where-clause that assumes every
-/// parameter's type usable: their bodies then never check a field's type themselves (which
-/// would report an unusable type once more per impl); the registration proves each bound once,
-/// at the parameter. Both are written here, not derived: the per-field code of serde's and
+/// The arguments' serde and schemars impls, without a bound: their bodies reach each field's
+/// type through `ArgProbe`, which compiles for any type, so they never check a field's type
+/// themselves (which would report an unusable type once more per impl, or, as a where-clause,
+/// once more where the tool is registered); the registration proves each bound once, at the
+/// parameter. Both are written here, not derived: the per-field code of serde's and
 /// schemars' derives becomes calls of shared functions, compiled once for all tools
 /// ([`deserialize`], [`json_schema`]). The public struct carries no bounds itself, so users'
 /// functions that take it are not checked against them.
@@ -53,7 +54,7 @@ pub(super) fn args_struct(tool: &ToolFn, names: &Names, arg_bounds: &[TokenStrea
 /// at the alias, with the message and span of the function's own error, so rustc shows it once
 /// and suggests no type parameter for a generated item. The alias's name stands at `#[tool]`
 /// ([`super::at_call_site`]), where rustc suggests no edit.
-fn args_impls(tool: &ToolFn, names: &Names, arg_bounds: &[TokenStream]) -> TokenStream {
+fn args_impls(tool: &ToolFn, names: &Names) -> TokenStream {
     let aliases: Vec<Ident> = (0..tool.args().count())
         .map(|i| format_ident!("__Arg{i}"))
         .collect();
@@ -61,13 +62,16 @@ fn args_impls(tool: &ToolFn, names: &Names, arg_bounds: &[TokenStream]) -> Token
         let (alias, ty) = (super::at_call_site(alias), &param.ty);
         quote!(type #alias = #ty;)
     });
-    let deserialize = deserialize(tool, &names.args, &aliases, arg_bounds);
-    let json_schema = json_schema(tool, names, &aliases, arg_bounds);
+    let deserialize = deserialize(tool, &names.args, &aliases);
+    let json_schema = json_schema(tool, names, &aliases);
     let allow = super::allow_lints();
+    let p = quote!(::toolwright::__private_v0_1);
     quote! {
-        // The bounds' `for<..>` binders name a lifetime they do not use, on purpose.
         #allow
         const _: () = {
+            // Unused by a tool without parameters, or when another mistake stops the expansion.
+            #[allow(unused_imports)]
+            use #p::{Unusable as _, Usable as _};
             #(#declared)*
             #deserialize
             #json_schema
@@ -78,12 +82,7 @@ fn args_impls(tool: &ToolFn, names: &Names, arg_bounds: &[TokenStream]) -> Token
 /// `JsonSchema` for the arguments: the schema schemars' derive writes for the struct with
 /// `#[serde(deny_unknown_fields)]` (doc comments as title and description, defaults, `Option`s
 /// not required), as one call of a shared function with a row per parameter.
-fn json_schema(
-    tool: &ToolFn,
-    names: &Names,
-    aliases: &[Ident],
-    arg_bounds: &[TokenStream],
-) -> TokenStream {
+fn json_schema(tool: &ToolFn, names: &Names, aliases: &[Ident]) -> TokenStream {
     let p = quote!(::toolwright::__private_v0_1);
     let args_ident = &names.args;
     let args_name = args_ident.to_string();
@@ -97,10 +96,10 @@ fn json_schema(
                 .with_default(|| #p::schemars::_schemars_maybe_to_value!(#args_ident::#default()))
             }
         });
-        quote!(#p::ArgSchema::of::<#ty>(#name, #doc) #default)
+        quote!((&#p::ArgProbe::<#ty>::NEW).schema(#name, #doc) #default)
     });
     quote! {
-        impl #p::schemars::JsonSchema for #args_ident where #(#arg_bounds,)* {
+        impl #p::schemars::JsonSchema for #args_ident {
             fn schema_name() -> ::std::borrow::Cow<'static, str> {
                 ::std::borrow::Cow::Borrowed(#args_name)
             }
@@ -153,12 +152,7 @@ fn schemars_doc(docs: &[syn::Attribute]) -> TokenStream {
 /// type, not values by position), with serde derive's errors ("missing", "unknown",
 /// "duplicate field") and an absent `Option` read as `None`. The key lookup, the duplicate
 /// check and the absent value are shared functions, compiled once for all tools.
-fn deserialize(
-    tool: &ToolFn,
-    args_ident: &Ident,
-    aliases: &[Ident],
-    arg_bounds: &[TokenStream],
-) -> TokenStream {
+fn deserialize(tool: &ToolFn, args_ident: &Ident, aliases: &[Ident]) -> TokenStream {
     let p = quote!(::toolwright::__private_v0_1);
     let expecting = format!("struct {args_ident}");
     let params: Vec<&Param> = tool.args().collect();
@@ -168,32 +162,35 @@ fn deserialize(
     let arms = slots
         .iter()
         .zip(&names)
+        .zip(types)
         .enumerate()
-        .map(|(i, (slot, name))| {
+        .map(|(i, ((slot, name), ty))| {
             // The last arm takes every index left: the lookup never returns one past the names.
             let pattern = if i + 1 == params.len() {
                 quote!(_)
             } else {
                 quote!(#i)
             };
-            quote!(#pattern => #p::value_once(&mut #slot, &mut __map, #name),)
+            quote!(#pattern => (&#p::ArgProbe::<#ty>::NEW).value_once(&mut #slot, &mut __map, #name),)
         });
-    let fields = params
-        .iter()
-        .zip(&slots)
-        .zip(&names)
-        .map(|((param, slot), name)| {
-            let ident = &param.ident;
-            // A call per field, not a `match`: the function is checked and compiled once
-            // for every tool, where a `match` here would be for each.
-            match param.arg.default {
-                Some(_) => {
-                    let default = default_fn(param);
-                    quote!(#ident: #slot.unwrap_or_else(#args_ident::#default),)
+    let fields =
+        params
+            .iter()
+            .zip(&slots)
+            .zip(&names)
+            .zip(types)
+            .map(|(((param, slot), name), ty)| {
+                let ident = &param.ident;
+                // A call per field, not a `match`: the function is checked and compiled once
+                // for every tool, where a `match` here would be for each.
+                match param.arg.default {
+                    Some(_) => {
+                        let default = default_fn(param);
+                        quote!(#ident: #slot.unwrap_or_else(#args_ident::#default),)
+                    }
+                    None => quote!(#ident: (&#p::ArgProbe::<#ty>::NEW).present(#slot, #name)?,),
                 }
-                None => quote!(#ident: #p::present(#slot, #name)?,),
-            }
-        });
+            });
     // No parameters: every key is unknown, so the loop only ever ends or fails.
     let take = if params.is_empty() {
         quote!(let _: usize = __key;)
@@ -202,13 +199,13 @@ fn deserialize(
         quote!(match __key { #(#arms)* }?;)
     };
     quote! {
-        impl<'de> #p::serde::Deserialize<'de> for #args_ident where #(#arg_bounds,)* {
+        impl<'de> #p::serde::Deserialize<'de> for #args_ident {
             fn deserialize<D: #p::serde::Deserializer<'de>>(
                 deserializer: D,
             ) -> ::core::result::Result<Self, D::Error> {
                 struct __Visitor;
 
-                impl<'de> #p::serde::de::Visitor<'de> for __Visitor where #(#arg_bounds,)* {
+                impl<'de> #p::serde::de::Visitor<'de> for __Visitor {
                     type Value = #args_ident;
 
                     fn expecting(
