@@ -319,9 +319,9 @@ impl Bounds {
     /// approval, the idempotency store) has bounds of its own and never eats into the tool's
     /// timeout. With an injected clock the call begins at that clock's `now`.
     #[inline]
-    fn start(&self, env: &Sources, begin: Instant) -> CallAttempts {
+    fn start(&self, sources: &Sources, begin: Instant) -> CallAttempts {
         // An injected clock has its own time line, on which the call begins now.
-        let begin = match &env.clock {
+        let begin = match &sources.clock {
             ClockHandle::Tokio => begin,
             ClockHandle::Custom(clock) => clock.now(),
         };
@@ -387,12 +387,12 @@ impl Bounds {
     )]
     pub(crate) fn attempts<'s, B: Attempt<'s> + 's>(
         &'s self,
-        env: &'s Sources,
+        sources: &'s Sources,
         begin: Instant,
         mut body: B,
     ) -> impl Future<Output = Executed<B::Output>> + Send + 's {
         async move {
-            let mut run = self.start(env, begin);
+            let mut run = self.start(sources, begin);
             // Only with the benchmark feature: no tool compiles this branch otherwise.
             #[cfg(feature = "unguarded-for-benchmarks")]
             if self.unguarded {
@@ -409,19 +409,19 @@ impl Bounds {
                     Err(rejection) => return self.refused(&mut run, rejection),
                 };
                 let cut = admitted.info.attempt_deadline;
-                let (output, waited) = env
+                let (output, waited) = sources
                     .clock
                     .run_until(cut, contain(|| body.attempt(admitted.info)))
                     .await;
                 let next = {
                     let scrub = |message: &str| body.scrub(message);
-                    self.after_attempt(env, &mut run, admitted, output, waited, &scrub)
+                    self.after_attempt(sources, &mut run, admitted, output, waited, &scrub)
                 };
                 match next {
                     Next::Done(executed) => return executed,
                     Next::RetryAt(wake) => {
-                        env.clock.sleep_until(wake).await;
-                        run.begin = env.clock.now();
+                        sources.clock.sleep_until(wake).await;
+                        run.begin = sources.clock.now();
                     }
                 }
             }
@@ -434,7 +434,7 @@ impl Bounds {
     #[inline]
     fn after_attempt<T>(
         &self,
-        env: &Sources,
+        sources: &Sources,
         run: &mut CallAttempts,
         admitted: Admitted<'_>,
         output: Option<std::thread::Result<Result<T, ToolError>>>,
@@ -454,7 +454,7 @@ impl Bounds {
                 // breaker files its success under the attempt's start, and the registry
                 // closes its record with the clock read it makes for the outcome anyway.
                 // One that waited (on I/O, on a timer) may have run long: read the clock.
-                let (end_at, elapsed, open_since) = match &env.clock {
+                let (end_at, elapsed, open_since) = match &sources.clock {
                     ClockHandle::Tokio if !waited => (begin_at, Duration::ZERO, Some(begin)),
                     clock => {
                         let end = clock.now();
@@ -479,7 +479,7 @@ impl Bounds {
             }
             Err(error) => error,
         };
-        let end = env.clock.now();
+        let end = sources.clock.now();
         let end_at = nanos_since(self.origin, end);
         let verdict = if error.kind().counts_against_breaker() {
             Verdict::Failure
@@ -509,7 +509,7 @@ impl Bounds {
             max_attempts: self.attempts,
             retry_safe: self.retry_safe,
             policy: self.policy,
-            random: &env.random,
+            random: &sources.random,
         };
         let stop = match decide(&failed, &attempted, &rules) {
             Decision::Retry { wait } if self.budget.withdraw(end_at) => {

@@ -97,7 +97,7 @@ async fn approve(
     approval::review(
         session.approver(),
         &request,
-        &pipeline.env.clock,
+        &pipeline.sources.clock,
         pipeline.approval_timeout,
     )
     .await

@@ -117,7 +117,7 @@ pub(super) fn invocation<'a>(
         deadline: info.deadline,
         attempt_deadline: info.attempt_deadline,
         state: &pipeline.state,
-        clock: &pipeline.env.clock,
+        clock: &pipeline.sources.clock,
         progress: call.progress.as_ref(),
     }
 }

@@ -53,7 +53,7 @@ pub(crate) use typed::{entry_with, reparse, Body};
 /// stores and policies. Built once with the registry.
 pub(crate) struct Pipeline {
     pub(crate) state: Arc<StateMap>,
-    pub(crate) env: Sources,
+    pub(crate) sources: Sources,
     pub(crate) store: Arc<dyn IdempotencyStore>,
     pub(crate) key_mode: KeyMode,
     pub(crate) argument_log: ArgumentLog,
@@ -149,7 +149,7 @@ pub(crate) fn run<'a>(
                 let repairs = Repairs {
                     rules: pipeline.rules.as_ref(),
                     repairer: pipeline.repairer.as_deref(),
-                    clock: &pipeline.env.clock,
+                    clock: &pipeline.sources.clock,
                     timeout: pipeline.repair_timeout,
                 };
                 let check = |text: &str| tool.validated(text, session, pipeline);
@@ -211,7 +211,10 @@ pub(crate) fn run<'a>(
             session,
             pipeline,
         };
-        let executed = tool.guard().attempts(&pipeline.env, begin, attempts).await;
+        let executed = tool
+            .guard()
+            .attempts(&pipeline.sources, begin, attempts)
+            .await;
         let mut executed = interpreted(executed, spec, session, &call.id, pipeline);
         let degraded = match fallback::wanted(spec.has_fallback(), spec.idempotent(), &executed) {
             Some(kind) => {

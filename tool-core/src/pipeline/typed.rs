@@ -218,7 +218,7 @@ impl<T: Body> Entry<T> {
         pipeline: &Pipeline,
     ) -> Option<ErrorKind> {
         let spec = &self.spec;
-        let clock = &pipeline.env.clock;
+        let clock = &pipeline.sources.clock;
         let cut = clock.now() + spec.timeout;
         let info = AttemptInfo {
             number: 1,

@@ -25,7 +25,7 @@ pub struct RegistryBuilder {
     state: StateMap,
     settings: Settings,
     breakers: HashMap<String, BreakerPolicy>,
-    env: Sources,
+    sources: Sources,
     store: Option<Arc<dyn IdempotencyStore>>,
     key_mode: KeyMode,
     argument_log: ArgumentLog,
@@ -58,7 +58,7 @@ impl Default for RegistryBuilder {
                 unguarded: false,
             },
             breakers: HashMap::new(),
-            env: Sources::default(),
+            sources: Sources::default(),
             store: None,
             key_mode: KeyMode::default(),
             argument_log: ArgumentLog::Off,
@@ -254,7 +254,7 @@ impl RegistryBuilder {
     /// The clock timeouts, backoff, deadlines, breakers and budgets read (default: tokio's, which
     /// `#[tokio::test(start_paused = true)]` pauses).
     pub fn clock(mut self, clock: impl Clock) -> Self {
-        self.env.clock = ClockHandle::new(clock);
+        self.sources.clock = ClockHandle::new(clock);
         self
     }
 
@@ -271,7 +271,7 @@ impl RegistryBuilder {
     /// The random source backoff jitter draws from (default: fastrand's thread-local generator;
     /// [`SeededRandom`](crate::execute::SeededRandom) for reproducible tests).
     pub fn random(mut self, random: impl RandomSource) -> Self {
-        self.env.random = RandomHandle::new(random);
+        self.sources.random = RandomHandle::new(random);
         self
     }
 
@@ -424,7 +424,7 @@ impl RegistryBuilder {
     /// Builds the registry; fails on duplicate names and on missing shared state.
     pub fn build(self) -> Result<Registry, BuildError> {
         let mut tools = ToolMap::with_capacity_and_hasher(self.pending.len(), Default::default());
-        let origin = self.env.clock.now();
+        let origin = self.sources.clock.now();
         let making = ToolDefaults {
             settings: self.settings,
             breakers: self.breakers,
@@ -455,7 +455,7 @@ impl RegistryBuilder {
         let pipeline = Pipeline {
             finders: std::sync::RwLock::new(Arc::new(pipeline::finders(&table.specs))),
             state: Arc::new(self.state),
-            env: self.env,
+            sources: self.sources,
             store: self
                 .store
                 .unwrap_or_else(|| Arc::new(MemoryStore::new()) as Arc<dyn IdempotencyStore>),

@@ -236,7 +236,7 @@ impl Registry {
     pub fn breaker(&self, name: &str) -> Option<BreakerHandle> {
         self.table().tools.get(name).map(|t| BreakerHandle {
             breaker: Arc::clone(t.tool.guard().breaker()),
-            clock: self.inner.pipeline.env.clock.clone(),
+            clock: self.inner.pipeline.sources.clock.clone(),
         })
     }
 
