@@ -6,8 +6,8 @@
 # docs/mutants.md.
 #
 # Usage: scripts/mutants.sh [MODULE ...] [-- CARGO-MUTANTS ARGS]
-#   MODULE: guard (guard/approval.rs, guard/provenance.rs), execute (execute/), idempotency
-#   (idempotency/), validate (validate/ with validate/repair/). Default: all four, in that order.
+#   MODULE: guard (approval.rs, provenance.rs), execute (execute/), idempotency
+#   (idempotency/), validate (validate/ with repair/). Default: all four, in that order.
 #   Extra args go to cargo-mutants, e.g. `scripts/mutants.sh execute -- --re 'breaker.rs'`
 #   (only the mutants whose names match), `-- --list` (count them, build nothing).
 #   A run replaces $MUTANTS_OUT/MODULE unless MUTANTS_RESUME=1: then what an earlier run
@@ -69,10 +69,10 @@ extra=("$@")
 # Per module: files to mutate, integration tests (root crate) and cargo features.
 files_of() {
   case $1 in
-    guard) echo "tool-core/src/guard/approval.rs tool-core/src/guard/provenance.rs" ;;
+    guard) echo "tool-core/src/approval.rs tool-core/src/provenance.rs" ;;
     execute) echo "tool-core/src/execute/*.rs" ;;
     idempotency) echo "tool-core/src/idempotency/*.rs" ;;
-    validate) echo "tool-core/src/validate/*.rs tool-core/src/validate/repair/*.rs" ;;
+    validate) echo "tool-core/src/validate/*.rs tool-core/src/repair/*.rs" ;;
     *) echo "unknown module $1 (guard, execute, idempotency, validate)" >&2; exit 2 ;;
   esac
 }
