@@ -5,7 +5,10 @@
 //! call has its own call id, so B begins a fresh key each time (the cost of a first call, not of
 //! a replay). Prints the median per-round ratio B/A and the median difference per call.
 //!
-//! `cargo bench --bench idempotency_interleaved` (optionally `-- ROUNDS N`).
+//! `cargo bench --bench idempotency_interleaved` (optionally `-- ROUNDS N`; `-- profile N` runs
+//! only N calls of B, `-- profile N twin` only N calls of A, each with a fresh call id, for a
+//! profiler such as callgrind: one side per process, so the program's total at two values of N,
+//! the difference, is that side's cost per call).
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -99,6 +102,29 @@ fn main() {
         .tool(RefundOrderTwin)
         .build()
         .unwrap();
+
+    // `-- profile N [twin]`: N calls of one side and nothing else.
+    if let Some(i) = args.iter().position(|a| a == "profile") {
+        let n: u64 = args
+            .get(i + 1)
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(10_000);
+        let tool = if args.iter().any(|a| a == "twin") {
+            "refund_order_twin"
+        } else {
+            "refund_order"
+        };
+        rt.block_on(async {
+            for id in 0..n {
+                let call = ToolCall::new(format!("c{id}"), tool, ARGS);
+                let outcome = registry.call(black_box(call)).await;
+                assert!(outcome.is_ok());
+                black_box(outcome);
+            }
+        });
+        return;
+    }
+
     rt.block_on(async {
         let mut next = 0;
         // Warm up both sides (and the store's cache).
