@@ -287,7 +287,7 @@ fn registry() -> Registry {
         .tool(Whoami)
         .state(Db { rows: 42 })
         // Above the 1 MiB default, so the megabyte cases below reach the failure path they
-        // test (tests/exactness.rs covers the limit itself).
+        // test (tests/guard_exactness.rs covers the limit itself).
         .max_argument_bytes(4 << 20)
         .build()
         .expect("the fixture registry builds")
