@@ -16,7 +16,7 @@
 #   MUTANTS_THIRD=0 skips execute's third pass (below), e.g. when `--re` names other mutants.
 #
 # The tests per module: toolwright-core's unit tests (`--lib`) and the root crate's integration
-# tests named in `tests_of` below; never the trybuild suite (tests/ui.rs) or the browser test,
+# tests named in `tests_of` below; never the trybuild suite (tests/macro_ui.rs) or the browser test,
 # and no test with `soak` in its name (minutes each: tests/conversation_store.rs's two replicas
 # and a Redis restart). Two passes: every mutant against the unit tests, then what they missed
 # against the integration tests (and, for execute, a third: classify.rs's reqwest half against
@@ -78,14 +78,14 @@ files_of() {
 }
 tests_of() {
   case $1 in
-    guard) echo "approval provenance promises_guards guard_order conversation_store" ;;
-    # promises_idempotency: the key's hold is the execution seam's deadline.
-    # tool_forms: sync tools on the blocking pool (blocking.rs), a panicking one contained;
-    # promises_observe: the contained panic's event and message.
-    execute) echo "breaker promises_breaker execution fallback promises_fallback promises_idempotency tool_forms promises_observe" ;;
-    idempotency) echo "idempotency_store idempotency_pipeline promises_idempotency fingerprint_props" ;;
-    # dynamic_tools: a tool defined at run time checks every call with the shape validator.
-    validate) echo "repair deterministic_repair repair_claims exactness exact_bounds data_types schema dynamic_tools" ;;
+    guard) echo "guard_approval guard_provenance guard_promises guard_order conversation_store" ;;
+    # idempotency_promises: the key's hold is the execution seam's deadline.
+    # registry_tool_forms: sync tools on the blocking pool (blocking.rs), a panicking one contained;
+    # observe_promises: the contained panic's event and message.
+    execute) echo "execute_breaker execute_breaker_promises execute_attempts execute_fallback execute_fallback_promises idempotency_promises registry_tool_forms observe_promises" ;;
+    idempotency) echo "idempotency_store idempotency_pipeline idempotency_promises idempotency_fingerprint_props" ;;
+    # registry_dynamic_tools: a tool defined at run time checks every call with the shape validator.
+    validate) echo "repair_pass repair_deterministic repair_promises guard_exactness validate_exact_bounds registry_data_types registry_schema registry_dynamic_tools" ;;
   esac
 }
 features_of() {

@@ -3,8 +3,8 @@
 //! `tests/ui-pass/` holds tools that must compile: every supported parameter kind and rule.
 //!
 //! Regenerate the expected output after an intended change with
-//! `TRYBUILD=overwrite cargo test --all-features --test ui`, then read every changed `.stderr` as
-//! a user would.
+//! `TRYBUILD=overwrite cargo test --all-features --test macro_ui`, then read every changed
+//! `.stderr` as a user would.
 
 #[test]
 fn ui() {

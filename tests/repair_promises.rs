@@ -1,4 +1,4 @@
-//! The README's repair-pass promises that `tests/repair.rs` does not make:
+//! The README's repair-pass promises that `tests/repair_pass.rs` does not make:
 //!
 //! - provenance (`ungrounded_identifier`) and authorization (`unauthorized`, by a rule or by
 //!   missing scopes) are never repaired, even by a repairer that would turn the call into one
