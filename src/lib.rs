@@ -126,6 +126,7 @@
 //! | `requires_approval` | each call runs only when the session's approver approves that exact call; else `pending` or `approval_denied` ([`approval`]) |
 //! | `fallback = path` | a function with the tool's parameters and result type (`async` when the tool is) that answers when the tool is unavailable (below) |
 //! | `blocking = false` | a sync `fn` runs inline on the calling task, not on the blocking pool (and takes no `timeout_ms`) |
+//! | `example = r#"{..}"#` | example arguments, one JSON object per key, repeatable (in order); not an object: a compile error; failing the tool's own checks (shape, field rules, `validate`): [`BuildError::InvalidExample`] when the registry is built; exported as Anthropic's `input_examples`, elsewhere as an `Examples:` paragraph of the description ([`providers::Provider`]) |
 //!
 //! ### `#[arg(...)]` keys
 //!

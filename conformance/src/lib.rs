@@ -51,7 +51,13 @@ pub struct Product {
 }
 
 /// Search the catalogue. Returns at most `max_results` products.
-#[tool(timeout_ms = 2000, read_only)]
+// The examples: Anthropic's `input_examples`, the other providers' description paragraph.
+#[tool(
+    timeout_ms = 2000,
+    read_only,
+    example = r#"{"query":"usb-c cable","max_results":5,"sort":"price_asc","in_stock":true}"#,
+    example = r#"{"query":"desk lamp","min_price":20.0,"sort":"relevance","in_stock":false}"#
+)]
 pub async fn search_products(
     /// Words to look for.
     #[arg(length(min = 1, max = 200))]

@@ -384,6 +384,8 @@ MUTATIONS: list[tuple[str, str, str | None, Callable[[Any], None]]] = [
     ("open object under strict", "openai.responses.tools", "responses_strict", lambda v: v[0]["parameters"].update(additionalProperties=True)),
     ("minLength under strict", "openai.responses.tools", "responses_strict", lambda v: next(iter(v[0]["parameters"]["properties"].values())).update(minLength=1)),
     ("input_schema missing", "anthropic.tools", "anthropic", lambda v: v[0].pop("input_schema")),
+    ("input_examples as a list of strings", "anthropic.tools", "anthropic", lambda v: next((t for t in v if "input_examples" in t), v[0]).update(input_examples=["usb-c cable"])),
+    ("input_examples under another name", "anthropic.tools", "anthropic", lambda v: (t := next((t for t in v if "input_examples" in t), v[0])).update(examples=t.pop("input_examples", []))),
     ("unknown key in a Gemini declaration", "gemini.tools", "gemini", lambda v: v[0]["functionDeclarations"][0].update(strict=True)),
     ("lower-case Gemini type", "gemini.tools", "gemini", lambda v: v[0]["functionDeclarations"][0]["parameters"].update(type="object")),
     ("$ref in Gemini parameters", "gemini.tools", "gemini", lambda v: v[0]["functionDeclarations"][0]["parameters"]["properties"].update(x={"$ref": "#/$defs/X"})),
@@ -458,6 +460,10 @@ def main() -> int:
         except Exception as e:  # noqa: BLE001 - a checker crash is a failure too, with its cause
             failed += 1
             print(f"FAIL {label}: {type(e).__name__}: {e}")
+
+    # A tool with example arguments, so `input_examples` is checked against `ToolParam`.
+    with_examples = [t["name"] for f in fixtures if f["kind"] == "anthropic.tools" for t in f["value"] if t.get("input_examples")]
+    run("an Anthropic export carries input_examples", lambda: None if with_examples else (_ for _ in ()).throw(Failure("no Anthropic tool has input_examples")))
 
     kinds_seen = {f["kind"] for f in fixtures}
     missing = sorted(set(CHECKS) - kinds_seen)

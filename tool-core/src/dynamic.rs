@@ -102,6 +102,7 @@ pub struct DynamicTool {
     validator: shape::Compiled,
     handler: Arc<Handler>,
     fallback: Option<Arc<Handler>>,
+    examples: Arc<[Value]>,
 }
 
 impl fmt::Debug for DynamicTool {
@@ -134,6 +135,7 @@ impl DynamicTool {
             sensitive: Vec::new(),
             grounded: Vec::new(),
             grounds: Vec::new(),
+            examples: Vec::new(),
         }
     }
 
@@ -155,6 +157,7 @@ impl DynamicTool {
             output_schema: Arc::new(self.output_schema.clone()),
             timeout: self.timeout.unwrap_or(default_timeout),
             returns_content: false,
+            examples: Arc::clone(&self.examples),
         }
     }
 
@@ -191,6 +194,7 @@ pub struct DynamicToolBuilder {
     grounded: Vec<(String, String)>,
     /// (kind of id, path in the result)
     grounds: Vec<(String, String)>,
+    examples: Vec<Value>,
 }
 
 impl fmt::Debug for DynamicToolBuilder {
@@ -278,6 +282,37 @@ impl DynamicToolBuilder {
     /// step, `""` for the result itself.
     pub fn grounds(mut self, kind: impl Into<String>, path: impl Into<String>) -> Self {
         self.grounds.push((kind.into(), path.into()));
+        self
+    }
+
+    /// Adds an example of the tool's arguments (as `#[tool(example = ..)]`): an object the
+    /// model could send. Examples keep the order they are added in. Each is checked against
+    /// the tool's input schema when the registry is built, and one that fails makes
+    /// [`RegistryBuilder::build`](crate::RegistryBuilder::build) (or
+    /// [`Registry::change`](crate::Registry::change)) fail with [`BuildError::InvalidExample`].
+    /// Anthropic exports them as `input_examples`, the other providers in the description
+    /// ([`Export::tool`]).
+    ///
+    /// ```
+    /// # use serde_json::json;
+    /// # use toolwright_core::dynamic::DynamicTool;
+    /// let weather = DynamicTool::builder("get_weather")
+    ///     .description("Current weather for a city.")
+    ///     .input_schema(json!({
+    ///         "type": "object",
+    ///         "properties": { "city": { "type": "string" } },
+    ///         "required": ["city"],
+    ///         "additionalProperties": false
+    ///     }))
+    ///     .example(json!({ "city": "Oslo" }))
+    ///     .example(json!({ "city": "Lima" }))
+    ///     .handler(|args, _ctx| async move { Ok(args) })
+    ///     .build()
+    ///     .unwrap();
+    /// # let _ = weather;
+    /// ```
+    pub fn example(mut self, arguments: Value) -> Self {
+        self.examples.push(arguments);
         self
     }
 
@@ -414,7 +449,11 @@ impl DynamicToolBuilder {
             .into_iter()
             .map(|(kind, path)| Grounds::new(leak(kind), leak(path)))
             .collect();
+        // The text the registry checks at build, as a `#[tool]`'s examples are written.
+        let example_texts: Vec<&'static str> =
+            self.examples.iter().map(|e| leak(e.to_string())).collect();
         let mut meta = ToolMeta::new(leaked_name, description)
+            .examples(Box::leak(example_texts.into_boxed_slice()))
             .effect(self.effect)
             .scopes(scopes)
             .fields(Box::leak(fields.into_boxed_slice()))
@@ -439,6 +478,7 @@ impl DynamicToolBuilder {
             validator,
             handler,
             fallback: self.fallback,
+            examples: Arc::from(self.examples),
         };
         let spec = tool.spec(Duration::from_secs(1));
         for provider in self.providers {
@@ -629,25 +669,18 @@ impl Body for DynamicBody {
         session: &Session,
         pipeline: &Pipeline,
     ) -> Result<Box<Value>, Box<Failure>> {
-        let schema = &spec.input_schema;
-        match shape::parse::<Value>(arguments) {
-            Ok(value) => match validator.check(schema, &value, arguments.len()) {
-                Verdict::Valid => {
-                    grounded(&value, spec, session, pipeline)?;
-                    Ok(Box::new(value))
-                }
-                Verdict::Invalid => {
-                    Err(Box::new(shape::failure(arguments, None, schema, validator)))
-                }
-                Verdict::TooCostly => Err(Box::new(shape::too_costly(arguments.len()))),
-            },
-            Err(e) => Err(Box::new(shape::failure(
-                arguments,
-                e.as_ref(),
-                schema,
-                validator,
-            ))),
-        }
+        let value = checked(arguments, spec, validator)?;
+        grounded(&value, spec, session, pipeline)?;
+        Ok(Box::new(value))
+    }
+
+    fn check_example(
+        &self,
+        arguments: &str,
+        spec: &ToolSpec,
+        validator: &ShapeValidator,
+    ) -> Result<(), Box<Failure>> {
+        checked(arguments, spec, validator).map(drop)
     }
 
     fn reparse(&self, arguments: &str) -> Result<Box<Value>, ToolError> {
@@ -671,6 +704,29 @@ impl Body for DynamicBody {
             Some(fallback) => fallback(*args, invocation.context()),
             None => Box::pin(async { Err(ToolError::unavailable("this tool has no fallback")) }),
         }
+    }
+}
+
+/// A runtime tool's arguments checked against its schema: every rule it has (a runtime tool's
+/// field rules and semantic rule are its schema's keywords).
+fn checked(
+    arguments: &str,
+    spec: &ToolSpec,
+    validator: &ShapeValidator,
+) -> Result<Value, Box<Failure>> {
+    let schema = &spec.input_schema;
+    match shape::parse::<Value>(arguments) {
+        Ok(value) => match validator.check(schema, &value, arguments.len()) {
+            Verdict::Valid => Ok(value),
+            Verdict::Invalid => Err(Box::new(shape::failure(arguments, None, schema, validator))),
+            Verdict::TooCostly => Err(Box::new(shape::too_costly(arguments.len()))),
+        },
+        Err(e) => Err(Box::new(shape::failure(
+            arguments,
+            e.as_ref(),
+            schema,
+            validator,
+        ))),
     }
 }
 

@@ -22,6 +22,7 @@ pub const TOOL_KEYS: &[&str] = &[
     "requires_approval",
     "grounds",
     "blocking",
+    "example",
 ];
 
 pub const ARG_KEYS: &[&str] = &[
@@ -52,6 +53,8 @@ pub struct ToolAttrs {
     pub grounds: Vec<(syn::Ident, LitStr)>,
     /// `blocking = false`: a sync fn that runs inline rather than on the blocking pool.
     pub blocking: Option<LitBool>,
+    /// `example = r#"{..}"#`, repeatable: example arguments as JSON text, in order.
+    pub examples: Vec<LitStr>,
 }
 
 /// The value of a number literal, integers kept exact: a bound of `u64::MAX` must not become
@@ -230,6 +233,14 @@ const TOOL_KEY_HINTS: &[(&str, &str)] = &[
         "the timeout is `timeout_ms`, in milliseconds: `timeout_ms = 5000` for 5 s",
     ),
     ("max_retries", "write `retries = 2`"),
+    (
+        "examples",
+        "write one `example = r#\"{..}\"#` per example; the key may be repeated",
+    ),
+    (
+        "input_examples",
+        "write one `example = r#\"{..}\"#` per example; the key may be repeated",
+    ),
     ("readonly", "write `read_only`"),
     ("idempotency_key", "take a `key: IdempotencyKey` parameter"),
     ("scope", "write `scopes = [\"orders:read\"]`"),
@@ -325,6 +336,8 @@ struct ToolAttrsBuilder<'c> {
     requires_approval: Attr<'c, Span>,
     grounds: Attr<'c, Vec<(syn::Ident, LitStr)>>,
     blocking: Attr<'c, LitBool>,
+    /// Repeatable, so a list rather than an [`Attr`].
+    examples: Vec<LitStr>,
 }
 
 impl<'c> ToolAttrsBuilder<'c> {
@@ -342,6 +355,7 @@ impl<'c> ToolAttrsBuilder<'c> {
             requires_approval: Attr::none(cx, "#[tool]", "requires_approval"),
             grounds: Attr::none(cx, "#[tool]", "grounds"),
             blocking: Attr::none(cx, "#[tool]", "blocking"),
+            examples: Vec::new(),
         }
     }
 
@@ -375,6 +389,16 @@ impl<'c> ToolAttrsBuilder<'c> {
             "fallback" => self.fallback.set(at, meta.value()?.parse()?),
             "grounds" => self.grounds.set(at, grounds(cx, meta)?),
             "blocking" => self.blocking.set(at, meta.value()?.parse()?),
+            "example" => match meta.value()?.parse()? {
+                Expr::Lit(ExprLit {
+                    lit: Lit::Str(text),
+                    ..
+                }) => self.examples.push(text),
+                other => cx.error_spanned_by(
+                    other,
+                    "an example is the JSON text of the arguments in a string literal: `example = r#\"{\"query\":\"late orders\"}\"#`",
+                ),
+            },
             other => {
                 cx.error_spanned_by(
                     at,
@@ -400,6 +424,7 @@ impl<'c> ToolAttrsBuilder<'c> {
             requires_approval: self.requires_approval.get(),
             grounds: self.grounds.get().unwrap_or_default(),
             blocking: self.blocking.get(),
+            examples: self.examples,
         }
     }
 }

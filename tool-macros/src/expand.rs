@@ -372,6 +372,10 @@ fn meta(tool: &ToolFn) -> TokenStream {
         });
         meta.extend(quote!(.grounds(&[#(#grounds),*])));
     }
+    if !attrs.examples.is_empty() {
+        let examples = &attrs.examples;
+        meta.extend(quote!(.examples(&[#(#examples),*])));
+    }
     let fields = tool.args().map(field_meta);
     meta.extend(quote!(.fields(&[#(#fields),*])));
     meta

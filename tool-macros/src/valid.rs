@@ -238,6 +238,7 @@ pub fn check(cx: &Ctxt, tool: &ToolFn) {
     signature(cx, tool);
     name_and_description(cx, tool);
     policy(cx, tool);
+    examples(cx, tool);
     let mut injected = Injected::default();
     for param in &tool.params {
         injected.check(cx, tool, param);
@@ -350,6 +351,40 @@ fn policy(cx: &Ctxt, tool: &ToolFn) {
                 format!("`retries = {n}` on a non-idempotent tool could repeat its side effect: add a `key: IdempotencyKey` parameter and send it downstream, or declare `idempotent = true` if calling twice is harmless"),
             );
         }
+    }
+}
+
+/// Each `example` is the JSON text of an object (whether the tool accepts it is checked when
+/// the registry is built, by the tool's own checks).
+fn examples(cx: &Ctxt, tool: &ToolFn) {
+    for lit in &tool.attrs.examples {
+        let problem = match serde_json::from_str::<serde_json::Value>(&lit.value()) {
+            Ok(serde_json::Value::Object(_)) => continue,
+            Ok(other) => format!("is {}, not an object", json_kind(&other)),
+            Err(e) => format!("is not JSON ({e})"),
+        };
+        let fields: Vec<String> = tool
+            .args()
+            .map(|p| format!("\"{}\":..", p.ident.unraw()))
+            .collect();
+        cx.error_spanned_by(
+            lit,
+            format!(
+                "this `example` {problem}: an example is one object of the tool's arguments, keyed by parameter name, such as `example = r#\"{{{}}}\"#`",
+                fields.join(",")
+            ),
+        );
+    }
+}
+
+fn json_kind(value: &serde_json::Value) -> &'static str {
+    match value {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
     }
 }
 

@@ -28,6 +28,10 @@ pub(crate) trait DynTool: Send + Sync {
         session: &Session,
         pipeline: &Pipeline,
     ) -> Result<Args, Box<Failure>>;
+    /// The checks an example of the arguments must pass when the tool is registered: shape,
+    /// field rules, semantic rule (not provenance or authorization, which need a
+    /// conversation).
+    fn check_example(&self, arguments: &str) -> Result<(), Box<Failure>>;
     /// The tool's body on `args` (taken by its first poll), its result interpreted: `Ok(Err)`
     /// when the body succeeded but its result could not be (that is not the attempt's failure).
     fn invoke<'a>(

@@ -42,6 +42,15 @@ pub(crate) trait Body: Send + Sync + 'static {
         pipeline: &Pipeline,
     ) -> Result<Self::Args, Box<Failure>>;
 
+    /// Shape, field rules, semantic rule: what an example must pass when the tool is
+    /// registered, with no conversation to check provenance or authorization in.
+    fn check_example(
+        &self,
+        arguments: &str,
+        spec: &ToolSpec,
+        shape: &ShapeValidator,
+    ) -> Result<(), Box<Failure>>;
+
     /// The validated text read again, for a retry or a fallback.
     fn reparse(&self, arguments: &str) -> Result<Self::Args, ToolError>;
 
@@ -76,6 +85,15 @@ impl<T: Tool> Body for T {
         pipeline: &Pipeline,
     ) -> Result<T::Args, Box<Failure>> {
         validate_typed::<T>(arguments, spec, shape, session, pipeline)
+    }
+
+    fn check_example(
+        &self,
+        arguments: &str,
+        spec: &ToolSpec,
+        shape: &ShapeValidator,
+    ) -> Result<(), Box<Failure>> {
+        check_example_typed::<T>(arguments, spec, shape)
     }
 
     fn reparse(&self, arguments: &str) -> Result<T::Args, ToolError> {
@@ -150,6 +168,10 @@ impl<T: Body> DynTool for Entry<T> {
     ) -> Result<Args, Box<Failure>> {
         self.validate(arguments, session, pipeline)
             .map(|args| -> Args { Box::new(args) })
+    }
+
+    fn check_example(&self, arguments: &str) -> Result<(), Box<Failure>> {
+        self.tool.check_example(arguments, &self.spec, &self.shape)
     }
 
     fn invoke<'a>(
@@ -272,17 +294,34 @@ fn validate_typed<T: Tool>(
     }
 }
 
+/// The checks of an example of a compiled tool's arguments: the text parsed into `T::Args`,
+/// then its field rules and semantic rule, as a call's are.
+fn check_example_typed<T: Tool>(
+    arguments: &str,
+    spec: &ToolSpec,
+    shape: &ShapeValidator,
+) -> Result<(), Box<Failure>> {
+    match shape::parse::<T::Args>(arguments) {
+        Ok(args) => match rule_checks::<T>(&args) {
+            None => Ok(()),
+            Some(refused) => Err(refused.failure(spec)),
+        },
+        Err(e) => Err(Box::new(shape::failure(
+            arguments,
+            e.as_ref(),
+            &spec.input_schema,
+            shape,
+        ))),
+    }
+}
+
 /// The typed checks of parsed arguments, in order: field rules, semantic rule, provenance,
 /// authorization. `None`: all passed.
 fn typed_checks<T: Tool>(args: &T::Args, session: &Session) -> Option<TypedRefusal> {
+    if let Some(refused) = rule_checks::<T>(args) {
+        return Some(TypedRefusal::Rules(refused));
+    }
     let mut report = Violations::new();
-    T::check_fields(args, &mut report);
-    if !report.is_empty() {
-        return Some(TypedRefusal::Fields(report));
-    }
-    if let Err(e) = T::check_semantics(args) {
-        return Some(TypedRefusal::Semantic(e));
-    }
     T::check_grounded(args, session, &mut report);
     if !report.is_empty() {
         return Some(TypedRefusal::Ungrounded(report));
@@ -292,12 +331,42 @@ fn typed_checks<T: Tool>(args: &T::Args, session: &Session) -> Option<TypedRefus
         .map(TypedRefusal::Unauthorized)
 }
 
+/// The checks that need only the arguments: field rules, then the semantic rule.
+fn rule_checks<T: Tool>(args: &T::Args) -> Option<RuleRefusal> {
+    let mut report = Violations::new();
+    T::check_fields(args, &mut report);
+    if !report.is_empty() {
+        return Some(RuleRefusal::Fields(report));
+    }
+    T::check_semantics(args).err().map(RuleRefusal::Semantic)
+}
+
 /// Which typed check refused a call's arguments, with what it found.
 enum TypedRefusal {
-    Fields(Violations),
-    Semantic(ToolError),
+    Rules(RuleRefusal),
     Ungrounded(Violations),
     Unauthorized(ToolError),
+}
+
+/// Which of the checks that need only the arguments refused them.
+enum RuleRefusal {
+    Fields(Violations),
+    Semantic(ToolError),
+}
+
+impl RuleRefusal {
+    /// The failure the model (or, for an example, the registry's builder) gets.
+    #[cold]
+    fn failure(self, spec: &ToolSpec) -> Box<Failure> {
+        match self {
+            RuleRefusal::Fields(report) => {
+                Box::new(field_failure(report.into_vec(), &spec.input_schema))
+            }
+            RuleRefusal::Semantic(e) => {
+                crate::guard::validation_failure(e, ErrorKind::SemanticInvalid)
+            }
+        }
+    }
 }
 
 impl TypedRefusal {
@@ -305,12 +374,7 @@ impl TypedRefusal {
     #[cold]
     fn failure(self, spec: &ToolSpec, pipeline: &Pipeline) -> Box<Failure> {
         match self {
-            TypedRefusal::Fields(report) => {
-                Box::new(field_failure(report.into_vec(), &spec.input_schema))
-            }
-            TypedRefusal::Semantic(e) => {
-                crate::guard::validation_failure(e, ErrorKind::SemanticInvalid)
-            }
+            TypedRefusal::Rules(refused) => refused.failure(spec),
             TypedRefusal::Ungrounded(report) => Box::new(provenance::ungrounded(
                 report.into_vec(),
                 spec.fields(),

@@ -4,6 +4,11 @@
 //! `Provider::Anthropic.strict(true)` opts into grammar-constrained tool inputs and the schema
 //! subset that needs), read `tool_use` blocks with [`parse_calls`], and answer them with
 //! [`tool_result`] blocks, all results of one turn in one [`user_message`].
+//!
+//! A tool's example arguments ([`ToolSpec::examples`](crate::ToolSpec::examples)) are exported
+//! as the tool's `input_examples`, an array of input objects (the field of the Messages API's
+//! `ToolParam`, generally available in the official SDKs, no beta header); a tool without
+//! examples has no such field.
 
 use serde_json::{json, Map, Value};
 
@@ -17,6 +22,12 @@ pub(crate) fn tool(spec: &ToolSpec, input_schema: Value, strict: bool) -> Value 
     tool.insert("name".into(), Value::from(spec.name()));
     tool.insert("description".into(), Value::from(spec.description()));
     tool.insert("input_schema".into(), input_schema);
+    if !spec.examples().is_empty() {
+        tool.insert(
+            "input_examples".into(),
+            Value::Array(spec.examples().to_vec()),
+        );
+    }
     if strict {
         tool.insert("strict".into(), Value::Bool(true));
     }

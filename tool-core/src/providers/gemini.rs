@@ -7,6 +7,10 @@
 //! [`GeminiCall`] keeps the part's `thoughtSignature`, which Gemini requires back when the
 //! model's turn is replayed ([`model_content`]). Answer with [`function_response`] parts, all of
 //! one turn in one [`user_content`].
+//!
+//! A tool's example arguments ([`ToolSpec::examples`](crate::ToolSpec::examples)) have no
+//! field here; the exported description ends with them, a blank line, `Examples:`, then one
+//! compact JSON object per line ([`Provider`] shows the form).
 
 use std::hash::{BuildHasher, RandomState};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -26,7 +30,7 @@ pub const MINTED_ID_PREFIX: &str = "tw-gemini-";
 pub(crate) fn declaration(spec: &ToolSpec, field: &str, parameters: Value) -> Value {
     let mut declaration = Map::new();
     declaration.insert("name".into(), Value::from(spec.name()));
-    declaration.insert("description".into(), Value::from(spec.description()));
+    declaration.insert("description".into(), Value::from(super::described(spec)));
     // Gemini rejects an OBJECT `parameters` with no properties; a function without parameters
     // leaves the field out, as its documentation says.
     let no_parameters = field == "parameters"

@@ -9,6 +9,11 @@
 //! `read_only`/`idempotent`; `destructiveHint` is `false` for a read-only tool and otherwise
 //! MCP's default `true`, and `openWorldHint` is MCP's default `true`, unless [`McpHints`] says
 //! otherwise.
+//!
+//! A tool's example arguments ([`ToolSpec::examples`](crate::ToolSpec::examples)) have no
+//! field in MCP's `Tool` (revisions 2025-11-25 and 2026-07-28); the exported description ends
+//! with them, a blank line, `Examples:`, then one
+//! compact JSON object per line ([`Provider`] shows the form).
 
 use serde_json::{json, Map, Value};
 
@@ -71,7 +76,7 @@ pub(crate) fn tool(spec: &ToolSpec, input_schema: Value, hints: McpHints) -> Val
     json!({
         "name": spec.name(),
         "title": title(spec.name()),
-        "description": spec.description(),
+        "description": super::described(spec),
         "inputSchema": input_schema,
         "outputSchema": envelope_schema(spec.output_schema()),
         "annotations": {

@@ -84,6 +84,23 @@ mod schema;
 /// one-value `enum`, a `$ref` with siblings inlined, nullable types in the provider's form),
 /// restate in the description what the provider rejects but a sentence can carry (length
 /// bounds, formats, defaults, uniqueness), and refuse the rest ([`Construct`]).
+///
+/// A tool's example arguments ([`ToolSpec::examples`]) go where the provider reads them.
+/// Anthropic has a field for them, `input_examples` (an array of input objects, in the
+/// Messages API's `ToolParam`). OpenAI, Gemini and MCP have none, so the exported description
+/// ends with a paragraph of them: a blank line, `Examples:`, then each example as compact JSON
+/// on a line of its own, in the order declared:
+///
+/// ```text
+/// Search orders by free text.
+///
+/// Examples:
+/// {"query":"late orders","max_results":5}
+/// {"query":"refunds"}
+/// ```
+///
+/// Only the export changes: [`ToolSpec::description`] stays the tool's own, and a tool
+/// without examples exports exactly as before.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Provider {
@@ -196,7 +213,9 @@ impl Export {
             )
     }
 
-    /// One tool's definition.
+    /// One tool's definition. Its examples, if any, are Anthropic's `input_examples` and, for
+    /// every other provider, a last paragraph of the description (`Examples:` and one compact
+    /// JSON object per line), as [`Provider`] describes.
     pub fn tool(&self, spec: &ToolSpec) -> Result<Value, ExportError> {
         let mut problems = Vec::new();
         let definition = self.definition(spec, &mut problems);
@@ -210,8 +229,9 @@ impl Export {
         }
     }
 
-    /// The value of the provider's `tools` request field for these tools. Every problem of
-    /// every tool is reported at once.
+    /// The value of the provider's `tools` request field for these tools, each as
+    /// [`Export::tool`] writes it (examples included). Every problem of every tool is reported
+    /// at once.
     pub fn tools<'a, I>(&self, specs: I) -> Result<Value, ExportError>
     where
         I: IntoIterator<Item = &'a ToolSpec>,
@@ -296,7 +316,9 @@ impl From<Provider> for Export {
 }
 
 impl Registry {
-    /// Every tool's definition for a provider: the value of its `tools` request field.
+    /// Every tool's definition for a provider: the value of its `tools` request field, each
+    /// tool's examples as Anthropic's `input_examples` or, elsewhere, a last `Examples:`
+    /// paragraph of its description ([`Provider`]).
     ///
     /// ```
     /// # use toolwright_core::{Registry, providers::Provider};
@@ -329,6 +351,25 @@ impl Registry {
     ) -> Result<Value, ExportError> {
         export.into().tools(self.specs_for(session))
     }
+}
+
+/// The description a provider without a field for examples gets: the tool's own, then, when
+/// it has examples, a last paragraph `Examples:` with one compact JSON object per line.
+pub(crate) fn described(spec: &ToolSpec) -> std::borrow::Cow<'_, str> {
+    let examples = spec.examples();
+    if examples.is_empty() {
+        return std::borrow::Cow::Borrowed(spec.description());
+    }
+    let mut text = spec.description().trim_end().to_owned();
+    if !text.is_empty() {
+        text.push_str("\n\n");
+    }
+    text.push_str("Examples:");
+    for example in examples {
+        text.push('\n');
+        text.push_str(&example.to_string());
+    }
+    std::borrow::Cow::Owned(text)
 }
 
 /// OpenAI's and Anthropic's tool-name rule: `^[a-zA-Z0-9_-]{1,64}$`.

@@ -6,6 +6,10 @@
 //! [`tool_message`] / [`function_call_output`]. Both APIs send arguments as JSON text, which
 //! becomes the call's argument text unchanged, so malformed arguments reach the registry's
 //! validation seam and come back as `invalid_json`, never as a parse failure here.
+//!
+//! A tool's example arguments ([`ToolSpec::examples`](crate::ToolSpec::examples)) have no
+//! field here; the exported description ends with them, a blank line, `Examples:`, then one
+//! compact JSON object per line ([`Provider`] shows the form).
 
 use serde_json::{json, Value};
 
@@ -19,7 +23,7 @@ pub(crate) fn chat_tool(spec: &ToolSpec, parameters: Value, strict: bool) -> Val
         "type": "function",
         "function": {
             "name": spec.name(),
-            "description": spec.description(),
+            "description": super::described(spec),
             "parameters": parameters,
             "strict": strict,
         }
@@ -31,7 +35,7 @@ pub(crate) fn responses_tool(spec: &ToolSpec, parameters: Value, strict: bool) -
     json!({
         "type": "function",
         "name": spec.name(),
-        "description": spec.description(),
+        "description": super::described(spec),
         "parameters": parameters,
         "strict": strict,
     })

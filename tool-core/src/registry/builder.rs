@@ -2,6 +2,7 @@
 //! built.
 
 use super::*;
+use crate::outcome::Violation;
 
 /// Makes a tool under its registered name (its own, or prefixed by [`RegistryBuilder::prefixed`]).
 pub(super) type Pending =
@@ -525,6 +526,7 @@ pub(super) fn add(
                 state: need.type_name,
             });
         }
+        examples(&name, tool.as_ref())?;
         let shown_to = shown_to.remove(&name);
         tools.insert(
             Arc::clone(&tool.spec().name),
@@ -533,6 +535,24 @@ pub(super) fn add(
                 shown_to,
             },
         );
+    }
+    Ok(())
+}
+
+/// Every example of a tool run through the checks a call's arguments get (shape, field rules,
+/// semantic rule; not provenance or authorization, which need a conversation): the first that
+/// fails is the error, naming the tool and the example's number.
+fn examples(name: &str, tool: &dyn DynTool) -> Result<(), BuildError> {
+    for (index, text) in tool.spec().example_texts().iter().enumerate() {
+        if let Err(failure) = tool.check_example(text) {
+            return Err(BuildError::InvalidExample {
+                tool: name.to_owned(),
+                number: index + 1,
+                kind: failure.kind,
+                message: failure.message,
+                violations: failure.violations,
+            });
+        }
     }
     Ok(())
 }
@@ -662,6 +682,24 @@ pub enum BuildError {
         /// Every problem, as the export reports them.
         message: String,
     },
+    /// An example of a tool's arguments (`#[tool(example = ..)]`,
+    /// [`DynamicToolBuilder::example`](crate::dynamic::DynamicToolBuilder::example)) fails the
+    /// checks a call with those arguments would fail: its shape, a field rule or the semantic
+    /// rule. An example the tool refuses would teach the model a call that cannot work.
+    InvalidExample {
+        /// The tool.
+        tool: String,
+        /// Which example, counting from 1 in the order declared.
+        number: usize,
+        /// How a call with these arguments would fail (`schema_mismatch`, `unknown_argument`,
+        /// `invalid_json`, `semantic_invalid`).
+        kind: ErrorKind,
+        /// The failure's message, as a call's envelope carries it.
+        message: String,
+        /// Every violation, each with its path, what was expected and what came (empty for a
+        /// semantic failure, which is one message).
+        violations: Vec<Violation>,
+    },
 }
 
 impl fmt::Display for BuildError {
@@ -715,6 +753,27 @@ impl fmt::Display for BuildError {
                 f,
                 "tool `{tool}`: {provider} cannot express the schema at `{path}`: {message}"
             ),
+            BuildError::InvalidExample {
+                tool,
+                number,
+                kind,
+                message,
+                violations,
+            } => {
+                write!(
+                    f,
+                    "tool `{tool}`: example {number} fails the tool's own checks ({kind}): "
+                )?;
+                if violations.is_empty() {
+                    f.write_str(message)?;
+                }
+                for (i, v) in violations.iter().enumerate() {
+                    let at = if v.path.is_empty() { "/" } else { &v.path };
+                    let sep = if i == 0 { "" } else { "; " };
+                    write!(f, "{sep}at `{at}`: {}", v.message)?;
+                }
+                f.write_str("; fix the example, or the rule if the example is right")
+            }
         }
     }
 }

@@ -281,6 +281,7 @@ mod tests {
             output_schema: Arc::new(json!({})),
             timeout: Duration::from_secs(1),
             returns_content: false,
+            examples: Arc::from([]),
         };
         let mut failure = Failure::new(
             ErrorKind::SchemaMismatch,

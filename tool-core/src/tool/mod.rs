@@ -158,6 +158,7 @@ impl ToolSpec {
             output_schema: Arc::new(output),
             timeout: meta.timeout.unwrap_or(default_timeout),
             returns_content,
+            examples: spec::parsed_examples(meta.examples),
         }
     }
 }

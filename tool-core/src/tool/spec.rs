@@ -235,6 +235,7 @@ pub struct ToolMeta {
     pub(crate) grounds: &'static [Grounds],
     pub(crate) takes_idempotency_key: bool,
     pub(crate) fields: &'static [FieldMeta],
+    pub(crate) examples: &'static [&'static str],
 }
 
 impl ToolMeta {
@@ -252,6 +253,7 @@ impl ToolMeta {
             grounds: &[],
             takes_idempotency_key: false,
             fields: &[],
+            examples: &[],
         }
     }
 
@@ -327,6 +329,15 @@ impl ToolMeta {
         self
     }
 
+    /// Example arguments (`#[tool(example = ..)]`), each the JSON text of one arguments
+    /// object, in the order declared. [`RegistryBuilder::build`](crate::RegistryBuilder::build)
+    /// checks every one against the tool's own rules; the exports show them to the model
+    /// ([`ToolSpec::examples`]).
+    pub const fn examples(mut self, examples: &'static [&'static str]) -> Self {
+        self.examples = examples;
+        self
+    }
+
     /// The tool's name.
     pub const fn name(&self) -> &'static str {
         self.name
@@ -350,6 +361,8 @@ pub struct ToolSpec {
     pub(crate) timeout: Duration,
     /// The tool returns [`Content`](crate::content::Content): formatters carry its blocks.
     pub(crate) returns_content: bool,
+    /// [`ToolMeta::examples`] parsed, for the exports.
+    pub(crate) examples: Arc<[Value]>,
 }
 
 impl ToolSpec {
@@ -427,4 +440,28 @@ impl ToolSpec {
     pub fn fields(&self) -> &'static [FieldMeta] {
         self.meta.fields
     }
+
+    /// Example arguments, in the order declared (`#[tool(example = ..)]`,
+    /// [`DynamicToolBuilder::example`](crate::dynamic::DynamicToolBuilder::example)): each an
+    /// arguments object that passed the tool's shape, field and semantic checks when the
+    /// registry was built. Anthropic exports them as `input_examples`; the other providers,
+    /// which have no such field, in the description ([`Export::tool`](crate::providers::Export::tool)).
+    /// Each is also a call a test can make (`ToolCall::new(id, spec.name(),
+    /// example.to_string())`) and expect past validation.
+    pub fn examples(&self) -> &[Value] {
+        &self.examples
+    }
+
+    /// The examples as declared, JSON text, for the registry's checks.
+    pub(crate) fn example_texts(&self) -> &'static [&'static str] {
+        self.meta.examples
+    }
+}
+
+/// The declared examples that are JSON (one that is not is refused when the registry is built).
+pub(crate) fn parsed_examples(texts: &[&str]) -> Arc<[Value]> {
+    texts
+        .iter()
+        .filter_map(|text| serde_json::from_str(text).ok())
+        .collect()
 }
