@@ -63,6 +63,60 @@ impl AttemptRecord {
 #[derive(Debug, Clone)]
 pub(crate) struct Attempts(pub(crate) Vec<AttemptRecord>);
 
+/// The attempts of one call. One record lives inline, so the success path allocates nothing.
+#[derive(Debug, Clone, Default)]
+pub(crate) enum History {
+    #[default]
+    Empty,
+    One(AttemptRecord),
+    Many(Vec<AttemptRecord>),
+}
+
+impl History {
+    pub(crate) fn push(&mut self, record: AttemptRecord) {
+        match self {
+            History::Empty => *self = History::One(record),
+            History::One(first) => *self = History::Many(vec![*first, record]),
+            History::Many(all) => all.push(record),
+        }
+    }
+
+    /// What the outcome keeps: nothing for one attempt that answered (the outcome rebuilds it).
+    pub(crate) fn into_kept(self) -> Option<Box<Attempts>> {
+        match self {
+            History::Empty => None,
+            History::One(only) if only.number == 1 && only.error.is_none() => None,
+            History::One(only) => Some(Box::new(Attempts(vec![only]))),
+            History::Many(all) => Some(Box::new(Attempts(all))),
+        }
+    }
+
+    pub(crate) fn as_slice(&self) -> &[AttemptRecord] {
+        match self {
+            History::Empty => &[],
+            History::One(record) => std::slice::from_ref(record),
+            History::Many(all) => all,
+        }
+    }
+
+    /// Sets the elapsed of the last record, left open by the success path.
+    pub(crate) fn close(&mut self, elapsed: Duration) {
+        match self {
+            History::Empty => {}
+            History::One(last) => last.elapsed = elapsed,
+            History::Many(all) => {
+                if let Some(last) = all.last_mut() {
+                    last.elapsed = elapsed;
+                }
+            }
+        }
+    }
+
+    pub(crate) fn last_error(&self) -> Option<ErrorKind> {
+        self.as_slice().last().and_then(|r| r.error)
+    }
+}
+
 /// Why the framework stopped retrying a transient failure, told by
 /// [`Outcome::retry_stop`](crate::Outcome::retry_stop) and in the failure's message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

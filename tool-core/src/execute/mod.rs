@@ -88,67 +88,13 @@ pub use budget::{Budget, RetryBudget};
 pub use retry::RetryPolicy;
 
 use crate::error::ToolError;
-use crate::outcome::{AttemptRecord, RetryStop};
-use crate::outcome::{Attempts, ErrorKind, Failure};
+use crate::outcome::{AttemptRecord, History, RetryStop};
+use crate::outcome::{ErrorKind, Failure};
 use crate::runtime::clock::{ceil_millis, nanos_since, ClockHandle};
 use crate::runtime::{contain, BoxFuture, Sources};
 pub(crate) use breaker::Rejection;
 use breaker::{Breaker, Permit, Verdict};
 use decide::{decide, Attempted, Decision, Failed, Rules};
-
-/// The attempts of one call. One record lives inline, so the success path allocates nothing.
-#[derive(Debug, Clone, Default)]
-pub(crate) enum History {
-    #[default]
-    Empty,
-    One(AttemptRecord),
-    Many(Vec<AttemptRecord>),
-}
-
-impl History {
-    fn push(&mut self, record: AttemptRecord) {
-        match self {
-            History::Empty => *self = History::One(record),
-            History::One(first) => *self = History::Many(vec![*first, record]),
-            History::Many(all) => all.push(record),
-        }
-    }
-
-    /// What the outcome keeps: nothing for one attempt that answered (the outcome rebuilds it).
-    pub(crate) fn into_kept(self) -> Option<Box<Attempts>> {
-        match self {
-            History::Empty => None,
-            History::One(only) if only.number == 1 && only.error.is_none() => None,
-            History::One(only) => Some(Box::new(Attempts(vec![only]))),
-            History::Many(all) => Some(Box::new(Attempts(all))),
-        }
-    }
-
-    pub(crate) fn as_slice(&self) -> &[AttemptRecord] {
-        match self {
-            History::Empty => &[],
-            History::One(record) => std::slice::from_ref(record),
-            History::Many(all) => all,
-        }
-    }
-
-    /// Sets the elapsed of the last record, left open by the success path.
-    pub(crate) fn close(&mut self, elapsed: Duration) {
-        match self {
-            History::Empty => {}
-            History::One(last) => last.elapsed = elapsed,
-            History::Many(all) => {
-                if let Some(last) = all.last_mut() {
-                    last.elapsed = elapsed;
-                }
-            }
-        }
-    }
-
-    fn last_error(&self) -> Option<ErrorKind> {
-        self.as_slice().last().and_then(|r| r.error)
-    }
-}
 
 /// The registry-wide settings a [`Bounds`] is resolved from.
 #[derive(Clone)]
