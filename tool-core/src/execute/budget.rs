@@ -113,7 +113,7 @@ impl Default for RetryBudget {
 /// owner picks (any fixed `Instant`), so a paused test clock drives it too.
 ///
 /// ```
-/// use toolwright_core::execute::{budget::Budget, RetryBudget};
+/// use toolwright_core::execute::{Budget, RetryBudget};
 ///
 /// let budget = Budget::new(RetryBudget::new(0.5).min_per_second(0));
 /// budget.deposit(0);

@@ -5,7 +5,8 @@
 //! value (`None`) passes every rule: "optional" means the model may leave it out.
 //!
 //! ```
-//! use toolwright_core::validate::{rules, Violations};
+//! use toolwright_core::outcome::Violations;
+//! use toolwright_core::validate::rules;
 //! use toolwright_core::tool::Number;
 //!
 //! let mut report = Violations::new();
