@@ -84,6 +84,72 @@ async fn side(registry: &Registry, tool: &str, n: usize, next: &mut u64) -> f64 
     ns
 }
 
+/// Nanoseconds per run of `f` over `n` runs.
+fn per_run(n: usize, mut f: impl FnMut(usize)) -> f64 {
+    let start = Instant::now();
+    for i in 0..n {
+        f(i);
+    }
+    start.elapsed().as_nanos() as f64 / n as f64
+}
+
+/// The store's work for one call, piece by piece, in interleaved rounds: the fingerprint, the
+/// key, and `begin` + `complete` of a fresh key on a `MemoryStore` (one that stays small, and
+/// the store as the call path sees it, holding every key so far).
+fn parts(registry: &Registry, rounds: usize) {
+    use toolwright::idempotency::{
+        Begin, Fingerprint, IdempotencyStore, KeyMode, MemoryStore, StoredOutcome, DEFAULT_LOCK_TTL,
+    };
+    let n = 200;
+    let spec = registry.spec("refund_order").unwrap();
+    let fingerprint = Fingerprint::for_tool(spec, ARGS);
+    let outcome = StoredOutcome::from_json(
+        r#"{"status":"success","data":{"refund_id":"re_A1_20","amount_cents":2500},"attempts":1}"#,
+    )
+    .unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let growing = MemoryStore::new();
+    let mut next = 0u64;
+    let settle = |store: &MemoryStore, next: &mut u64| {
+        *next += 1;
+        let key = KeyMode::CallId.key("", "refund_order", &format!("c{next}"), &fingerprint);
+        rt.block_on(async {
+            let Ok(Begin::Started(lease)) = store.begin(&key, &fingerprint, DEFAULT_LOCK_TTL).await
+            else {
+                panic!("a fresh key starts");
+            };
+            store.complete(&lease, &outcome).await.unwrap();
+        });
+    };
+    let mut columns: [Vec<f64>; 4] = Default::default();
+    for round in 0..rounds {
+        let small = MemoryStore::new();
+        let ids: Vec<String> = (0..n).map(|i| format!("c{round}_{i}")).collect();
+        columns[0].push(per_run(n, |_| {
+            black_box(Fingerprint::for_tool(spec, black_box(ARGS)));
+        }));
+        columns[1].push(per_run(n, |i| {
+            black_box(KeyMode::CallId.key("", "refund_order", &ids[i], &fingerprint));
+        }));
+        columns[2].push(per_run(n, |_| settle(&small, &mut next)));
+        columns[3].push(per_run(n, |_| settle(&growing, &mut next)));
+    }
+    let m = |c: &mut Vec<f64>| median(c);
+    println!(
+        "idempotency parts: {rounds} rounds x {n}; fingerprint {:.0} ns, key {:.0} ns, \
+         begin+complete on a small store {:.0} ns, on the growing store {:.0} ns \
+         ({} keys at the end; key text included in both)",
+        m(&mut columns[0]),
+        m(&mut columns[1]),
+        m(&mut columns[2]),
+        m(&mut columns[3]),
+        growing.entry_count(),
+    );
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let rounds = args
@@ -102,6 +168,12 @@ fn main() {
         .tool(RefundOrderTwin)
         .build()
         .unwrap();
+
+    // `-- parts`: each piece of the store's work on its own, interleaved.
+    if args.iter().any(|a| a == "parts") {
+        parts(&registry, rounds);
+        return;
+    }
 
     // `-- profile N [twin]`: N calls of one side and nothing else.
     if let Some(i) = args.iter().position(|a| a == "profile") {

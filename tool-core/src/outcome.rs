@@ -1131,10 +1131,13 @@ impl Serialize for SchemaField<'_> {
 /// written on the tool's first failed call and copied into every later envelope. Escaping a
 /// schema of a few hundred bytes again on every failure was about a third of a shape failure's
 /// `to_model_string` (6,000 of 19,000 instructions). A tool's spec and its failures share one.
+/// It also keeps the plan the fingerprint of a call follows, compiled on the tool's first
+/// side-effecting call: reading the schema on every call was a third of the fingerprint's cost.
 #[derive(Debug)]
 pub(crate) struct ToolSchema {
     tree: Value,
     text: std::sync::OnceLock<Option<Box<RawValue>>>,
+    plan: std::sync::OnceLock<crate::idempotency::canonical::Plan>,
 }
 
 impl ToolSchema {
@@ -1142,7 +1145,14 @@ impl ToolSchema {
         ToolSchema {
             tree,
             text: std::sync::OnceLock::new(),
+            plan: std::sync::OnceLock::new(),
         }
+    }
+
+    /// What the schema says about each place of the arguments, for their fingerprint.
+    pub(crate) fn plan(&self) -> &crate::idempotency::canonical::Plan {
+        self.plan
+            .get_or_init(|| crate::idempotency::canonical::Plan::compile(&self.tree))
     }
 
     /// Its compact text, written the first time it is asked for.

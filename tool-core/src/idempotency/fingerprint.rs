@@ -29,12 +29,12 @@
 //! function; its cost on a few hundred bytes of arguments is well under a microsecond, nothing
 //! beside the side effect it protects.
 
-use std::borrow::Cow;
 use std::fmt;
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use super::canonical::{canonical, Plan};
 use crate::tool::spec::ToolSpec;
 
 /// Versions the canonical form, so a future change of it can never collide with this one.
@@ -74,7 +74,14 @@ impl Fingerprint {
     /// (with its `$defs`), for tools registered without a [`ToolSpec`](crate::ToolSpec). `None`: as
     /// [`Fingerprint::of`].
     pub fn with_schema(tool: &str, schema: Option<&Value>, arguments: &str) -> Fingerprint {
-        match canonical(arguments, schema) {
+        match schema {
+            Some(schema) => Fingerprint::planned(tool, &Plan::compile(schema), arguments),
+            None => Fingerprint::planned(tool, &Plan::UNKNOWN, arguments),
+        }
+    }
+
+    fn planned(tool: &str, plan: &Plan, arguments: &str) -> Fingerprint {
+        match canonical(arguments, plan) {
             Some(canonical) => Fingerprint::hash(tool, b"json\0", &canonical),
             None => Fingerprint::hash(tool, b"raw\0", arguments.as_bytes()),
         }
@@ -95,12 +102,12 @@ impl Fingerprint {
     /// assert_eq!(text.as_deref(), Some(r#"{"a":{"x":0,"y":null},"b":[1.5,2]}"#));
     /// ```
     pub fn canonical_text(arguments: &str) -> Option<String> {
-        String::from_utf8(canonical(arguments, None)?).ok()
+        String::from_utf8(canonical(arguments, &Plan::UNKNOWN)?).ok()
     }
 
     /// The canonical text [`Fingerprint::with_schema`] hashes, for debugging a mismatch.
     pub fn canonical_text_with(schema: &Value, arguments: &str) -> Option<String> {
-        String::from_utf8(canonical(arguments, Some(schema))?).ok()
+        String::from_utf8(canonical(arguments, &Plan::compile(schema))?).ok()
     }
 
     /// The 32 digest bytes.
@@ -134,491 +141,6 @@ impl fmt::Debug for Fingerprint {
     }
 }
 
-/// serde_json's own nesting limit: deeper text never reaches a tool.
-const MAX_DEPTH: usize = 128;
-
-/// The canonical text of `text`, guided by `schema` where given; `None` when it is not JSON.
-fn canonical(text: &str, schema: Option<&Value>) -> Option<Vec<u8>> {
-    let mut scanner = Scanner {
-        text: text.as_bytes(),
-        pos: 0,
-        root: schema,
-    };
-    let mut out = Vec::with_capacity(text.len());
-    scanner.value(
-        schema.map(Place::Schema).unwrap_or(Place::Unknown),
-        0,
-        &mut out,
-    )?;
-    scanner.skip_ws();
-    (scanner.pos == scanner.text.len()).then_some(out)
-}
-
-/// What the schema says about the value at hand.
-#[derive(Clone, Copy)]
-enum Place<'s> {
-    /// No schema, or one this module cannot follow: keep every `null`, numbers exact.
-    Unknown,
-    /// A schema (not yet resolved through `$ref`).
-    Schema(&'s Value),
-}
-
-/// How a number is canonicalized where it stands.
-enum NumberKind {
-    /// Exact decimal value: integers of any size, decimals digit for digit.
-    Exact,
-    /// The `f64` serde reads from the text.
-    Double,
-    /// The `f32` serde reads from the text.
-    Float,
-}
-
-/// A single-pass reader of JSON text that writes the canonical form as it goes. Hand-written
-/// because serde_json (without `arbitrary_precision`) turns integers beyond 64 bits into floats
-/// before any visitor sees them; strings are still decoded by serde_json.
-struct Scanner<'t, 's> {
-    text: &'t [u8],
-    pos: usize,
-    root: Option<&'s Value>,
-}
-
-impl<'t, 's> Scanner<'t, 's> {
-    fn skip_ws(&mut self) {
-        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.text.get(self.pos) {
-            self.pos += 1;
-        }
-    }
-
-    fn eat(&mut self, byte: u8) -> bool {
-        self.skip_ws();
-        if self.text.get(self.pos) == Some(&byte) {
-            self.pos += 1;
-            true
-        } else {
-            false
-        }
-    }
-
-    fn value(&mut self, place: Place<'s>, depth: usize, out: &mut Vec<u8>) -> Option<()> {
-        self.skip_ws();
-        match *self.text.get(self.pos)? {
-            b'{' if depth < MAX_DEPTH => self.object(place, depth + 1, out),
-            b'[' if depth < MAX_DEPTH => self.array(place, depth + 1, out),
-            b'"' => {
-                let s = self.string()?;
-                write_string(&s, out);
-                Some(())
-            }
-            b't' => self.literal(b"true", out),
-            b'f' => self.literal(b"false", out),
-            b'n' => self.literal(b"null", out),
-            b'-' | b'0'..=b'9' => {
-                let start = self.pos;
-                while let Some(b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E') =
-                    self.text.get(self.pos)
-                {
-                    self.pos += 1;
-                }
-                let number = std::str::from_utf8(&self.text[start..self.pos]).ok()?;
-                let kind = self.resolve(place).map_or(NumberKind::Exact, number_kind);
-                write_number(number, kind, out)
-            }
-            _ => None,
-        }
-    }
-
-    fn literal(&mut self, word: &[u8], out: &mut Vec<u8>) -> Option<()> {
-        let end = self.pos + word.len();
-        (self.text.get(self.pos..end)? == word).then_some(())?;
-        self.pos = end;
-        out.extend_from_slice(word);
-        Some(())
-    }
-
-    /// The string at the cursor, escapes decoded.
-    fn string(&mut self) -> Option<Cow<'t, str>> {
-        let start = self.pos;
-        let mut plain = true;
-        self.pos += 1;
-        loop {
-            match *self.text.get(self.pos)? {
-                b'"' => break,
-                b'\\' => {
-                    plain = false;
-                    self.pos += 2;
-                }
-                b if b < 0x20 => return None,
-                _ => self.pos += 1,
-            }
-        }
-        self.pos += 1;
-        let quoted = &self.text[start..self.pos];
-        if plain {
-            let inner = std::str::from_utf8(&quoted[1..quoted.len() - 1]).ok()?;
-            Some(Cow::Borrowed(inner))
-        } else {
-            serde_json::from_slice::<String>(quoted)
-                .ok()
-                .map(Cow::Owned)
-        }
-    }
-
-    fn array(&mut self, place: Place<'s>, depth: usize, out: &mut Vec<u8>) -> Option<()> {
-        self.pos += 1;
-        let schema = self.resolve(place);
-        let items = schema.and_then(|s| s.get("items"));
-        let prefix = schema
-            .and_then(|s| s.get("prefixItems"))
-            .and_then(Value::as_array);
-        out.push(b'[');
-        if !self.eat(b']') {
-            let mut index = 0;
-            loop {
-                if index > 0 {
-                    out.push(b',');
-                }
-                let item = prefix
-                    .and_then(|p| p.get(index))
-                    .or(items)
-                    .map_or(Place::Unknown, Place::Schema);
-                self.value(item, depth, out)?;
-                index += 1;
-                if self.eat(b']') {
-                    break;
-                }
-                self.eat(b',').then_some(())?;
-            }
-        }
-        out.push(b']');
-        Some(())
-    }
-
-    fn object(&mut self, place: Place<'s>, depth: usize, out: &mut Vec<u8>) -> Option<()> {
-        self.pos += 1;
-        let schema = self.resolve(place);
-        let mut members: Vec<(Cow<'t, str>, Vec<u8>)> = Vec::new();
-        if !self.eat(b'}') {
-            loop {
-                self.skip_ws();
-                if self.text.get(self.pos) != Some(&b'"') {
-                    return None;
-                }
-                let key = self.string()?;
-                self.eat(b':').then_some(())?;
-                let member = schema.map_or(Member::UNKNOWN, |s| self.member(s, &key));
-                let mut canonical = Vec::new();
-                self.value(member.place, depth, &mut canonical)?;
-                if !(member.erases_null && canonical == b"null") {
-                    members.push((key, canonical));
-                }
-                if self.eat(b'}') {
-                    break;
-                }
-                self.eat(b',').then_some(())?;
-            }
-        }
-        if let Some(schema) = schema {
-            self.defaults(schema, depth, &mut members)?;
-        }
-        // Sorted by UTF-8 bytes (= code points); of a key given twice, the last one counts, as
-        // serde's maps keep it (a struct refuses the duplicate before any store sees it).
-        members.sort_by(|a, b| a.0.cmp(&b.0));
-        out.push(b'{');
-        let mut first = true;
-        for (i, (key, canonical)) in members.iter().enumerate() {
-            if members.get(i + 1).is_some_and(|next| next.0 == *key) {
-                continue;
-            }
-            if !first {
-                out.push(b',');
-            }
-            first = false;
-            write_string(key, out);
-            out.push(b':');
-            out.extend_from_slice(canonical);
-        }
-        out.push(b'}');
-        Some(())
-    }
-
-    /// Adds every declared property with a default that the text left out, as the default's
-    /// canonical text: serde gives the tool that value, so writing it out changes nothing.
-    fn defaults(
-        &self,
-        schema: &'s Value,
-        depth: usize,
-        members: &mut Vec<(Cow<'t, str>, Vec<u8>)>,
-    ) -> Option<()> {
-        let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
-            return Some(());
-        };
-        for (name, property) in properties {
-            let Some(default) = default_of(property, self.root) else {
-                continue;
-            };
-            if members.iter().any(|(key, _)| key == name) {
-                continue;
-            }
-            let text = default.to_string();
-            let mut nested = Scanner {
-                text: text.as_bytes(),
-                pos: 0,
-                root: self.root,
-            };
-            let mut canonical = Vec::new();
-            nested.value(Place::Schema(property), depth, &mut canonical)?;
-            members.push((Cow::Owned(name.clone()), canonical));
-        }
-        Some(())
-    }
-
-    /// The schema of a member, and whether serde erases a `null` there.
-    fn member(&self, object: &'s Value, key: &str) -> Member<'s> {
-        if let Some(property) = object.get("properties").and_then(|p| p.get(key)) {
-            let required = object
-                .get("required")
-                .and_then(Value::as_array)
-                .is_some_and(|r| r.iter().any(|name| name.as_str() == Some(key)));
-            let erases_null = !required
-                && default_of(property, self.root).is_none()
-                && allows_null(property, self.root, 0);
-            return Member {
-                place: Place::Schema(property),
-                erases_null,
-            };
-        }
-        match object.get("additionalProperties") {
-            Some(extra @ (Value::Object(_) | Value::Bool(true))) => Member {
-                place: Place::Schema(extra),
-                erases_null: false,
-            },
-            _ => Member::UNKNOWN,
-        }
-    }
-
-    /// The schema a value must follow: `$ref`s followed, and of an `Option`'s
-    /// `anyOf: [T, {"type": "null"}]` the `T`. `None` when there is no single one.
-    fn resolve(&self, place: Place<'s>) -> Option<&'s Value> {
-        let Place::Schema(schema) = place else {
-            return None;
-        };
-        let root = self.root?;
-        let schema = follow(schema, root)?;
-        let branches = schema
-            .get("anyOf")
-            .or_else(|| schema.get("oneOf"))
-            .and_then(Value::as_array);
-        let Some(branches) = branches else {
-            return Some(schema);
-        };
-        let mut rest = branches
-            .iter()
-            .filter_map(|b| follow(b, root))
-            .filter(|b| !is_null_schema(b));
-        match (rest.next(), rest.next()) {
-            (Some(only), None) => Some(only),
-            _ => None,
-        }
-    }
-}
-
-/// A member's place, and whether its `null` is the same as its absence.
-struct Member<'s> {
-    place: Place<'s>,
-    erases_null: bool,
-}
-
-impl Member<'_> {
-    const UNKNOWN: Member<'static> = Member {
-        place: Place::Unknown,
-        erases_null: false,
-    };
-}
-
-/// `schema` with its `$ref`s followed (to `#/...` pointers into the root schema).
-fn follow<'s>(mut schema: &'s Value, root: &'s Value) -> Option<&'s Value> {
-    for _ in 0..MAX_DEPTH {
-        let Some(reference) = schema.get("$ref").and_then(Value::as_str) else {
-            return Some(schema);
-        };
-        schema = root.pointer(reference.strip_prefix('#')?)?;
-    }
-    None
-}
-
-/// Exactly the schema of `null`: the second branch of an `Option`.
-fn is_null_schema(schema: &Value) -> bool {
-    matches!(schema.get("type"), Some(Value::String(t)) if t == "null")
-        || schema.get("const") == Some(&Value::Null)
-}
-
-/// Whether `schema` accepts `null`.
-fn allows_null(schema: &Value, root: Option<&Value>, depth: usize) -> bool {
-    let Some(schema) = root.map_or(Some(schema), |root| follow(schema, root)) else {
-        return false;
-    };
-    match schema {
-        Value::Bool(b) => return *b,
-        Value::Object(o) if o.is_empty() => return true,
-        _ => {}
-    }
-    let typed = match schema.get("type") {
-        Some(Value::String(t)) => t == "null",
-        Some(Value::Array(ts)) => ts.iter().any(|t| t == "null"),
-        _ => false,
-    };
-    let listed = schema.get("const") == Some(&Value::Null)
-        || schema
-            .get("enum")
-            .and_then(Value::as_array)
-            .is_some_and(|e| e.contains(&Value::Null));
-    let branch = depth < 8
-        && ["anyOf", "oneOf"].iter().any(|k| {
-            schema
-                .get(*k)
-                .and_then(Value::as_array)
-                .is_some_and(|bs| bs.iter().any(|b| allows_null(b, root, depth + 1)))
-        });
-    typed || listed || branch
-}
-
-/// A property's default, unless it is `null` (then absence and `null` are the same value).
-fn default_of<'s>(property: &'s Value, root: Option<&'s Value>) -> Option<&'s Value> {
-    let default = property.get("default").or_else(|| {
-        root.and_then(|root| follow(property, root))
-            .and_then(|p| p.get("default"))
-    })?;
-    (!default.is_null()).then_some(default)
-}
-
-/// A float where schemars says the Rust type is one (`format: "double"` or `"float"`) and the
-/// schema admits no other JSON type; exact everywhere else.
-fn number_kind(schema: &Value) -> NumberKind {
-    let only_number = match schema.get("type") {
-        Some(Value::String(t)) => t == "number",
-        Some(Value::Array(ts)) => ts.iter().all(|t| t == "number" || t == "null"),
-        _ => false,
-    };
-    match schema.get("format").and_then(Value::as_str) {
-        Some("double") if only_number => NumberKind::Double,
-        Some("float") if only_number => NumberKind::Float,
-        _ => NumberKind::Exact,
-    }
-}
-
-fn write_number(text: &str, kind: NumberKind, out: &mut Vec<u8>) -> Option<()> {
-    // The float serde_json reads (its own parser, the one the typed parse runs), so two texts
-    // the tool cannot tell apart are one number here too. `-0.0 == 0.0` for the tool as well.
-    let float = match kind {
-        NumberKind::Exact => None,
-        NumberKind::Double => serde_json::from_str::<f64>(text).ok(),
-        NumberKind::Float => serde_json::from_str::<f32>(text).ok().map(f64::from),
-    };
-    match float {
-        Some(f) => write_float(f, out),
-        None => write_exact(text, out)?,
-    }
-    Some(())
-}
-
-/// A float in its shortest round-trip form; integral values below 2^53 as integers.
-fn write_float(f: f64, out: &mut Vec<u8>) {
-    const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53
-    if f.fract() == 0.0 && f.abs() < EXACT {
-        // Exact: the value is an integer below 2^53 (and -0.0 becomes 0).
-        out.extend_from_slice((f as i64).to_string().as_bytes());
-    } else if let Some(n) = serde_json::Number::from_f64(f) {
-        out.extend_from_slice(n.to_string().as_bytes());
-    }
-}
-
-/// Longest run of zeros written out in an exact number before it switches to an exponent.
-const SPELLED_ZEROS: i64 = 40;
-
-/// The exact decimal value of a JSON number, one text per value: `5`, `5.0`, `50e-1` are `5`;
-/// `1.50` is `1.5`; `-0` is `0`; huge or tiny magnitudes are `d.ddde±n`. `None` when `text` is
-/// not a JSON number.
-fn write_exact(text: &str, out: &mut Vec<u8>) -> Option<()> {
-    let (negative, unsigned) = match text.strip_prefix('-') {
-        Some(rest) => (true, rest),
-        None => (false, text),
-    };
-    let (mantissa, exponent) = match unsigned.find(['e', 'E']) {
-        Some(i) => (&unsigned[..i], Some(&unsigned[i + 1..])),
-        None => (unsigned, None),
-    };
-    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
-    let digit_run = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    if !digit_run(int) || !(frac.is_empty() && !mantissa.contains('.') || digit_run(frac)) {
-        return None;
-    }
-    let mut exp: i64 = match exponent {
-        None => 0,
-        Some(e) => {
-            let digits = e.strip_prefix(['+', '-']).unwrap_or(e);
-            if !digit_run(digits) {
-                return None;
-            }
-            let digits = digits.trim_start_matches('0');
-            if digits.len() > 15 {
-                // Beyond any float or integer a tool can receive: keep it as written, marked.
-                out.push(b'~');
-                out.extend_from_slice(text.as_bytes());
-                return Some(());
-            }
-            let magnitude: i64 = digits.parse().unwrap_or(0);
-            if e.starts_with('-') {
-                -magnitude
-            } else {
-                magnitude
-            }
-        }
-    };
-    let all: String = [int, frac].concat();
-    exp -= frac.len() as i64;
-    let digits = all.trim_start_matches('0');
-    let significant = digits.trim_end_matches('0');
-    exp += (digits.len() - significant.len()) as i64;
-    if significant.is_empty() {
-        out.push(b'0');
-        return Some(());
-    }
-    if negative {
-        out.push(b'-');
-    }
-    let len = significant.len() as i64;
-    if (0..=SPELLED_ZEROS).contains(&exp) {
-        out.extend_from_slice(significant.as_bytes());
-        out.extend(std::iter::repeat_n(b'0', exp as usize));
-    } else if exp < 0 && len + exp > 0 {
-        let point = (len + exp) as usize;
-        out.extend_from_slice(&significant.as_bytes()[..point]);
-        out.push(b'.');
-        out.extend_from_slice(&significant.as_bytes()[point..]);
-    } else if exp < 0 && -(len + exp) <= SPELLED_ZEROS {
-        out.extend_from_slice(b"0.");
-        out.extend(std::iter::repeat_n(b'0', (-(len + exp)) as usize));
-        out.extend_from_slice(significant.as_bytes());
-    } else {
-        out.extend_from_slice(&significant.as_bytes()[..1]);
-        if len > 1 {
-            out.push(b'.');
-            out.extend_from_slice(&significant.as_bytes()[1..]);
-        }
-        out.push(b'e');
-        out.extend_from_slice((exp + len - 1).to_string().as_bytes());
-    }
-    Some(())
-}
-
-fn write_string(s: &str, out: &mut Vec<u8>) {
-    // serde_json's escaping is deterministic: the same string always gives the same text.
-    if serde_json::to_writer(&mut *out, s).is_err() {
-        // Writing into a Vec cannot fail; keep the content significant all the same.
-        out.extend_from_slice(s.as_bytes());
-    }
-}
-
 // The fingerprint of a tool's call reads its spec's input schema.
 impl Fingerprint {
     /// The fingerprint of a call of the tool `spec` describes: equal for two argument texts
@@ -645,13 +167,13 @@ impl Fingerprint {
     /// # }
     /// ```
     pub fn for_tool(spec: &ToolSpec, arguments: &str) -> Fingerprint {
-        Fingerprint::with_schema(spec.name(), Some(spec.input_schema()), arguments)
+        Fingerprint::planned(spec.name(), spec.input_schema.plan(), arguments)
     }
 
     /// The canonical text [`Fingerprint::for_tool`](crate::idempotency::Fingerprint::for_tool)
     /// hashes, for debugging a mismatch.
     pub fn canonical_text_for(spec: &ToolSpec, arguments: &str) -> Option<String> {
-        Self::canonical_text_with(spec.input_schema(), arguments)
+        String::from_utf8(canonical(arguments, spec.input_schema.plan())?).ok()
     }
 }
 
@@ -665,7 +187,7 @@ mod tests {
     }
 
     fn canon_with(schema: &Value, text: &str) -> String {
-        String::from_utf8(canonical(text, Some(schema)).unwrap()).unwrap()
+        String::from_utf8(canonical(text, &Plan::compile(schema)).unwrap()).unwrap()
     }
 
     /// The schema schemars writes for `fields: HashMap<String, Option<String>>`,
@@ -864,6 +386,11 @@ mod tests {
             canon(r#"{"path":"C:\\dir\\file"}"#),
             r#"{"path":"C:\\dir\\file"}"#
         );
+        // A decoded control character is escaped again, as serde_json writes it; text without
+        // anything to escape (non-ASCII and DEL included) is written as it came.
+        assert_eq!(canon(r#""\u0001\n\t""#), r#""\u0001\n\t""#);
+        assert_eq!(canon(r#"{"\u0041\u0022":"\u00e9"}"#), r#"{"A\"":"é"}"#);
+        assert_eq!(canon("\"caf\u{e9} \u{7f}\""), "\"caf\u{e9} \u{7f}\"");
     }
 
     /// Whether `{"p":null}` and `{}` are one call where the optional property `p` has the
@@ -953,6 +480,49 @@ mod tests {
         assert_eq!(
             canon_with(&map, r#"{"x":0.1}"#),
             canon_with(&map, r#"{"x":0.10000000000000001}"#)
+        );
+    }
+
+    /// A schema whose definitions chain `depth` levels through `via`, each level's `n`.
+    fn chain(depth: usize, via: &str) -> Value {
+        let mut defs = serde_json::Map::new();
+        for i in 0..depth {
+            let next = json!({"$ref": format!("#/$defs/D{}", i + 1)});
+            let level = match via {
+                "properties" => json!({"type": "object", "properties": {"n": next}}),
+                "items" => json!({"type": "array", "items": next}),
+                "prefixItems" => json!({"type": "array", "prefixItems": [next]}),
+                _ => json!({"type": "object", "additionalProperties": next}),
+            };
+            defs.insert(format!("D{i}"), level);
+        }
+        defs.insert(
+            format!("D{depth}"),
+            json!({"type": "number", "format": "double"}),
+        );
+        json!({"$ref": "#/$defs/D0", "$defs": defs})
+    }
+
+    #[test]
+    fn a_long_chain_of_definitions_is_compiled_only_as_deep_as_text_can_go() {
+        // Far deeper than the text a tool can receive (128 levels): compiling it all would
+        // recurse 20,000 levels down and overflow the stack.
+        for via in ["properties", "items", "prefixItems", "additionalProperties"] {
+            let schema = chain(20_000, via);
+            let text = match via {
+                "properties" => r#"{"n":{"n":{"n":1.0}}}"#,
+                "additionalProperties" => r#"{"x":{"y":{"z":1.0}}}"#,
+                _ => "[[[1.0]]]",
+            };
+            let expected = text.replace("1.0", "1");
+            assert_eq!(canon_with(&schema, text), expected, "{via}");
+        }
+        // As deep as text goes, the schema is still followed: a double in 128 arrays.
+        let schema = chain(128, "items");
+        let deepest = |number: &str| format!("{}{number}{}", "[".repeat(128), "]".repeat(128));
+        assert_eq!(
+            canon_with(&schema, &deepest("0.10000000000000001")),
+            deepest("0.1")
         );
     }
 

@@ -1,45 +1,54 @@
 //! [`MemoryStore`]: the embedded idempotency store, bounded in size and time, nothing to install.
 //!
-//! Built on `moka`, a concurrent cache: each key gets a slot, created by one insert that moka
-//! coalesces among concurrent callers, and every state change then happens under that slot's
-//! own mutex. So `begin` is atomic per key, no lock is shared between keys, and a call costs one
-//! cache write (the slot) plus reads. moka bounds the slots by bytes with LRU eviction (a new
-//! key is always admitted, which a frequency-based admission policy would not promise) and
-//! reclaims a slot's memory once no record in it can be alive, without a sweeper of our own.
+//! Sixteen shards, each a mutex over a linked hash map (`hashlink`) in least-recently-used
+//! order. A key's shard comes from its hash, computed once per operation and reused for the
+//! lookup. Every operation on a key happens under its shard's mutex, so `begin` is atomic per
+//! key, and calls of different keys rarely meet on a lock. A call costs one map insert (its
+//! `begin`) and one lookup (its settlement); nothing runs in the background.
 //!
-//! The store's *logic* reads time from `tokio::time::Instant`, so tests run it on paused tokio
-//! time; moka's own clock only decides when memory is reclaimed, and keeps a slot at least as
-//! long as its record's logical lifetime.
+//! Bounded by bytes: every record weighs its key, its bookkeeping and its stored outcome, and
+//! a write that takes the store over its budget evicts least recently used keys until it is
+//! back within it: of its own shard first, then of the others. Bounded in time, lazily: a key
+//! past its expiry is never answered, and its memory goes when it is next looked up, when it
+//! reaches the front of its shard (each write drops a few expired keys from there), or under
+//! byte pressure.
+//!
+//! The store reads time from `tokio::time::Instant`, so tests run it on paused tokio time.
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use moka::ops::compute::Op;
-use moka::policy::{EvictionPolicy, Expiry};
-use moka::sync::Cache;
+use hashlink::linked_hash_map::RawEntryMut;
+use hashlink::LinkedHashMap;
 use tokio::time::Instant;
 
-use super::store::{
-    Begin, IdempotencyStore, Lease, Prior, Settled, StoreFuture, DEFAULT_KEY_TTL, DEFAULT_LOCK_TTL,
-};
+use super::store::{Begin, IdempotencyStore, Lease, Prior, Settled, StoreFuture, DEFAULT_KEY_TTL};
 use super::{Fingerprint, IdempotencyKey, StoredOutcome};
 
 /// The default memory budget of a [`MemoryStore`]: 64 MiB of records.
 pub const DEFAULT_MAX_BYTES: u64 = 64 * 1024 * 1024;
 
-/// Bytes reserved for a stored outcome when a key's slot is created, so most completions fit
-/// without weighing the slot again (which costs a cache write).
-const OUTCOME_RESERVE: usize = 256;
+/// Shards of the key space: enough that the workers of a busy runtime rarely wait on one
+/// another, few enough that the cross-shard eviction walk stays short.
+const SHARDS: usize = 16;
 
-/// One key's place in the cache. The cache holds it from the first `begin` until it expires or
-/// is evicted; every state change happens in place under its mutex, so a call pays one cache
-/// write (creating the slot) and otherwise only cache reads.
-struct Slot {
-    /// What the weigher reports: the slot's bytes, reserve included.
-    weight: AtomicU32,
-    /// `None`: nothing is known about the key (new, or released).
-    record: Mutex<Option<Record>>,
+/// Expired keys a write drops from the front of its shard, at most: memory comes back as new
+/// keys arrive, at a bounded cost per call.
+const REAP_PER_WRITE: usize = 4;
+
+/// Bytes of a record beyond its key text and outcome: the map's node (links, hash, the key's
+/// `Arc` header) and allocator rounding, rounded up.
+const NODE_OVERHEAD: usize = 96;
+
+type Hasher = foldhash::quality::RandomState;
+
+/// A key's record and what it weighs.
+struct Entry {
+    record: Record,
+    /// What this entry adds to the store's bytes.
+    weight: u64,
 }
 
 /// What a key came to.
@@ -59,72 +68,33 @@ enum State {
         before: Prior,
     },
     UnknownEffect,
-    Done(Arc<StoredOutcome>),
+    Done(StoredOutcome),
 }
 
-impl Slot {
-    fn lock(&self) -> MutexGuard<'_, Option<Record>> {
-        // No code panics while holding the lock; a poisoned one still holds a whole record.
-        self.record.lock().unwrap_or_else(PoisonError::into_inner)
+impl Record {
+    fn weight(&self, key: &IdempotencyKey) -> u64 {
+        let outcome = match &self.state {
+            State::Done(outcome) => outcome.weight(),
+            State::Running { .. } | State::UnknownEffect => 0,
+        };
+        let bytes = std::mem::size_of::<Entry>() + NODE_OVERHEAD + key.as_str().len() + outcome;
+        u64::try_from(bytes).unwrap_or(u64::MAX)
+    }
+
+    /// Whether `lease` still holds this record's key at `now`.
+    fn held_by(&self, lease: &Lease, now: Instant) -> bool {
+        self.expires_at > now
+            && matches!(self.state, State::Running { token, .. } if token == lease.token())
     }
 }
 
-fn base_weight(key: &IdempotencyKey) -> usize {
-    std::mem::size_of::<Slot>() + std::mem::size_of::<Record>() + 96 + key.as_str().len()
+/// One shard: its keys, least recently used first.
+struct Shard {
+    entries: LinkedHashMap<IdempotencyKey, Entry, Hasher>,
 }
 
-fn clamp(bytes: usize) -> u32 {
-    u32::try_from(bytes).unwrap_or(u32::MAX)
-}
-
-/// Keeps a slot in memory for as long as any record in it could still be alive: the key TTL
-/// plus the longest lock TTL seen, counted from the slot's last use. Every state change follows
-/// a read of the slot, so its logical expiry never outlives the slot.
-struct KeepAlive {
-    key_ttl: Duration,
-    max_lock_ms: Arc<AtomicU64>,
-}
-
-impl KeepAlive {
-    fn keep_for(&self) -> Duration {
-        self.key_ttl + Duration::from_millis(self.max_lock_ms.load(Ordering::Relaxed))
-    }
-}
-
-impl Expiry<IdempotencyKey, Arc<Slot>> for KeepAlive {
-    fn expire_after_create(
-        &self,
-        _: &IdempotencyKey,
-        _: &Arc<Slot>,
-        _: std::time::Instant,
-    ) -> Option<Duration> {
-        Some(self.keep_for())
-    }
-
-    fn expire_after_read(
-        &self,
-        _: &IdempotencyKey,
-        _: &Arc<Slot>,
-        _: std::time::Instant,
-        _: Option<Duration>,
-        _: std::time::Instant,
-    ) -> Option<Duration> {
-        Some(self.keep_for())
-    }
-
-    fn expire_after_update(
-        &self,
-        _: &IdempotencyKey,
-        _: &Arc<Slot>,
-        _: std::time::Instant,
-        _: Option<Duration>,
-    ) -> Option<Duration> {
-        Some(self.keep_for())
-    }
-}
-
-/// The in-memory [`IdempotencyStore`]: one process, bounded in size (LRU by bytes, 64 MiB by
-/// default) and time (keys expire after 24 h by default).
+/// The in-memory [`IdempotencyStore`]: one process, bounded in size (least recently used keys
+/// go first, 64 MiB by default) and time (keys expire after 24 h by default).
 ///
 /// Use it for a single replica, and in tests. Several replicas must share a store (the `redis`
 /// feature's `RedisStore`), or a retried refund that lands on another replica is a new action.
@@ -132,7 +102,7 @@ impl Expiry<IdempotencyKey, Arc<Slot>> for KeepAlive {
 /// When the byte budget is reached the least recently used keys are forgotten early: a retry of
 /// one of those then goes downstream again with the same key, where the dependency's own
 /// idempotency is the last line of defense. Size the budget so that never happens within a
-/// retry window.
+/// retry window. An outcome larger than the whole budget is not kept.
 ///
 /// ```
 /// use std::time::Duration;
@@ -150,9 +120,12 @@ pub struct MemoryStore {
 }
 
 struct Inner {
-    slots: Cache<IdempotencyKey, Arc<Slot>, foldhash::quality::RandomState>,
+    shards: Box<[Mutex<Shard>]>,
+    hasher: Hasher,
+    /// The records' bytes, all shards together. Changed only under a shard's lock.
+    bytes: AtomicU64,
+    max_bytes: u64,
     key_ttl: Duration,
-    max_lock_ms: Arc<AtomicU64>,
     next_token: AtomicU64,
 }
 
@@ -175,35 +148,36 @@ impl MemoryStore {
         self.inner.key_ttl
     }
 
-    /// How many keys the store holds, after applying pending evictions (not free: for tests and
-    /// stats, not for the hot path).
+    /// How many keys the store remembers. Drops every expired key first, so it walks the whole
+    /// store: for tests and stats, not for the hot path.
     pub fn entry_count(&self) -> u64 {
-        self.inner.slots.run_pending_tasks();
-        self.inner.slots.entry_count()
+        self.reap_all();
+        let keys: usize = (0..SHARDS).map(|i| self.inner.shard(i).entries.len()).sum();
+        u64::try_from(keys).unwrap_or(u64::MAX)
     }
 
-    /// The approximate bytes the store holds, after applying pending evictions. Never above the
-    /// budget given to [`MemoryStoreBuilder::max_bytes`].
+    /// The approximate bytes the store holds, after dropping every expired key (walks the
+    /// whole store). Never above the budget given to [`MemoryStoreBuilder::max_bytes`] once a
+    /// write has returned.
     pub fn weighted_size(&self) -> u64 {
-        self.inner.slots.run_pending_tasks();
-        self.inner.slots.weighted_size()
+        self.reap_all();
+        self.inner.bytes.load(Ordering::Relaxed)
     }
 
-    /// The key's slot, created (one cache write, coalesced among concurrent callers) if absent.
-    /// One lookup either way: the entry API reads an existing slot as `get` does (a read, which
-    /// renews its keep-alive), and a non-idempotent call's key is almost always new, so looking
-    /// it up with `get` first would cost every such call a second lookup for nothing.
-    fn slot(&self, key: &IdempotencyKey) -> Arc<Slot> {
-        self.inner
-            .slots
-            .entry_by_ref(key)
-            .or_insert_with(|| {
-                Arc::new(Slot {
-                    weight: AtomicU32::new(clamp(base_weight(key) + OUTCOME_RESERVE)),
-                    record: Mutex::new(None),
-                })
-            })
-            .into_value()
+    fn reap_all(&self) {
+        let now = Instant::now();
+        for i in 0..SHARDS {
+            let mut shard = self.inner.shard(i);
+            let mut freed = 0;
+            shard.entries.retain(|_, entry| {
+                let alive = entry.record.expires_at > now;
+                if !alive {
+                    freed += entry.weight;
+                }
+                alive
+            });
+            self.inner.bytes.fetch_sub(freed, Ordering::Relaxed);
+        }
     }
 
     fn begin_now(
@@ -212,39 +186,64 @@ impl MemoryStore {
         fingerprint: &Fingerprint,
         lock_ttl: Duration,
     ) -> Begin {
-        let lock_ms = u64::try_from(lock_ttl.as_millis()).unwrap_or(u64::MAX);
-        if lock_ms > self.inner.max_lock_ms.load(Ordering::Relaxed) {
-            self.inner.max_lock_ms.fetch_max(lock_ms, Ordering::Relaxed);
-        }
-        let slot = self.slot(key);
+        let inner = &*self.inner;
+        let hash = inner.hasher.hash_one(key);
+        let index = shard_of(hash);
+        let mut shard = inner.shard(index);
         let now = Instant::now();
-        let mut record = slot.lock();
-        let (before, unknown_effects) = match record.as_ref().filter(|r| r.expires_at > now) {
-            None => (Prior::Fresh, 0),
-            Some(r) if r.fingerprint != *fingerprint => return Begin::Mismatch,
-            Some(r) => match &r.state {
-                State::Done(outcome) => return Begin::Replay(StoredOutcome::clone(outcome)),
-                State::Running { lock_until, .. } if *lock_until > now => {
-                    return Begin::InFlight {
-                        retry_after: *lock_until - now,
+        let slot = shard
+            .entries
+            .raw_entry_mut()
+            .from_key_hashed_nocheck(hash, key);
+        let (before, unknown_effects) = match &slot {
+            RawEntryMut::Occupied(entry) => {
+                let record = &entry.get().record;
+                match &record.state {
+                    _ if record.expires_at <= now => (Prior::Fresh, 0),
+                    _ if record.fingerprint != *fingerprint => {
+                        return touched(slot, Begin::Mismatch)
                     }
+                    State::Done(outcome) => {
+                        let replay = Begin::Replay(StoredOutcome::clone(outcome));
+                        return touched(slot, replay);
+                    }
+                    State::Running { lock_until, .. } if *lock_until > now => {
+                        let retry_after = *lock_until - now;
+                        return touched(slot, Begin::InFlight { retry_after });
+                    }
+                    // The holder vanished: its effect is unknown.
+                    State::Running { .. } => (Prior::LockExpired, record.unknown_effects + 1),
+                    State::UnknownEffect => (Prior::UnknownEffect, record.unknown_effects),
                 }
-                // The holder vanished: its effect is unknown.
-                State::Running { .. } => (Prior::LockExpired, r.unknown_effects + 1),
-                State::UnknownEffect => (Prior::UnknownEffect, r.unknown_effects),
-            },
+            }
+            RawEntryMut::Vacant(_) => (Prior::Fresh, 0),
         };
-        let token = u128::from(self.inner.next_token.fetch_add(1, Ordering::Relaxed));
-        *record = Some(Record {
+        let token = u128::from(inner.next_token.fetch_add(1, Ordering::Relaxed));
+        let record = Record {
             fingerprint: *fingerprint,
-            expires_at: now + self.inner.key_ttl.max(lock_ttl),
+            expires_at: now + inner.key_ttl.max(lock_ttl),
             unknown_effects,
             state: State::Running {
                 token,
                 lock_until: now + lock_ttl,
                 before,
             },
-        });
+        };
+        let weight = record.weight(key);
+        let entry = Entry { record, weight };
+        let old = match slot {
+            RawEntryMut::Occupied(mut occupied) => {
+                occupied.to_back();
+                std::mem::replace(occupied.get_mut(), entry).weight
+            }
+            RawEntryMut::Vacant(vacant) => {
+                vacant.insert_hashed_nocheck(hash, key.clone(), entry);
+                0
+            }
+        };
+        inner.reweigh(old, weight);
+        inner.reap_front(&mut shard, now);
+        inner.evict(index, shard, key);
         Begin::Started(Lease::new(
             key.clone(),
             *fingerprint,
@@ -254,43 +253,122 @@ impl MemoryStore {
         ))
     }
 
-    /// Applies `settle` to the lease's record if the lease still holds its key; returns the
-    /// slot when it did.
+    /// Applies `settle` to the lease's record if the lease still holds its key; the key is
+    /// forgotten when `settle` answers `false`.
     fn settle_now(
         &self,
         lease: &Lease,
-        settle: impl FnOnce(&mut Option<Record>, Instant),
-    ) -> Option<Arc<Slot>> {
-        let slot = self.inner.slots.get(lease.key())?;
+        settle: impl FnOnce(&mut Record, Instant) -> bool,
+    ) -> Settled {
+        let inner = &*self.inner;
+        let key = lease.key();
+        let hash = inner.hasher.hash_one(key);
+        let index = shard_of(hash);
+        let mut shard = inner.shard(index);
         let now = Instant::now();
-        let mut record = slot.lock();
-        let holds = record.as_ref().is_some_and(|r| {
-            r.expires_at > now
-                && matches!(r.state, State::Running { token, .. } if token == lease.token())
-        });
-        if !holds {
-            return None;
+        let RawEntryMut::Occupied(mut occupied) = shard
+            .entries
+            .raw_entry_mut()
+            .from_key_hashed_nocheck(hash, key)
+        else {
+            return Settled::LeaseLost;
+        };
+        let entry = occupied.get_mut();
+        if !entry.record.held_by(lease, now) {
+            return Settled::LeaseLost;
         }
-        settle(&mut record, now);
-        drop(record);
-        Some(slot)
+        if !settle(&mut entry.record, now) {
+            let gone = occupied.remove();
+            inner.reweigh(gone.weight, 0);
+            return Settled::Recorded;
+        }
+        let new = entry.record.weight(key);
+        let old = std::mem::replace(&mut entry.weight, new);
+        occupied.to_back();
+        inner.reweigh(old, new);
+        inner.evict(index, shard, key);
+        Settled::Recorded
+    }
+}
+
+/// `answer`, after marking the key just used.
+fn touched(slot: RawEntryMut<'_, IdempotencyKey, Entry, Hasher>, answer: Begin) -> Begin {
+    if let RawEntryMut::Occupied(mut occupied) = slot {
+        occupied.to_back();
+    }
+    answer
+}
+
+fn shard_of(hash: u64) -> usize {
+    // Bits the map inside the shard does not use: it places a key by the low bits and tags it
+    // with the top seven. Taking the shard from the top bits made every key of a shard share
+    // part of its tag, and a lookup compare keys eight times as often.
+    (hash >> 32) as usize % SHARDS
+}
+
+impl Inner {
+    fn shard(&self, index: usize) -> MutexGuard<'_, Shard> {
+        // No code panics while holding a shard's lock; a poisoned one still holds whole records.
+        self.shards[index]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Weighs a slot again after it took an outcome larger than its reserve, so the byte budget
-    /// holds. Only if the cache still holds this very slot.
-    fn reweigh(&self, key: &IdempotencyKey, slot: &Arc<Slot>, outcome: &StoredOutcome) {
-        let needed = clamp(base_weight(key) + outcome.weight());
-        if needed <= slot.weight.load(Ordering::Relaxed) {
+    /// Accounts for an entry whose weight went from `old` to `new` (under its shard's lock).
+    fn reweigh(&self, old: u64, new: u64) {
+        if new >= old {
+            self.bytes.fetch_add(new - old, Ordering::Relaxed);
+        } else {
+            self.bytes.fetch_sub(old - new, Ordering::Relaxed);
+        }
+    }
+
+    /// Drops a few expired keys from the front of `shard`, the least recently used.
+    fn reap_front(&self, shard: &mut Shard, now: Instant) {
+        for _ in 0..REAP_PER_WRITE {
+            match shard.entries.front() {
+                Some((_, entry)) if entry.record.expires_at <= now => {}
+                _ => return,
+            }
+            if let Some((_, entry)) = shard.entries.pop_front() {
+                self.bytes.fetch_sub(entry.weight, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Brings the store back within its budget after a write to `key` in shard `index`: the
+    /// least recently used keys of that shard go first, then those of the other shards (each
+    /// skipped while another call holds it, so two evicting calls never wait on each other),
+    /// and `key` itself last.
+    fn evict(&self, index: usize, mut shard: MutexGuard<'_, Shard>, key: &IdempotencyKey) {
+        let over = |inner: &Inner| inner.bytes.load(Ordering::Relaxed) > inner.max_bytes;
+        while over(self) && shard.entries.len() > 1 {
+            self.pop_front(&mut shard);
+        }
+        if !over(self) {
             return;
         }
-        slot.weight.store(needed, Ordering::Relaxed);
-        self.inner
-            .slots
-            .entry_by_ref(key)
-            .and_compute_with(|entry| match entry {
-                Some(entry) if Arc::ptr_eq(entry.value(), slot) => Op::Put(Arc::clone(slot)),
-                _ => Op::Nop,
-            });
+        for other in (1..SHARDS).map(|step| (index + step) % SHARDS) {
+            let Ok(mut other) = self.shards[other].try_lock() else {
+                continue;
+            };
+            while over(self) && self.pop_front(&mut other) {}
+            if !over(self) {
+                return;
+            }
+        }
+        if let Some(entry) = shard.entries.remove(key) {
+            self.bytes.fetch_sub(entry.weight, Ordering::Relaxed);
+        }
+    }
+
+    /// Forgets the least recently used key of `shard`; whether there was one.
+    fn pop_front(&self, shard: &mut Shard) -> bool {
+        let Some((_, entry)) = shard.entries.pop_front() else {
+            return false;
+        };
+        self.bytes.fetch_sub(entry.weight, Ordering::Relaxed);
+        true
     }
 }
 
@@ -304,15 +382,9 @@ impl std::fmt::Debug for MemoryStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MemoryStore")
             .field("key_ttl", &self.inner.key_ttl)
-            .field("entries", &self.inner.slots.entry_count())
+            .field("max_bytes", &self.inner.max_bytes)
+            .field("bytes", &self.inner.bytes.load(Ordering::Relaxed))
             .finish()
-    }
-}
-
-fn settled(slot: Option<Arc<Slot>>) -> Settled {
-    match slot {
-        Some(_) => Settled::Recorded,
-        None => Settled::LeaseLost,
     }
 }
 
@@ -333,52 +405,41 @@ impl IdempotencyStore for MemoryStore {
         outcome: &'a StoredOutcome,
     ) -> StoreFuture<'a, Settled> {
         let key_ttl = self.inner.key_ttl;
-        let slot = self.settle_now(lease, |record, now| {
-            if let Some(r) = record {
-                r.expires_at = now + key_ttl;
-                r.state = State::Done(Arc::new(outcome.clone()));
-            }
+        let settled = self.settle_now(lease, |record, now| {
+            record.expires_at = now + key_ttl;
+            record.state = State::Done(outcome.clone());
+            true
         });
-        if let Some(slot) = &slot {
-            self.reweigh(lease.key(), slot, outcome);
-        }
-        Box::pin(std::future::ready(Ok(settled(slot))))
+        Box::pin(std::future::ready(Ok(settled)))
     }
 
     fn record_unknown_effect<'a>(&'a self, lease: &'a Lease) -> StoreFuture<'a, Settled> {
         let key_ttl = self.inner.key_ttl;
-        let slot = self.settle_now(lease, |record, now| {
-            if let Some(r) = record {
-                r.expires_at = now + key_ttl;
-                r.unknown_effects += 1;
-                r.state = State::UnknownEffect;
-            }
+        let settled = self.settle_now(lease, |record, now| {
+            record.expires_at = now + key_ttl;
+            record.unknown_effects += 1;
+            record.state = State::UnknownEffect;
+            true
         });
-        Box::pin(std::future::ready(Ok(settled(slot))))
+        Box::pin(std::future::ready(Ok(settled)))
     }
 
     fn release<'a>(&'a self, lease: &'a Lease) -> StoreFuture<'a, Settled> {
         let key_ttl = self.inner.key_ttl;
-        let slot = self.settle_now(lease, |record, now| {
-            let fresh = matches!(
-                record,
-                Some(Record {
-                    state: State::Running {
-                        before: Prior::Fresh,
-                        ..
-                    },
-                    ..
-                })
-            );
-            if fresh {
-                *record = None;
-            } else if let Some(r) = record {
-                // An earlier call's effect is still unknown: keep saying so.
-                r.expires_at = now + key_ttl;
-                r.state = State::UnknownEffect;
+        let settled = self.settle_now(lease, |record, now| {
+            if let State::Running {
+                before: Prior::Fresh,
+                ..
+            } = record.state
+            {
+                return false;
             }
+            // An earlier call's effect is still unknown: keep saying so.
+            record.expires_at = now + key_ttl;
+            record.state = State::UnknownEffect;
+            true
         });
-        Box::pin(std::future::ready(Ok(settled(slot))))
+        Box::pin(std::future::ready(Ok(settled)))
     }
 }
 
@@ -404,23 +465,21 @@ impl MemoryStoreBuilder {
 
     /// Builds the store.
     pub fn build(self) -> MemoryStore {
-        let max_lock_ms = Arc::new(AtomicU64::new(
-            u64::try_from(DEFAULT_LOCK_TTL.as_millis()).unwrap_or(u64::MAX),
-        ));
-        let slots = Cache::builder()
-            .max_capacity(self.max_bytes)
-            .weigher(|_: &IdempotencyKey, slot: &Arc<Slot>| slot.weight.load(Ordering::Relaxed))
-            .eviction_policy(EvictionPolicy::lru())
-            .expire_after(KeepAlive {
-                key_ttl: self.key_ttl,
-                max_lock_ms: Arc::clone(&max_lock_ms),
+        let hasher = Hasher::default();
+        let shards = (0..SHARDS)
+            .map(|_| {
+                Mutex::new(Shard {
+                    entries: LinkedHashMap::with_hasher(hasher.clone()),
+                })
             })
-            .build_with_hasher(foldhash::quality::RandomState::default());
+            .collect();
         MemoryStore {
             inner: Arc::new(Inner {
-                slots,
+                shards,
+                hasher,
+                bytes: AtomicU64::new(0),
+                max_bytes: self.max_bytes,
                 key_ttl: self.key_ttl,
-                max_lock_ms,
                 next_token: AtomicU64::new(1),
             }),
         }
@@ -430,6 +489,7 @@ impl MemoryStoreBuilder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::idempotency::store::DEFAULT_LOCK_TTL;
 
     const SECOND: Duration = Duration::from_secs(1);
     const MILLI: Duration = Duration::from_millis(1);
@@ -451,6 +511,41 @@ mod tests {
             Begin::Started(lease) => lease,
             other => panic!("expected Started, got {other:?}"),
         }
+    }
+
+    /// The bytes the store accounts for, without reaping anything.
+    fn bytes(store: &MemoryStore) -> u64 {
+        store.inner.bytes.load(Ordering::Relaxed)
+    }
+
+    /// What a completed key of `call_id` with `data` weighs.
+    fn weight_of(call_id: &str, data: &str) -> u64 {
+        let (key, fingerprint) = call(call_id);
+        let record = Record {
+            fingerprint,
+            expires_at: Instant::now(),
+            unknown_effects: 0,
+            state: State::Done(done(data)),
+        };
+        record.weight(&key)
+    }
+
+    /// `count` call ids whose keys share one shard of `store`.
+    fn same_shard(store: &MemoryStore, count: usize) -> Vec<String> {
+        let first = shard_of(store.inner.hasher.hash_one(call("call_0").0));
+        in_shard(store, first, "call", count)
+    }
+
+    /// `count` call ids, `{prefix}_{n}`, whose keys fall in shard `index` of `store`.
+    fn in_shard(store: &MemoryStore, index: usize, prefix: &str, count: usize) -> Vec<String> {
+        let shard = |id: &str| shard_of(store.inner.hasher.hash_one(call(id).0));
+        let ids: Vec<String> = (0..100_000)
+            .map(|i| format!("{prefix}_{i}"))
+            .filter(|id| shard(id) == index)
+            .take(count)
+            .collect();
+        assert_eq!(ids.len(), count, "keys spread over the shards");
+        ids
     }
 
     /// A completed key of `store` still replays a millisecond before `ttl` and is forgotten at
@@ -550,17 +645,6 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn a_small_outcome_fits_in_the_room_its_key_was_given() {
-        let store = MemoryStore::new();
-        let (key, fp) = call("call_1");
-        let lease = start(&store, &key, &fp).await;
-        let running = store.weighted_size();
-        store.complete(&lease, &done("R1")).await.unwrap();
-        // No second cache write to weigh it again: the key already had room for it.
-        assert_eq!(store.weighted_size(), running);
-    }
-
-    #[tokio::test(start_paused = true)]
     async fn a_key_weighs_its_text_and_its_outcome() {
         const KEY: usize = 10_000;
         const DATA: usize = 5_000;
@@ -571,88 +655,269 @@ mod tests {
             .complete(&lease, &done(&"x".repeat(DATA)))
             .await
             .unwrap();
-        // The key's text and the outcome's bytes, plus the record and the cache's bookkeeping
-        // (a few hundred bytes).
+        // Never less than what the store holds for it (the key's text, the outcome's bytes, the
+        // entry and the stored outcome themselves), and at most a few hundred bytes more.
         let size = store.weighted_size() as usize;
-        // Never less than what the store holds for it: the key's text, the outcome's bytes, and
-        // the slot, record and stored outcome themselves.
-        let held = KEY
-            + DATA
-            + std::mem::size_of::<Slot>()
-            + std::mem::size_of::<Record>()
-            + std::mem::size_of::<StoredOutcome>();
+        let held = KEY + DATA + std::mem::size_of::<Entry>() + std::mem::size_of::<StoredOutcome>();
         assert!(
             (held..KEY + DATA + 1024).contains(&size),
             "{size} bytes for a {KEY}-byte key and {DATA} bytes of outcome"
         );
-        // Weighing it again kept it.
         assert!(matches!(
             store.begin(&key, &fp, DEFAULT_LOCK_TTL).await.unwrap(),
             Begin::Replay(_)
         ));
     }
 
-    /// What the store asks of moka for each slot, read from the store's own keep-alive.
-    fn keep_alive(store: &MemoryStore) -> [Option<Duration>; 3] {
-        let keep = KeepAlive {
-            key_ttl: store.inner.key_ttl,
-            max_lock_ms: Arc::clone(&store.inner.max_lock_ms),
-        };
-        let (key, _) = call("call_1");
-        let slot = store.slot(&key);
-        let now = std::time::Instant::now();
-        [
-            keep.expire_after_create(&key, &slot, now),
-            keep.expire_after_read(&key, &slot, now, None, now),
-            keep.expire_after_update(&key, &slot, now, None),
-        ]
-    }
-
     #[tokio::test(start_paused = true)]
-    async fn a_slot_is_kept_in_memory_for_the_key_ttl_plus_the_longest_lock_seen() {
-        // moka reclaims a slot's memory on its own clock; the store's answers come from the
-        // record's expiry. The slot must outlive every record it can hold: a completed key
-        // (the key TTL after its last change) and a running call (its lock, which may be
-        // longer than the key TTL).
-        let store = MemoryStore::builder().key_ttl(3600 * SECOND).build();
-        let floor = 3600 * SECOND + DEFAULT_LOCK_TTL;
-        assert_eq!(keep_alive(&store), [Some(floor); 3]);
-        let (key, fp) = call("call_2");
-        let _ = store.begin(&key, &fp, 3 * 3600 * SECOND).await.unwrap();
-        let longest = 4 * 3600 * SECOND;
-        assert_eq!(keep_alive(&store), [Some(longest); 3]);
-        // A shorter lock later does not shorten it: older slots may hold the longer one.
-        let (key, fp) = call("call_3");
-        let _ = store.begin(&key, &fp, SECOND).await.unwrap();
-        assert_eq!(keep_alive(&store), [Some(longest); 3]);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_slot_evicted_before_it_is_weighed_again_is_not_put_back() {
-        // A call completes with an outcome larger than its slot's reserve; between its
-        // settlement and the weighing, the byte budget evicts the slot and another call of
-        // the same key makes a new one. The weighing must not put the old slot back over it.
+    async fn every_settlement_keeps_the_byte_count_exact() {
         let store = MemoryStore::new();
         let (key, fp) = call("call_1");
-        let _ = start(&store, &key, &fp).await;
-        let evicted = store.slot(&key);
-        store.inner.slots.invalidate(&key);
         let lease = start(&store, &key, &fp).await;
-        let current = store.slot(&key);
-        assert!(!Arc::ptr_eq(&evicted, &current));
-        store.reweigh(&key, &evicted, &done(&"x".repeat(5_000)));
+        let running = bytes(&store);
+        assert!(running > 0);
+        store.complete(&lease, &done("R1")).await.unwrap();
+        assert_eq!(bytes(&store), weight_of("call_1", "R1"));
+        // Released and unknown keys weigh what a running one does; a fresh release frees all.
+        let (other, fp2) = call("call_2");
+        let lease = start(&store, &other, &fp2).await;
+        store.record_unknown_effect(&lease).await.unwrap();
+        assert_eq!(bytes(&store), weight_of("call_1", "R1") + running);
+        let lease = start(&store, &other, &fp2).await;
+        store.release(&lease).await.unwrap();
+        assert_eq!(bytes(&store), weight_of("call_1", "R1") + running);
+        let (third, fp3) = call("call_3");
+        let lease = start(&store, &third, &fp3).await;
+        store.release(&lease).await.unwrap();
+        assert_eq!(bytes(&store), weight_of("call_1", "R1") + running);
+        // A lost lease changes nothing.
+        assert_eq!(
+            store.complete(&lease, &done("R3")).await.unwrap(),
+            Settled::LeaseLost
+        );
+        assert_eq!(bytes(&store), weight_of("call_1", "R1") + running);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_least_recently_used_key_of_a_shard_goes_first() {
+        let data = "x".repeat(1_000);
+        let one = weight_of("call_0", &data);
+        // Room for three completed keys of this size, not four.
+        let store = MemoryStore::builder().max_bytes(3 * one + one / 2).build();
+        let ids = same_shard(&store, 4);
+        for id in &ids[..3] {
+            let (key, fp) = call(id);
+            let lease = start(&store, &key, &fp).await;
+            store.complete(&lease, &done(&data)).await.unwrap();
+        }
+        // The oldest is used again, so the second is now the least recently used.
+        let (oldest, fp) = call(&ids[0]);
+        assert!(matches!(
+            store.begin(&oldest, &fp, DEFAULT_LOCK_TTL).await.unwrap(),
+            Begin::Replay(_)
+        ));
+        let (newest, fp) = call(&ids[3]);
+        let lease = start(&store, &newest, &fp).await;
+        store.complete(&lease, &done(&data)).await.unwrap();
+        assert!(bytes(&store) <= 3 * one + one / 2);
+        for (id, kept) in ids.iter().zip([true, false, true, true]) {
+            let (key, fp) = call(id);
+            let begin = store.begin(&key, &fp, DEFAULT_LOCK_TTL).await.unwrap();
+            assert_eq!(matches!(begin, Begin::Replay(_)), kept, "{id}: {begin:?}");
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_settlement_uses_its_key() {
+        let data = "x".repeat(1_000);
+        let one = weight_of("call_0", &data);
+        let store = MemoryStore::builder().max_bytes(3 * one + one / 2).build();
+        let ids = same_shard(&store, 4);
+        let keys: Vec<_> = ids.iter().map(|id| call(id)).collect();
+        // The first key begins first and completes last: it was used after the second.
+        let first = start(&store, &keys[0].0, &keys[0].1).await;
+        for (key, fp) in &keys[1..3] {
+            let lease = start(&store, key, fp).await;
+            store.complete(&lease, &done(&data)).await.unwrap();
+        }
+        store.complete(&first, &done(&data)).await.unwrap();
+        let lease = start(&store, &keys[3].0, &keys[3].1).await;
+        store.complete(&lease, &done(&data)).await.unwrap();
+        for ((key, fp), kept) in keys.iter().zip([true, false, true, true]) {
+            let begin = store.begin(key, fp, DEFAULT_LOCK_TTL).await.unwrap();
+            assert_eq!(
+                matches!(begin, Begin::Replay(_)),
+                kept,
+                "{key:?}: {begin:?}"
+            );
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_shard_short_of_room_takes_it_from_the_others() {
+        let data = "x".repeat(1_000);
+        let one = weight_of("call_0", &data);
+        let store = MemoryStore::builder().max_bytes(2 * one + one / 2).build();
+        // Two keys in shard 3 fill the store; a key of shard 4 then needs room. Shard 3 is
+        // the last one the walk from shard 4 visits, so every other shard is looked at first.
+        let ids = in_shard(&store, 3, "call", 2);
+        let elsewhere = in_shard(&store, 4, "other", 1).remove(0);
+        for id in ids.iter().chain([&elsewhere]) {
+            let (key, fp) = call(id);
+            let lease = start(&store, &key, &fp).await;
+            store.complete(&lease, &done(&data)).await.unwrap();
+        }
+        assert!(bytes(&store) <= 2 * one + one / 2);
+        let (key, fp) = call(&elsewhere);
         assert!(
-            Arc::ptr_eq(&store.slot(&key), &current),
-            "the cache still holds the new slot"
+            matches!(
+                store.begin(&key, &fp, DEFAULT_LOCK_TTL).await.unwrap(),
+                Begin::Replay(_)
+            ),
+            "the newest key is kept; an older one of the full shard went"
         );
-        let big = done(&"y".repeat(5_000));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_outcome_larger_than_the_budget_is_not_kept() {
+        let store = MemoryStore::builder().max_bytes(4_096).build();
+        let (key, fp) = call("call_1");
+        let lease = start(&store, &key, &fp).await;
+        store
+            .complete(&lease, &done(&"x".repeat(10_000)))
+            .await
+            .unwrap();
+        assert!(bytes(&store) <= 4_096);
+        assert_eq!(start(&store, &key, &fp).await.prior(), Prior::Fresh);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_budget_holds_after_every_write() {
+        let budget = 64 * 1024;
+        let store = MemoryStore::builder().max_bytes(budget).build();
+        for i in 0..2_000 {
+            let (key, fp) = call(&format!("call_{i}"));
+            let lease = start(&store, &key, &fp).await;
+            assert!(bytes(&store) <= budget, "after begin {i}");
+            store
+                .complete(&lease, &done(&"x".repeat(i % 3_000)))
+                .await
+                .unwrap();
+            assert!(bytes(&store) <= budget, "after complete {i}");
+        }
+        assert!(store.entry_count() > 10);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn expired_keys_go_as_new_keys_arrive() {
+        let store = MemoryStore::builder().key_ttl(10 * SECOND).build();
+        let outcome = done("R1");
+        let settle = |ids: std::ops::Range<usize>| {
+            let store = store.clone();
+            let outcome = outcome.clone();
+            async move {
+                for i in ids {
+                    let (key, fp) = call(&format!("call_{i}"));
+                    let lease = start(&store, &key, &fp).await;
+                    store.complete(&lease, &outcome).await.unwrap();
+                }
+            }
+        };
+        settle(0..100).await;
+        tokio::time::advance(10 * SECOND).await;
+        // No sweep: a thousand new keys, each write dropping a few expired ones from its shard.
+        settle(100..1_100).await;
+        let live: u64 = (100..1_100)
+            .map(|i| weight_of(&format!("call_{i}"), "R1"))
+            .sum();
+        assert_eq!(bytes(&store), live, "every expired key's memory came back");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_counts_leave_out_keys_that_expired_exactly_now() {
+        let store = MemoryStore::builder().key_ttl(10 * SECOND).build();
+        for i in 0..10 {
+            let (key, fp) = call(&format!("call_{i}"));
+            let lease = start(&store, &key, &fp).await;
+            store.complete(&lease, &done("R1")).await.unwrap();
+        }
+        tokio::time::advance(10 * SECOND - MILLI).await;
+        assert_eq!(store.entry_count(), 10);
+        tokio::time::advance(MILLI).await;
+        assert_eq!(store.entry_count(), 0);
+        assert_eq!(store.weighted_size(), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_key_begun_with_other_arguments_is_a_mismatch() {
+        let store = MemoryStore::new();
+        let (key, fp) = call("call_1");
+        let lease = start(&store, &key, &fp).await;
+        let other = Fingerprint::of("refund_order", r#"{"order_id":"B2"}"#);
         assert_eq!(
-            store.complete(&lease, &big).await.unwrap(),
-            Settled::Recorded
+            store.begin(&key, &other, DEFAULT_LOCK_TTL).await.unwrap(),
+            Begin::Mismatch
         );
+        store.complete(&lease, &done("R1")).await.unwrap();
         assert_eq!(
-            store.begin(&key, &fp, DEFAULT_LOCK_TTL).await.unwrap(),
-            Begin::Replay(big)
+            store.begin(&key, &other, DEFAULT_LOCK_TTL).await.unwrap(),
+            Begin::Mismatch
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_key_begun_again_after_it_expired_weighs_only_its_new_record() {
+        let store = MemoryStore::builder().key_ttl(10 * SECOND).build();
+        let (key, fp) = call("call_1");
+        let lease = start(&store, &key, &fp).await;
+        let running = bytes(&store);
+        store
+            .complete(&lease, &done(&"x".repeat(5_000)))
+            .await
+            .unwrap();
+        tokio::time::advance(10 * SECOND).await;
+        let _lease = start(&store, &key, &fp).await;
+        assert_eq!(bytes(&store), running);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_store_exactly_at_its_budget_keeps_everything() {
+        let data = "x".repeat(1_000);
+        let ids = ["call_1", "call_2"];
+        let budget: u64 = ids.iter().map(|id| weight_of(id, &data)).sum();
+        let store = MemoryStore::builder().max_bytes(budget).build();
+        for id in &ids {
+            let (key, fp) = call(id);
+            let lease = start(&store, &key, &fp).await;
+            store.complete(&lease, &done(&data)).await.unwrap();
+        }
+        assert_eq!(bytes(&store), budget);
+        for id in &ids {
+            let (key, fp) = call(id);
+            let begin = store.begin(&key, &fp, DEFAULT_LOCK_TTL).await.unwrap();
+            assert!(matches!(begin, Begin::Replay(_)), "{id}: {begin:?}");
+        }
+    }
+
+    #[test]
+    fn concurrent_begins_of_one_key_start_one_call() {
+        let store = MemoryStore::new();
+        let (key, fp) = call("call_1");
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        let _time = runtime.enter();
+        let started = std::thread::scope(|scope| {
+            let tasks: Vec<_> = (0..8)
+                .map(|_| scope.spawn(|| store.begin_now(&key, &fp, DEFAULT_LOCK_TTL)))
+                .collect();
+            tasks
+                .into_iter()
+                .map(|t| t.join().unwrap())
+                .filter(|b| matches!(b, Begin::Started(_)))
+                .count()
+        });
+        assert_eq!(started, 1);
     }
 }

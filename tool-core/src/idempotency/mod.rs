@@ -69,6 +69,7 @@
 //! A call whose future is dropped never settles: its lock expires when the call would have
 //! ended at the latest, and the next call under the key takes it over as an unknown effect.
 
+pub(crate) mod canonical;
 mod fingerprint;
 mod memory;
 #[cfg(feature = "redis")]
