@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
@@ -36,8 +36,10 @@ pub(crate) struct ToolStats {
     replayed: AtomicU64,
     retries: AtomicU64,
     budget_refused: AtomicU64,
-    /// `None` only if the histogram could not be built (it cannot with these bounds).
-    latency: Option<Mutex<Histogram<u64>>>,
+    /// Made on the tool's first recorded call: a histogram over these bounds is about 27 KB,
+    /// which a registry of a thousand tools would otherwise hold for every tool never called.
+    /// `None` inside only if it could not be built (it cannot with these bounds).
+    latency: OnceLock<Option<Mutex<Histogram<u64>>>>,
 }
 
 impl Default for ToolStats {
@@ -55,9 +57,7 @@ impl Default for ToolStats {
             replayed: AtomicU64::new(0),
             retries: AtomicU64::new(0),
             budget_refused: AtomicU64::new(0),
-            latency: Histogram::new_with_bounds(1, MAX_MICROS, 2)
-                .ok()
-                .map(Mutex::new),
+            latency: OnceLock::new(),
         }
     }
 }
@@ -112,7 +112,12 @@ impl ToolStats {
             }
             bump(&self.recovery_required);
         }
-        if let Some(latency) = &self.latency {
+        let latency = self.latency.get_or_init(|| {
+            Histogram::new_with_bounds(1, MAX_MICROS, 2)
+                .ok()
+                .map(Mutex::new)
+        });
+        if let Some(latency) = latency {
             let micros = u64::try_from(outcome.elapsed().as_micros()).unwrap_or(u64::MAX);
             latency
                 .lock()
@@ -174,7 +179,7 @@ impl ToolStats {
             .collect();
         let successes = by_status.success + by_status.empty;
         let recovery_required = load(&self.recovery_required);
-        let latency = self.latency.as_ref().map(|h| {
+        let latency = self.latency.get().and_then(Option::as_ref).map(|h| {
             let h = h.lock().unwrap_or_else(PoisonError::into_inner);
             Latency {
                 count: h.len(),
@@ -462,5 +467,23 @@ impl fmt::Display for Stats {
             writeln!(f, "  unknown tool calls: {}", self.unknown_tool_calls)?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::outcome::{Outcome, Status};
+
+    #[test]
+    fn a_tool_holds_its_latency_histogram_from_its_first_call() {
+        let stats = ToolStats::default();
+        assert!(stats.latency.get().is_none(), "nothing held before a call");
+        assert_eq!(stats.snapshot("t", None).latency, Latency::default());
+        let data = serde_json::value::RawValue::from_string("1".into()).unwrap();
+        let outcome = Outcome::success("c1".into(), "t".into(), Status::Success, data);
+        stats.record(&outcome, false);
+        stats.record(&outcome, false);
+        assert_eq!(stats.snapshot("t", None).latency.count, 2);
     }
 }
