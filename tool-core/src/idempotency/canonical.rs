@@ -43,8 +43,9 @@ struct Node {
     properties: Box<[Property]>,
     /// A member that is not declared: `additionalProperties` when it is a schema or `true`.
     additional: Child,
-    /// Declared properties with a non-null default, as JSON text, in declaration order.
-    defaults: Box<[(Box<str>, String)]>,
+    /// Declared properties with a non-null default: name, place and the default as JSON
+    /// text, in declaration order.
+    defaults: Box<[(Box<str>, Child, String)]>,
 }
 
 #[derive(Debug)]
@@ -135,13 +136,14 @@ impl<'s> Compiler<'s> {
         for (name, property) in declared.into_iter().flatten() {
             let default = default_of(property, self.root);
             let required = required.is_some_and(|r| r.iter().any(|n| n.as_str() == Some(name)));
+            let child = self.child(property, depth + 1);
             properties.push(Property {
                 name: name.as_str().into(),
-                child: self.child(property, depth + 1),
+                child,
                 erases_null: !required && default.is_none() && allows_null(property, self.root, 0),
             });
             if let Some(default) = default {
-                defaults.push((name.as_str().into(), default.to_string()));
+                defaults.push((name.as_str().into(), child, default.to_string()));
             }
         }
         properties.sort_by(|a, b| a.name.cmp(&b.name));
@@ -358,7 +360,7 @@ impl<'t, 'p> Scanner<'t, 'p> {
         members: &mut Vec<(Cow<'t, str>, Range<usize>)>,
         out: &mut Vec<u8>,
     ) -> Option<()> {
-        for (name, default) in &*node.defaults {
+        for (name, child, default) in &*node.defaults {
             if members.iter().any(|(key, _)| **key == **name) {
                 continue;
             }
@@ -367,12 +369,8 @@ impl<'t, 'p> Scanner<'t, 'p> {
                 pos: 0,
                 plan: self.plan,
             };
-            let child = node
-                .properties
-                .binary_search_by(|p| (*p.name).cmp(name))
-                .map_or(Child::Unknown, |i| node.properties[i].child);
             let from = out.len();
-            nested.value(child, depth, out)?;
+            nested.value(*child, depth, out)?;
             members.push((Cow::Owned(name.to_string()), from..out.len()));
         }
         Some(())
