@@ -9,7 +9,11 @@
 //! - the live heap a built 1,000-tool registry holds (a counting allocator), per tool;
 //! - per provider, the export of all 1,000 definitions: median time and compact JSON size;
 //! - a successful call of one tool in a 10-tool and in a 1,000-tool registry, interleaved
-//!   (A, B, A, B ... rounds of 200 calls), as the median ratio of the two.
+//!   (A, B, A, B ... rounds of 200 calls), as the median ratio of the two;
+//! - the same 1,000 tools, 990 of them deferred (found by search): build time against the
+//!   plain registry (interleaved), the heap the search index adds, what a session is shown
+//!   before it searched (Anthropic export size), and the search's latency: `Registry::search`
+//!   and a whole `search_tools` call in a conversation, over 20 queries.
 //!
 //! `cargo bench --all-features --bench large_registry` (optionally `-- ROUNDS N`, the call
 //! rounds, default 400).
@@ -145,11 +149,18 @@ fn parameter(noun: &str, k: usize) -> (String, Value) {
     }
 }
 
+/// The name of the `i`-th generated tool.
+fn name_of(i: usize) -> String {
+    let verb = VERBS[i % VERBS.len()];
+    let noun = NOUNS[(i / VERBS.len()) % NOUNS.len()];
+    format!("{}_{noun}_{i:04}", verb.to_lowercase().replace(' ', "_"))
+}
+
 /// The `i`-th generated tool.
 fn generated(i: usize) -> DynamicTool {
     let verb = VERBS[i % VERBS.len()];
     let noun = NOUNS[(i / VERBS.len()) % NOUNS.len()];
-    let name = format!("{}_{noun}_{i:04}", verb.to_lowercase().replace(' ', "_"));
+    let name = name_of(i);
     let count = 2 + i % 4;
     let mut properties = serde_json::Map::new();
     for k in 0..count {
@@ -174,13 +185,49 @@ fn generated(i: usize) -> DynamicTool {
 }
 
 fn registry_of(n: usize) -> Registry {
-    (0..n)
-        .fold(Registry::builder(), |builder, i| {
-            builder.dynamic_tool(generated(i))
-        })
+    builder_of(n)
         .build()
         .expect("the generated registry builds")
 }
+
+fn builder_of(n: usize) -> toolwright::RegistryBuilder {
+    (0..n).fold(Registry::builder(), |builder, i| {
+        builder.dynamic_tool(generated(i))
+    })
+}
+
+/// The generated tools, all but the first 10 deferred.
+fn deferred_of(n: usize) -> Registry {
+    let names: Vec<String> = (10..n).map(name_of).collect();
+    builder_of(n)
+        .deferred(names)
+        .build()
+        .expect("the deferred registry builds")
+}
+
+/// Requests a model might search with.
+const QUERIES: &[&str] = &[
+    "cancel a subscription",
+    "refund an order",
+    "list open invoices",
+    "approve the pending contract",
+    "archive old tickets",
+    "restore a deleted backup",
+    "schedule a meeting in a room",
+    "count incidents this week",
+    "export the sales report",
+    "assign a task to the sprint",
+    "close the support ticket",
+    "reopen a release",
+    "rename the dashboard",
+    "tag a document",
+    "merge two customer accounts",
+    "split the shipment",
+    "reject a supplier review",
+    "update the flight booking",
+    "look up a patient",
+    "create a certificate for the domain",
+];
 
 fn median(values: &mut [f64]) -> f64 {
     values.sort_by(f64::total_cmp);
@@ -295,5 +342,77 @@ fn main() {
         median(&mut a),
         median(&mut b),
         median(&mut ratios)
+    );
+
+    // Deferred: 990 of the 1,000 found by search.
+    let (mut plain_ms, mut deferred_ms) = (Vec::new(), Vec::new());
+    for _ in 0..7 {
+        let start = Instant::now();
+        black_box(registry_of(1_000));
+        plain_ms.push(millis(start));
+        let start = Instant::now();
+        black_box(deferred_of(1_000));
+        deferred_ms.push(millis(start));
+    }
+    println!(
+        "  deferred (990 of 1,000): build {:.1} ms vs {:.1} ms plain (interleaved medians)",
+        median(&mut deferred_ms),
+        median(&mut plain_ms)
+    );
+    drop(big);
+    let before = LIVE.load(Ordering::Relaxed);
+    let plain = registry_of(1_000);
+    let plain_heap = LIVE.load(Ordering::Relaxed) - before;
+    let before = LIVE.load(Ordering::Relaxed);
+    let deferred = deferred_of(1_000);
+    let deferred_heap = LIVE.load(Ordering::Relaxed) - before;
+    println!(
+        "  the search index adds {:.2} MiB of live heap ({:.2} KiB per deferred tool)",
+        (deferred_heap - plain_heap) as f64 / (1024.0 * 1024.0),
+        (deferred_heap - plain_heap) as f64 / 1024.0 / 990.0
+    );
+    drop(plain);
+    let session = toolwright::Session::new("bench");
+    let shown = deferred
+        .export_for(&session, Provider::Anthropic)
+        .expect("exports");
+    let all = deferred.export(Provider::Anthropic).expect("exports");
+    let size = |v: &Value| serde_json::to_string(v).map_or(0, |t| t.len());
+    println!(
+        "  shown before a search: {} tools, {} bytes (Anthropic), against {} bytes for all {}",
+        shown.as_array().map_or(0, Vec::len),
+        size(&shown),
+        size(&all),
+        all.as_array().map_or(0, Vec::len)
+    );
+    let mut search_us = Vec::new();
+    for _ in 0..50 {
+        for query in QUERIES {
+            let start = Instant::now();
+            black_box(deferred.search(&session, black_box(query), 5));
+            search_us.push(start.elapsed().as_secs_f64() * 1e6);
+        }
+    }
+    let mut call_us = Vec::new();
+    rt.block_on(async {
+        for round in 0..50 {
+            for (i, query) in QUERIES.iter().enumerate() {
+                let conversation = toolwright::Session::new(format!("bench-{round}-{i}"));
+                let arguments = json!({ "query": query }).to_string();
+                let call = ToolCall::new("s", "search_tools", arguments);
+                let start = Instant::now();
+                let outcome = deferred.call_in(&conversation, call).await;
+                call_us.push(start.elapsed().as_secs_f64() * 1e6);
+                assert!(outcome.is_ok(), "{}", outcome.to_model_string());
+            }
+        }
+    });
+    println!(
+        "  search over 990 deferred tools: Registry::search median {:.1} us; a search_tools \
+         call in a new conversation (validation, ranking, grounding the 5 found) median {:.1} us \
+         ({} searches each)",
+        median(&mut search_us),
+        median(&mut call_us),
+        50 * QUERIES.len()
     );
 }

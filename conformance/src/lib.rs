@@ -500,6 +500,60 @@ pub fn fixtures() -> Vec<Fixture> {
         out.push(Fixture::new(kind, name, None, tools));
     }
 
+    // Deferred tools: the registry's own search tool (what a session is shown before it
+    // searched), and the providers' native searches with `defer_loading`.
+    let deferred = Registry::builder()
+        .tool(SearchProducts)
+        .tool(CreateOrder)
+        .tool(SupplierStock)
+        .deferred(["create_order", "supplier_stock"])
+        .build()
+        .expect("the deferred fixture registry builds");
+    let before_search = toolwright::Session::new("fixtures");
+    for (kind, name, export) in [
+        (
+            "anthropic.tools",
+            "anthropic_deferred",
+            Export::new(Provider::Anthropic),
+        ),
+        (
+            "openai.responses.tools",
+            "responses_deferred",
+            Export::new(Provider::OpenAiResponses),
+        ),
+        (
+            "openai.chat.tools",
+            "openai_deferred",
+            Export::new(Provider::OpenAi),
+        ),
+        ("mcp.tools", "mcp_deferred", Export::new(Provider::Mcp)),
+    ] {
+        let tools = deferred
+            .export_for(&before_search, export)
+            .expect("the search tool exports everywhere");
+        out.push(Fixture::new(kind, name, None, tools));
+    }
+    for (kind, name, provider) in [
+        (
+            "anthropic.tools_native_search",
+            "anthropic",
+            Provider::Anthropic,
+        ),
+        (
+            "openai.responses.tools_native_search",
+            "responses",
+            Provider::OpenAiResponses,
+        ),
+    ] {
+        let export = Export::new(provider).native_tool_search(true);
+        let tools = deferred.export(export).expect("a native search exports");
+        out.push(Fixture::new(kind, name, None, tools));
+    }
+    for provider in [Provider::OpenAi, Provider::Gemini, Provider::Mcp] {
+        let refused = deferred.export(Export::new(provider).native_tool_search(true));
+        assert!(refused.is_err(), "{provider} has no native tool search");
+    }
+
     // Paused time: the pipeline's retries and Retry-After waits (`supplier_stock` fails with a
     // 30 s Retry-After) pass instantly, so the fixtures show real retry envelopes without
     // waiting for them.

@@ -249,6 +249,13 @@ def gemini_request(body: Any) -> None:
         validate(gemini_types.Content, body["systemInstruction"])
 
 
+def deferred_marked(tools: list) -> None:
+    """The native-search fixtures defer exactly `create_order` and `supplier_stock`."""
+    marked = sorted(t["name"] for t in tools if t.get("defer_loading") is True)
+    if marked != ["create_order", "supplier_stock"]:
+        raise Failure(f"defer_loading on {marked}, expected create_order and supplier_stock")
+
+
 # What each fixture kind is, in the official definitions. Every check must pass.
 CHECKS: dict[str, list[Callable[[Any], None]]] = {
     # Exports.
@@ -261,6 +268,20 @@ CHECKS: dict[str, list[Callable[[Any], None]]] = {
         each(openai_responses.FunctionTool),
     ],
     "anthropic.tools": [each(anthropic_types.ToolParam), each(anthropic_types.ToolUnionParam)],
+    # Deferred tools with the provider's own search: function tools with `defer_loading`, and
+    # the search tool last, each a member of the request's `tools` union.
+    "anthropic.tools_native_search": [
+        lambda v: each(anthropic_types.ToolParam)(v[:-1]),
+        lambda v: validate(anthropic_types.ToolSearchToolBm25_20251119Param, v[-1]),
+        each(anthropic_types.ToolUnionParam),
+        lambda v: deferred_marked(v[:-1]),
+    ],
+    "openai.responses.tools_native_search": [
+        lambda v: each(openai_responses.FunctionToolParam)(v[:-1]),
+        lambda v: validate(openai_responses.ToolSearchToolParam, v[-1]),
+        each(openai_responses.ToolParam),
+        lambda v: deferred_marked(v[:-1]),
+    ],
     "gemini.tools": [each(gemini_types.Tool)],
     "mcp.tools": [each(mcp_types.Tool), lambda v: validate(mcp_types.ListToolsResult, {"tools": v})],
     # Formatted results.
@@ -420,6 +441,11 @@ MUTATIONS: list[tuple[str, str, str | None, Callable[[Any], None]]] = [
     ("agent tool_result with is_error as a string", "anthropic.request", None, lambda v: v["messages"][2]["content"][0].update(is_error="false")),
     ("agent Gemini request with an unknown key", "gemini.request", None, lambda v: v.update(system="x")),
     ("agent Gemini functionResponse with a list as response", "gemini.request", None, lambda v: v["contents"][2]["parts"][0]["functionResponse"].update(response=[])),
+    ("defer_loading as a string", "anthropic.tools_native_search", None, lambda v: v[0].update(defer_loading="true")),
+    ("Anthropic search tool under another name", "anthropic.tools_native_search", None, lambda v: v[-1].update(name="search_tools")),
+    ("a deferred tool not marked", "anthropic.tools_native_search", None, lambda v: next(t for t in v if t.get("defer_loading")).pop("defer_loading")),
+    ("Responses tool search of an unknown type", "openai.responses.tools_native_search", None, lambda v: v[-1].update(type="tool_searcher")),
+    ("Responses defer_loading as a number", "openai.responses.tools_native_search", None, lambda v: next(t for t in v if t.get("defer_loading")).update(defer_loading=1)),
 ]
 
 

@@ -176,8 +176,9 @@ impl Agent {
             pending: None,
             exhausted: Vec::new(),
         };
-        self.drive(session, run)
-            .instrument(agent_span(session))
+        let session = self.served(session);
+        self.drive(&session, run)
+            .instrument(agent_span(&session))
             .await
     }
 
@@ -189,9 +190,20 @@ impl Agent {
         if run.pending.is_none() {
             return run;
         }
-        self.drive(session, run)
-            .instrument(agent_span(session))
+        let session = self.served(session);
+        self.drive(&session, run)
+            .instrument(agent_span(&session))
             .await
+    }
+
+    /// The session the calls run in: marked as searched by the provider when the model's
+    /// export lets the provider search deferred tools itself.
+    fn served<'s>(&self, session: &'s Session) -> Cow<'s, Session> {
+        if self.inner.model.export().uses_native_tool_search() && !session.native_tool_search() {
+            Cow::Owned(session.clone().with_native_tool_search())
+        } else {
+            Cow::Borrowed(session)
+        }
     }
 
     async fn drive(&self, session: &Session, mut run: Run) -> Run {
@@ -209,6 +221,16 @@ impl Agent {
                 return run;
             }
             let started = Instant::now();
+            // Deferred tools found on another replica (or before a restart) are shown too.
+            if inner.registry.search_tool().is_some() {
+                if let Err(error) = inner.registry.refresh_found(session).await {
+                    tracing::warn!(
+                        target: "toolwright::agent",
+                        %error,
+                        "could not read which deferred tools the conversation found; listing those this process knows"
+                    );
+                }
+            }
             // Asked each step: a predicate may show a tool only at some stage of the conversation.
             let tools = self.tools_for(session);
             // The model's turn, as the OpenTelemetry GenAI conventions name it.

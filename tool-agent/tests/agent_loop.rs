@@ -490,3 +490,196 @@ async fn fifty_mebibytes_of_arguments_are_refused_and_not_sent_back() {
     assert!(outcome.to_model_string().len() < 64 << 10);
     assert_eq!(counts.lookups.load(Ordering::SeqCst), 0);
 }
+
+/// 1,000 generated tools, every one deferred, and `lookup` always shown: the model is sent two
+/// tools, searches, and calls the tool it found in its next turn.
+#[tokio::test(start_paused = true)]
+async fn a_model_shown_two_of_a_thousand_tools_finds_a_deferred_one_and_calls_it() {
+    use serde_json::json;
+    use toolwright::dynamic::DynamicTool;
+
+    const VERBS: [&str; 20] = [
+        "list", "create", "cancel", "update", "archive", "restore", "count", "export", "assign",
+        "close", "reopen", "rename", "tag", "schedule", "refund", "approve", "reject", "merge",
+        "split", "delete",
+    ];
+    const NOUNS: [&str; 50] = [
+        "order",
+        "invoice",
+        "customer",
+        "ticket",
+        "shipment",
+        "subscription",
+        "product",
+        "warehouse",
+        "supplier",
+        "contract",
+        "payment",
+        "coupon",
+        "review",
+        "return",
+        "employee",
+        "meeting",
+        "project",
+        "repository",
+        "incident",
+        "alert",
+        "dashboard",
+        "report",
+        "budget",
+        "campaign",
+        "lead",
+        "account",
+        "device",
+        "license",
+        "policy",
+        "document",
+        "folder",
+        "task",
+        "sprint",
+        "release",
+        "build",
+        "deployment",
+        "cluster",
+        "database",
+        "backup",
+        "certificate",
+        "domain",
+        "mailbox",
+        "calendar",
+        "room",
+        "vehicle",
+        "route",
+        "flight",
+        "booking",
+        "patient",
+        "invoice_line",
+    ];
+    let ran = Arc::new(Mutex::new(Vec::<String>::new()));
+    let mut builder = Registry::builder()
+        .tool(Lookup)
+        .state(Arc::new(Counts::default()));
+    let mut deferred = Vec::new();
+    for verb in VERBS {
+        for noun in NOUNS {
+            let name = format!("{verb}_{noun}");
+            let ran = Arc::clone(&ran);
+            let me = name.clone();
+            let tool = DynamicTool::builder(name.clone())
+                .description(format!("{verb} a {noun} of the organisation, by its id."))
+                .input_schema(json!({
+                    "type": "object",
+                    "properties": {"id": {"type": "string", "description": format!("The {noun}'s id.")}},
+                    "required": ["id"],
+                }))
+                .handler(move |_args, _ctx| {
+                    ran.lock().unwrap().push(me.clone());
+                    async { Ok(json!("done")) }
+                })
+                .build()
+                .unwrap();
+            builder = builder.dynamic_tool(tool);
+            deferred.push(name);
+        }
+    }
+    let registry = builder.deferred(deferred).build().unwrap();
+    assert_eq!(registry.names().len(), 1_002);
+
+    let model = Arc::new(ScriptedModel::new([
+        Turn::calls([call(
+            "c1",
+            "search_tools",
+            r#"{"query":"cancel a subscription","limit":3}"#,
+        )]),
+        Turn::calls([call("c2", "cancel_subscription", r#"{"id":"S-1"}"#)]),
+        Turn::text("Cancelled."),
+    ]));
+    let agent = Agent::builder(Arc::clone(&model), registry)
+        .build()
+        .unwrap();
+    let run = agent
+        .run(
+            &Session::new("t-search"),
+            vec![Message::user("Cancel my subscription S-1.")],
+        )
+        .await;
+    assert!(
+        matches!(run.end(), End::Final(t) if t == "Cancelled."),
+        "{:?}",
+        run.end()
+    );
+
+    let sent = model.requests();
+    let names = |i: usize| -> Vec<String> {
+        sent[i]
+            .tools
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(names(0), ["lookup", "search_tools"]);
+    let found: serde_json::Value = run.steps()[0].outcomes[0].data_as().unwrap();
+    let found: Vec<&str> = found["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(found.len(), 3);
+    assert_eq!(found[0], "cancel_subscription");
+    let mut expected: Vec<String> = ["lookup", "search_tools"]
+        .iter()
+        .chain(&found)
+        .map(|s| (*s).to_owned())
+        .collect();
+    expected.sort();
+    assert_eq!(
+        names(1),
+        expected,
+        "the found tools are shown from the next turn"
+    );
+    assert_eq!(run.steps()[1].outcomes[0].status(), Status::Success);
+    assert_eq!(*ran.lock().unwrap(), ["cancel_subscription"]);
+}
+
+/// A model whose provider searches deferred tools itself: it is sent every tool, the deferred
+/// ones marked `defer_loading`, with the provider's search tool in place of the registry's, and
+/// calls a deferred tool directly.
+#[tokio::test(start_paused = true)]
+async fn a_provider_that_searches_itself_is_sent_deferred_tools_marked_and_may_call_them() {
+    use toolwright::providers::{Export, Provider};
+
+    let counts = Arc::new(Counts::default());
+    let registry = Registry::builder()
+        .tool(Lookup)
+        .tool(Slow)
+        .deferred(["slow"])
+        .state(Arc::clone(&counts))
+        .build()
+        .unwrap();
+    let model = Arc::new(
+        ScriptedModel::new([
+            Turn::calls([call("c1", "slow", r#"{"ms":5}"#)]),
+            Turn::text("done"),
+        ])
+        .export_for(Export::new(Provider::Anthropic).native_tool_search(true)),
+    );
+    let agent = Agent::builder(Arc::clone(&model), registry)
+        .build()
+        .unwrap();
+    let run = agent
+        .run(&Session::new("t-native"), vec![Message::user("wait a bit")])
+        .await;
+    assert!(matches!(run.end(), End::Final(_)), "{:?}", run.end());
+    assert_eq!(run.steps()[0].outcomes[0].status(), Status::Success);
+
+    let tools = model.requests()[0].tools.clone();
+    let tools = tools.as_array().unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["lookup", "slow", "tool_search_tool_bm25"]);
+    assert_eq!(tools[1]["defer_loading"], true);
+    assert!(tools[0].get("defer_loading").is_none());
+    assert_eq!(tools[2]["type"], "tool_search_tool_bm25_20251119");
+}

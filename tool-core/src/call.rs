@@ -3,11 +3,11 @@
 
 use std::any::{Any, TypeId};
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::ops::Deref;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -127,6 +127,12 @@ struct SessionInner {
     /// Where the conversation lives when it is shared or outlives the process; calls then
     /// take the store-backed path ([`Session::with_store`]).
     store: Option<Arc<dyn ConversationStore>>,
+    /// The deferred tools this process saw the conversation find (shared by every clone);
+    /// `None` outside a conversation, which finds nothing. Holds only names of deferred tools
+    /// of the registry, so it is bounded by the registry.
+    found: Option<Arc<Mutex<HashSet<Arc<str>>>>>,
+    /// The model's provider searches deferred tools itself ([`Session::with_native_tool_search`]).
+    native_search: bool,
 }
 
 impl Session {
@@ -144,6 +150,8 @@ impl Session {
             asker: None,
             memory: Some(Arc::new(InMemoryConversation::new())),
             store: None,
+            found: Some(Arc::default()),
+            native_search: false,
         }))
     }
 
@@ -164,6 +172,8 @@ impl Session {
             asker: None,
             memory: None,
             store: None,
+            found: None,
+            native_search: false,
         }))
     }
 
@@ -198,6 +208,60 @@ impl Session {
             .memory
             .as_ref()
             .is_some_and(|memory| memory.is_grounded(kind, id))
+    }
+
+    /// Whether the conversation found the deferred tool `name` (as this process knows: a
+    /// search here, a call here, or [`Registry::refresh_found`](crate::Registry::refresh_found)),
+    /// or its memory holds it found.
+    pub(crate) fn has_found(&self, name: &str) -> bool {
+        self.0.native_search
+            || self.0.found.as_ref().is_some_and(|found| {
+                found
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .contains(name)
+            })
+            || self
+                .0
+                .memory
+                .as_ref()
+                .is_some_and(|memory| memory.is_grounded(crate::conversation::FOUND_KIND, name))
+    }
+
+    /// Serves this session to a model whose provider searches deferred tools itself
+    /// ([`Export::native_tool_search`](crate::providers::Export::native_tool_search)): every
+    /// deferred tool the session may see is listed (the export marks it `defer_loading`) and
+    /// callable, since the provider loads a deferred tool only when its own search returned
+    /// it. The agent loop sets it for a model whose export asks for native search.
+    ///
+    /// ```
+    /// use toolwright_core::Session;
+    ///
+    /// let session = Session::new("conv-7").with_native_tool_search();
+    /// assert!(session.native_tool_search());
+    /// ```
+    pub fn with_native_tool_search(mut self) -> Self {
+        Arc::make_mut(&mut self.0).native_search = true;
+        self
+    }
+
+    /// Whether the model's provider searches deferred tools itself
+    /// ([`Session::with_native_tool_search`]).
+    pub fn native_tool_search(&self) -> bool {
+        self.0.native_search
+    }
+
+    /// Records that the conversation found these deferred tools; nothing outside a
+    /// conversation.
+    pub(crate) fn mark_found<'n>(&self, names: impl IntoIterator<Item = &'n str>) {
+        if let Some(found) = &self.0.found {
+            let mut found = found.lock().unwrap_or_else(PoisonError::into_inner);
+            for name in names {
+                if !found.contains(name) {
+                    found.insert(Arc::from(name));
+                }
+            }
+        }
     }
 
     /// The conversation's memory; `None` outside a conversation ([`Session::anonymous`]).
@@ -471,6 +535,8 @@ impl<'de> Deserialize<'de> for Session {
             key_mode: p.key_mode,
             approver: None,
             asker: None,
+            found: memory.as_ref().map(|_| Arc::default()),
+            native_search: false,
             memory,
             store: None,
         })))

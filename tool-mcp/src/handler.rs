@@ -608,9 +608,16 @@ impl ServerHandler for Tools {
     ) -> Result<CallToolResponse, ErrorData> {
         let resolved = self.session_for(&context, request.meta.as_ref())?;
         let name = request.name;
-        if !self.shared.registry.is_visible(&name, &resolved.session) {
+        // A deferred tool the session has not been seen to find may have been found on another
+        // replica: the registry decides (and answers `unknown_tool`, telling the model to
+        // search, if it was not).
+        let registry = &self.shared.registry;
+        if !registry.is_visible(&name, &resolved.session) && !registry.is_deferred(&name) {
             return Err(self.unknown_tool(&resolved.session, &name));
         }
+        // A search that finds tools changes what this session's `tools/list` holds.
+        let searching = !is_stateless(&context) && registry.search_tool() == Some(name.as_ref());
+        let listed_before = searching.then(|| registry.specs_for(&resolved.session).count());
         let arguments = match &request.arguments {
             Some(arguments) => serde_json::to_string(arguments)
                 .map_err(|e| ErrorData::invalid_params(e.to_string(), None))?,
@@ -708,6 +715,10 @@ impl ServerHandler for Tools {
                 if let Some((requests, state)) = input.and_then(|input| input.asked()) {
                     let asked = InputRequiredResult::new(Some(requests), Some(state));
                     return Ok(CallToolResponse::InputRequired(asked));
+                }
+                if listed_before.is_some_and(|before| registry.specs_for(session).count() > before) {
+                    // Best effort: a client that is gone gets the tools in its next list.
+                    let _ = context.peer.notify_tool_list_changed().await;
                 }
                 Ok(call_tool_result(&outcome).into())
             }

@@ -33,6 +33,16 @@
 //!   schema), filtered to the tools the session is shown ([`Registry::is_visible`]: it holds
 //!   the tool's `#[tool(scopes = [..])]`, and the registry's `visible_when` / `tool_filter`
 //!   predicates allow it).
+//! - **Deferred tools** ([`RegistryBuilder::deferred`](toolwright_core::RegistryBuilder::deferred))
+//!   are not listed until the session finds them with the registry's search tool, which is
+//!   listed. In a 2025-11-25 session, a search that finds tools sends
+//!   `notifications/tools/list_changed`, and the next `tools/list` holds them. A 2026-07-28
+//!   `tools/list` varies by authorization only, never by conversation, so it never holds a
+//!   deferred tool: the client calls a found tool by the name the search returned, in the
+//!   conversation the request names. Give the search
+//!   [`ToolSearch::with_schemas`](toolwright_core::registry::ToolSearch::with_schemas) so its
+//!   results carry each tool's input schema. A deferred tool called before it was found is an
+//!   `unknown_tool` result telling the model to search.
 //! - **`tools/call`** runs [`Registry::call_in`]. Every outcome, a failure included, is a
 //!   result: the envelope as text and as `structuredContent`, `isError: true` when the call
 //!   failed, so the model reads why and recovers (MCP 2025-11-25, "Tool Execution Errors";

@@ -170,6 +170,68 @@ async fn a_change_of_the_registry_is_announced_and_listed() {
 }
 
 #[tokio::test]
+async fn a_deferred_tool_is_listed_and_announced_once_the_session_searched_for_it() {
+    let registry = common::builder(Counters::default())
+        .deferred(["get_order", "echo"])
+        .build()
+        .unwrap();
+    let elicitor = Elicitor::without_elicitation();
+    let announced = Arc::clone(&elicitor.list_changed);
+    let client = duplex(McpServer::new(registry), elicitor).await;
+    let listed = |tools: &[rmcp::model::Tool]| -> Vec<String> {
+        tools.iter().map(|t| t.name.to_string()).collect()
+    };
+    let tools = client.list_all_tools().await.expect("tools/list");
+    assert!(
+        listed(&tools).contains(&"search_tools".to_owned()),
+        "{:?}",
+        listed(&tools)
+    );
+    assert!(
+        !listed(&tools).contains(&"get_order".to_owned()),
+        "{:?}",
+        listed(&tools)
+    );
+
+    // Called before it was found: a result the model reads, telling it to search.
+    let early = client
+        .call_tool(call("get_order", json!({"order_id": "A1001"})))
+        .await
+        .expect("tools/call");
+    assert_eq!(early.is_error, Some(true));
+    let early = envelope(&early);
+    assert_eq!(early["error_type"], "unknown_tool");
+    assert!(
+        early["message"]
+            .as_str()
+            .unwrap()
+            .contains("`search_tools`"),
+        "{early}"
+    );
+
+    let search = client
+        .call_tool(call("search_tools", json!({"query": "fetch one order"})))
+        .await
+        .expect("tools/call");
+    assert_eq!(search.is_error, Some(false));
+    assert_eq!(envelope(&search)["data"]["tools"][0]["name"], "get_order");
+    tokio::time::timeout(Duration::from_secs(10), announced.notified())
+        .await
+        .expect("notifications/tools/list_changed after the search found a tool");
+    let tools = client.list_all_tools().await.expect("tools/list");
+    assert!(
+        listed(&tools).contains(&"get_order".to_owned()),
+        "{:?}",
+        listed(&tools)
+    );
+    let order = client
+        .call_tool(call("get_order", json!({"order_id": "A1001"})))
+        .await
+        .expect("tools/call");
+    assert_eq!(order.is_error, Some(false), "{:?}", envelope(&order));
+}
+
+#[tokio::test]
 async fn a_good_call_is_a_result_with_the_envelope_as_text_and_structured_content() {
     let client = duplex(
         server(&Counters::default()),

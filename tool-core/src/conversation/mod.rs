@@ -49,6 +49,10 @@ pub use memory::{
     ConversationMemory, FailureCategory, Grounding, InMemoryConversation, MAX_IDS_PER_KIND,
 };
 pub use recovery::RecoveryBudget;
+
+/// The kind of grounded id a deferred tool's name is recorded under once the conversation
+/// found it with the registry's search tool (`RegistryBuilder::deferred`).
+pub(crate) const FOUND_KIND: &str = "toolwright.found_tool";
 #[cfg(feature = "redis")]
 pub use redis_store::RedisConversationStore;
 pub use store::{

@@ -54,7 +54,7 @@
 
 use std::fmt;
 
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 
 use crate::call::Session;
 use crate::registry::Registry;
@@ -174,6 +174,7 @@ pub struct Export {
     provider: Provider,
     strict: bool,
     mcp_hints: Vec<(String, mcp::McpHints)>,
+    native_search: bool,
 }
 
 impl Export {
@@ -183,7 +184,81 @@ impl Export {
             provider,
             strict: provider.strict_by_default(),
             mcp_hints: Vec::new(),
+            native_search: false,
         }
+    }
+
+    /// Lets the provider search the deferred tools itself
+    /// ([`RegistryBuilder::deferred`](crate::RegistryBuilder::deferred)), where its API can:
+    /// every tool the session may see is exported, each deferred one marked
+    /// `"defer_loading": true`, and the provider's own search tool takes the place of the
+    /// registry's (Anthropic: `tool_search_tool_bm25`; OpenAI Responses: `tool_search`). A
+    /// session served this way calls deferred tools without the registry's search
+    /// ([`Session::with_native_tool_search`](crate::Session::with_native_tool_search); the
+    /// agent loop sets it when its model's export asks for native search). Chat Completions,
+    /// Gemini and MCP have no such search: exporting a registry with deferred tools for them
+    /// this way fails with [`Construct::NativeToolSearch`].
+    ///
+    /// ```
+    /// use toolwright_core::providers::{Export, Provider};
+    ///
+    /// let anthropic = Export::new(Provider::Anthropic).native_tool_search(true);
+    /// assert!(anthropic.uses_native_tool_search());
+    /// ```
+    pub fn native_tool_search(mut self, native: bool) -> Self {
+        self.native_search = native;
+        self
+    }
+
+    /// Whether the provider searches deferred tools itself ([`Export::native_tool_search`]).
+    pub fn uses_native_tool_search(&self) -> bool {
+        self.native_search
+    }
+
+    /// The tools field with the provider's own search: each tool as [`Export::tool`] writes it,
+    /// a deferred one marked `defer_loading`, then the provider's search tool.
+    pub(crate) fn tools_searched_natively<'a>(
+        &self,
+        specs: impl IntoIterator<Item = (&'a ToolSpec, bool)>,
+        search_tool: &str,
+    ) -> Result<Value, ExportError> {
+        let search = match self.provider {
+            Provider::Anthropic => json!({
+                "type": "tool_search_tool_bm25_20251119",
+                "name": "tool_search_tool_bm25",
+            }),
+            Provider::OpenAiResponses => json!({"type": "tool_search"}),
+            _ => {
+                return Err(ExportError {
+                    provider: self.provider,
+                    problems: vec![Unsupported {
+                        tool: search_tool.to_owned(),
+                        path: String::new(),
+                        construct: Construct::NativeToolSearch,
+                        dialect: Some(self.provider.name()),
+                    }],
+                })
+            }
+        };
+        let mut problems = Vec::new();
+        let mut definitions: Vec<Value> = specs
+            .into_iter()
+            .map(|(spec, deferred)| {
+                let mut definition = self.definition(spec, &mut problems);
+                if let (true, Some(fields)) = (deferred, definition.as_object_mut()) {
+                    fields.insert("defer_loading".to_owned(), Value::Bool(true));
+                }
+                definition
+            })
+            .collect();
+        if !problems.is_empty() {
+            return Err(ExportError {
+                provider: self.provider,
+                problems,
+            });
+        }
+        definitions.push(search);
+        Ok(Value::Array(definitions))
     }
 
     /// Turns strict mode on or off (OpenAI and Anthropic; ignored elsewhere).
@@ -330,7 +405,13 @@ impl Registry {
     /// # let _ = (openai, anthropic, gemini, mcp); Ok(()) }
     /// ```
     pub fn export(&self, export: impl Into<Export>) -> Result<Value, ExportError> {
-        export.into().tools(self.specs())
+        let export = export.into();
+        match self.search_tool() {
+            Some(search) if export.uses_native_tool_search() => {
+                export.tools_searched_natively(self.natively_searched(None), search)
+            }
+            _ => export.tools(self.specs()),
+        }
     }
 
     /// The definitions a session's model should see: every tool whose scopes the session
@@ -349,7 +430,13 @@ impl Registry {
         session: &Session,
         export: impl Into<Export>,
     ) -> Result<Value, ExportError> {
-        export.into().tools(self.specs_for(session))
+        let export = export.into();
+        match self.search_tool() {
+            Some(search) if export.uses_native_tool_search() => {
+                export.tools_searched_natively(self.natively_searched(Some(session)), search)
+            }
+            _ => export.tools(self.specs_for(session)),
+        }
     }
 }
 
@@ -407,6 +494,9 @@ pub enum Construct {
     },
     /// The tool's name breaks the provider's naming rule.
     ToolName,
+    /// A search of deferred tools by the provider itself ([`Export::native_tool_search`]),
+    /// which the provider does not offer.
+    NativeToolSearch,
     /// A parameter's name breaks the provider's naming rule.
     ParameterName {
         /// The parameter.
@@ -442,6 +532,9 @@ impl fmt::Display for Construct {
                 write!(f, "the reference `{reference}`, which is not in the schema's `$defs`")
             }
             Construct::ToolName => f.write_str("the tool name, which breaks the provider's naming rule"),
+            Construct::NativeToolSearch => f.write_str(
+                "a search of deferred tools by the provider, which it does not offer: export without `native_tool_search` and the registry's own search tool is sent instead",
+            ),
             Construct::ParameterName { name } => write!(
                 f,
                 "the parameter name `{name}`: it must start with a letter or `_` and hold only letters, digits and `_` (rename it with `#[serde(rename)]`)"

@@ -23,6 +23,8 @@ pub struct RegistryBuilder {
     prefix: String,
     shown_to: HashMap<String, ShownTo>,
     filter: Option<Filter>,
+    deferred: Vec<String>,
+    search: Option<ToolSearch>,
     state: StateMap,
     settings: Settings,
     breakers: HashMap<String, BreakerPolicy>,
@@ -49,6 +51,8 @@ impl Default for RegistryBuilder {
             prefix: String::new(),
             shown_to: HashMap::new(),
             filter: None,
+            deferred: Vec::new(),
+            search: None,
             state: StateMap::new(),
             settings: Settings {
                 default_timeout: DEFAULT_TIMEOUT,
@@ -201,6 +205,62 @@ impl RegistryBuilder {
         filter: impl Fn(&ToolSpec, &Session) -> bool + Send + Sync + 'static,
     ) -> Self {
         self.filter = Some(Arc::new(filter));
+        self
+    }
+
+    /// Marks tools as found by search: each is left out of every listing and export (and
+    /// calling it is `unknown_tool`, telling the model to search) until the model finds it with
+    /// the registry's search tool, which the registry then has (`search_tools` unless
+    /// [`tool_search`](RegistryBuilder::tool_search) says otherwise). A found tool is shown and
+    /// callable in that conversation from then on: on every replica, when the session's
+    /// conversation lives in a [`ConversationStore`](crate::conversation::ConversationStore)
+    /// ([`Registry::refresh_found`]). Outside a conversation ([`Registry::call`]) nothing is
+    /// found. A registry of hundreds of tools keeps the model's context for the conversation
+    /// this way: the tools every turn needs stay shown, the rest are found when needed.
+    ///
+    /// The search ranks by BM25 over each tool's name, description and parameter docs; it sees
+    /// only the tools a session could be shown (scopes, [`visible_when`](RegistryBuilder::visible_when),
+    /// [`tool_filter`](RegistryBuilder::tool_filter)). A name the registry does not have makes
+    /// [`build`](RegistryBuilder::build) fail.
+    ///
+    /// ```
+    /// # use toolwright_core::{Registry, Session, ToolCall, Status, ErrorKind, dynamic::DynamicTool};
+    /// # use serde_json::json;
+    /// # async fn demo() {
+    /// let refund = DynamicTool::builder("refund_order")
+    ///     .description("Refunds a paid order.")
+    ///     .input_schema(json!({"type": "object", "properties": {}}))
+    ///     .handler(|_args, _ctx| async { Ok(json!("refunded")) })
+    ///     .build()
+    ///     .unwrap();
+    /// let registry = Registry::builder().dynamic_tool(refund).deferred(["refund_order"]).build().unwrap();
+    /// let session = Session::new("conv-1");
+    /// assert_eq!(registry.specs_for(&session).map(|s| s.name()).collect::<Vec<_>>(), ["search_tools"]);
+    ///
+    /// let early = registry.call_in(&session, ToolCall::new("c1", "refund_order", "{}")).await;
+    /// assert_eq!(early.error_kind(), Some(ErrorKind::UnknownTool));
+    ///
+    /// let search = ToolCall::new("c2", "search_tools", r#"{"query":"refund an order"}"#);
+    /// assert_eq!(registry.call_in(&session, search).await.status(), Status::Success);
+    /// assert!(registry.is_visible("refund_order", &session));
+    /// let refund = registry.call_in(&session, ToolCall::new("c3", "refund_order", "{}")).await;
+    /// assert_eq!(refund.status(), Status::Success);
+    /// # }
+    /// ```
+    pub fn deferred<I, S>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.deferred.extend(names.into_iter().map(Into::into));
+        self
+    }
+
+    /// The search tool of a registry with deferred tools: its name, how many tools a search
+    /// returns, whether results carry input schemas ([`ToolSearch`]). Setting it adds the
+    /// search tool even when no tool is deferred yet.
+    pub fn tool_search(mut self, search: ToolSearch) -> Self {
+        self.search = Some(search);
         self
     }
 
@@ -445,6 +505,35 @@ impl RegistryBuilder {
                 name,
             });
         }
+        for name in &self.deferred {
+            match tools.get_mut(name.as_str()) {
+                Some(slot) => slot.deferred = true,
+                None => {
+                    return Err(BuildError::UnknownTool {
+                        setting: "deferred",
+                        name: name.clone(),
+                    })
+                }
+            }
+        }
+        // The search tool reaches the registry it serves once the registry exists.
+        let link = Arc::new(std::sync::OnceLock::new());
+        let search = match self.search {
+            Some(search) => Some(search),
+            None if !self.deferred.is_empty() => Some(ToolSearch::new()),
+            None => None,
+        };
+        if let Some(search) = &search {
+            let tool = search.tool(Arc::clone(&link));
+            let name = search.tool_name().to_owned();
+            add(
+                &mut tools,
+                vec![(name, 0, pending_dynamic(tool))],
+                &mut HashMap::new(),
+                &making,
+                &self.state,
+            )?;
+        }
         if let Some(name) = making
             .breakers
             .keys()
@@ -476,16 +565,17 @@ impl RegistryBuilder {
         };
         let tables = boxcar::Vec::new();
         let first = tables.push(table);
-        Ok(Registry {
-            inner: Arc::new(Inner {
-                tables,
-                current: AtomicUsize::new(first),
-                filter: self.filter,
-                pipeline,
-                making: Mutex::new(making),
-                changed: watch::Sender::new(0),
-            }),
-        })
+        let inner = Arc::new(Inner {
+            tables,
+            current: AtomicUsize::new(first),
+            filter: self.filter,
+            pipeline,
+            making: Mutex::new(making),
+            changed: watch::Sender::new(0),
+            search: search.map(|s| Arc::from(s.tool_name())),
+        });
+        let _ = link.set(Arc::downgrade(&inner));
+        Ok(Registry { inner })
     }
 }
 
@@ -533,6 +623,7 @@ pub(super) fn add(
             Slot {
                 tool: Arc::from(tool),
                 shown_to,
+                deferred: false,
             },
         );
     }

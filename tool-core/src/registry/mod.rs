@@ -18,9 +18,14 @@
 
 mod builder;
 mod change;
+mod search;
 
 pub use builder::{BuildError, RegistryBuilder};
 pub use change::Changes;
+pub use search::{
+    SearchHit, ToolSearch, DEFAULT_SEARCH_RESULTS, DEFAULT_SEARCH_TOOL, MAX_QUERY_CHARS,
+    MAX_SEARCH_RESULTS,
+};
 
 use std::any::Any;
 use std::collections::HashMap;
@@ -38,7 +43,7 @@ use tokio::time::Instant;
 use crate::approval::{Approvals, DecideError};
 use crate::call::{Session, StateMap, ToolCall};
 use crate::conversation::RecoveryBudget;
-use crate::conversation::{Decision, TicketState};
+use crate::conversation::{Decision, TicketState, FOUND_KIND};
 use crate::execute::{
     Bounds, BreakerHandle, BreakerPolicy, Clock, RandomSource, RetryBudget, RetryPolicy, Settings,
 };
@@ -86,6 +91,8 @@ type Filter = Arc<dyn Fn(&ToolSpec, &Session) -> bool + Send + Sync>;
 struct Slot {
     tool: Arc<dyn DynTool>,
     shown_to: Option<ShownTo>,
+    /// Left out of listings until the conversation found it ([`RegistryBuilder::deferred`]).
+    deferred: bool,
 }
 
 /// One version of the tool table: what a call looks its tool up in.
@@ -93,6 +100,8 @@ struct Table {
     tools: ToolMap,
     specs: Vec<ToolSpec>,
     names: Arc<[String]>,
+    /// The search index of the deferred tools, when there are any.
+    index: Option<search::Index>,
 }
 
 impl Table {
@@ -100,10 +109,13 @@ impl Table {
         let mut specs: Vec<ToolSpec> = tools.values().map(|t| t.tool.spec().clone()).collect();
         specs.sort_by(|a, b| a.name.cmp(&b.name));
         let names = specs.iter().map(|s| s.name.to_string()).collect();
+        // In name order, so the index (and a tie between two tools) is the same on every replica.
+        let index = search::Index::new(specs.iter().filter_map(|s| tools.get(s.name())));
         Table {
             tools,
             specs,
             names,
+            index,
         }
     }
 }
@@ -126,6 +138,8 @@ struct Inner {
     /// Held while a change is made, so changes apply one at a time.
     making: Mutex<ToolDefaults>,
     changed: watch::Sender<u64>,
+    /// The search tool's name, when the registry has deferred tools.
+    search: Option<Arc<str>>,
 }
 
 /// The tools a model may call, and the pipeline each call runs through. Cheap to clone.
@@ -192,9 +206,12 @@ impl Registry {
             .is_some_and(|slot| self.shows(slot, session))
     }
 
-    /// Whether `session` is shown the tool in `slot`: its scopes, then the predicates.
+    /// Whether `session` is shown the tool in `slot`: its scopes, then the predicates, and
+    /// for a deferred tool, whether the conversation found it.
     fn shows(&self, slot: &Slot, session: &Session) -> bool {
-        guard::visible(slot.tool.spec(), session) && self.predicates_allow(slot, session)
+        guard::visible(slot.tool.spec(), session)
+            && self.predicates_allow(slot, session)
+            && (!slot.deferred || session.has_found(slot.tool.spec().name()))
     }
 
     /// The tool table in use now.
@@ -309,19 +326,77 @@ impl Registry {
         match self.table().tools.get(name.as_str()) {
             // A tool a predicate hides from this session does not exist for it. (One it lacks
             // a scope for is `unauthorized`, decided by the pipeline before the arguments.)
-            Some(slot) if self.predicates_allow(slot, session) => Either::Left(pipeline::dispatch(
-                &*slot.tool,
-                Call::new(id, arguments, progress),
-                session,
-                pipeline,
-            )),
+            Some(slot) if !slot.deferred && self.predicates_allow(slot, session) => {
+                Either::Left(pipeline::dispatch(
+                    &*slot.tool,
+                    Call::new(id, arguments, progress),
+                    session,
+                    pipeline,
+                ))
+            }
+            // A deferred tool runs once the conversation found it.
+            Some(slot) if self.predicates_allow(slot, session) => {
+                let call = Call::new(id, arguments, progress);
+                Either::Right(Either::Right(self.deferred(slot, name, call, session)))
+            }
             _ if session.store().is_some() => Either::Right(Either::Right(
-                self.unknown_tool_durable(id, name, arguments, session),
+                self.unknown_tool_durable(id, name, arguments, session, false),
             )),
             _ => Either::Right(Either::Left(std::future::ready(
-                self.unknown_tool(id, name, arguments, session),
+                self.unknown_tool(id, name, arguments, session, false),
             ))),
         }
+    }
+
+    /// A call of a deferred tool: it runs if the conversation found it, as this process knows
+    /// or (when the session has a store) as the store knows, found on another replica;
+    /// otherwise it is `unknown_tool`, telling the model to search. Off the path of the tools
+    /// every session is shown.
+    #[cold]
+    fn deferred<'a>(
+        &'a self,
+        slot: &'a Slot,
+        name: String,
+        call: Call,
+        session: &'a Session,
+    ) -> crate::runtime::BoxFuture<'a, Outcome> {
+        let pipeline = &self.inner.pipeline;
+        if session.has_found(&name) {
+            return pipeline::dispatch(&*slot.tool, call, session, pipeline);
+        }
+        Box::pin(async move {
+            if let Some(store) = session.store() {
+                let prepare = crate::conversation::Prepare {
+                    ids: vec![(FOUND_KIND.to_owned(), name.clone())],
+                    edited_for: None,
+                };
+                match store.prepare(session.id(), &prepare).await {
+                    Ok(prepared) if prepared.grounded.first() == Some(&true) => {
+                        session.mark_found([name.as_str()]);
+                        return pipeline::dispatch(&*slot.tool, call, session, pipeline).await;
+                    }
+                    Ok(_) => {
+                        return self
+                            .unknown_tool_durable(call.id, name, call.arguments, session, true)
+                            .await
+                    }
+                    Err(e) => {
+                        let failure =
+                            crate::conversation::durable::unreachable(slot.tool.spec().name(), &e);
+                        let outcome = Outcome::failed(call.id, Arc::from(name), failure);
+                        return pipeline::finalize(
+                            Some((slot.tool.spec(), slot.tool.stats())),
+                            outcome,
+                            call.arguments,
+                            None,
+                            session,
+                            pipeline,
+                        );
+                    }
+                }
+            }
+            self.unknown_tool(call.id, name, call.arguments, session, true)
+        })
     }
 
     /// `unknown_tool` in a session whose conversation lives in a store: counted there, so the
@@ -333,11 +408,12 @@ impl Registry {
         name: String,
         arguments: String,
         session: &'a Session,
+        deferred: bool,
     ) -> crate::runtime::BoxFuture<'a, Outcome> {
         Box::pin(async move {
             let overlay = Arc::new(crate::conversation::durable::Overlay::default());
             let in_call = session.in_call(overlay.clone());
-            let mut outcome = self.unknown_tool(id, name, arguments, &in_call);
+            let mut outcome = self.unknown_tool(id, name, arguments, &in_call, deferred);
             if let Some(store) = session.store() {
                 let budget = &self.inner.pipeline.recovery;
                 crate::conversation::durable::write_back(
@@ -417,7 +493,8 @@ impl Registry {
         approvals.decide(ticket, &decision).await
     }
 
-    /// `unknown_tool`, listing the tools this session is shown (and no others).
+    /// `unknown_tool`, listing the tools this session is shown (and no others); for a
+    /// `deferred` tool the conversation has not found, telling the model to search first.
     #[cold]
     fn unknown_tool(
         &self,
@@ -425,16 +502,20 @@ impl Registry {
         name: String,
         arguments: String,
         session: &Session,
+        deferred: bool,
     ) -> Outcome {
         let shown = if name.chars().count() <= 64 {
             format!("'{name}'")
         } else {
             preview_str(&name)
         };
-        let mut failure = Failure::new(
-            ErrorKind::UnknownTool,
-            format!("{shown} is not an available tool; call one of available_tools instead"),
-        );
+        let message = match (&self.inner.search, deferred) {
+            (Some(search), true) => format!(
+                "{shown} is not loaded in this conversation yet; call `{search}` with what you need done, then call a tool it finds"
+            ),
+            _ => format!("{shown} is not an available tool; call one of available_tools instead"),
+        };
+        let mut failure = Failure::new(ErrorKind::UnknownTool, message);
         let visible: Vec<&ToolSpec> = self.specs_for(session).collect();
         failure.available_tools = Some(if visible.len() == self.table().specs.len() {
             Arc::clone(&self.table().names)
