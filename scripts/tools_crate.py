@@ -9,6 +9,15 @@ structs above the impl; with `--structs-last`, below it, so that an edit of a me
     python3 scripts/tools_crate.py /tmp/rmcp100 100 /work/main --rmcp --structs-last
     python3 scripts/tools_crate.py /tmp/tools100 100 /work/main --measure
 
+`--runtime` writes a crate whose `main` measures the compiled tools at run time instead:
+build time of the N-tool registry, each provider's export (time, compact size), a successful
+call in the N-tool registry against one of its first 10 tools alone (interleaved rounds,
+median ratio), and with all but 10 tools deferred, what a session is shown before it searched
+and the search's latency. Run it with `cargo run --release` in the crate.
+
+    python3 scripts/tools_crate.py /tmp/tools1000 1000 /work/main --runtime
+    (cd /tmp/tools1000 && cargo run --release)
+
 `--measure` writes the crate, builds its dependencies, then times (debug) a clean build of the
 crate alone and five kinds of rebuild, each after an edit that moves the text below it, three
 times each (median): the first tool's doc comment made longer, the first tool's doc grown by a
@@ -44,9 +53,90 @@ def pascal(snake):
     return "".join(p.capitalize() for p in snake.split("_"))
 
 
+RUNTIME_MAIN = r"""use std::hint::black_box;
+use std::time::Instant;
+
+use toolwright::providers::Provider;
+use toolwright::{Registry, Session, ToolCall};
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn main() {
+    let mut builds = Vec::new();
+    for _ in 0..7 {
+        let start = Instant::now();
+        black_box(CRATE::registry());
+        builds.push(start.elapsed().as_secs_f64() * 1e3);
+    }
+    println!("COUNT compiled tools: build median {:.2} ms", median(&mut builds));
+    let all = CRATE::registry();
+    for &provider in Provider::ALL {
+        let mut times = Vec::new();
+        let mut size = 0;
+        for _ in 0..9 {
+            let start = Instant::now();
+            let exported = all.export(provider).expect("exports");
+            times.push(start.elapsed().as_secs_f64() * 1e3);
+            size = serde_json::to_string(&exported).map_or(0, |t| t.len());
+        }
+        println!("  export {provider:?}: median {:.2} ms, {} bytes", median(&mut times), size);
+    }
+    let small = CRATE::first(10);
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let side = |registry: &Registry| {
+        let calls: Vec<_> = (0..200)
+            .map(|i| ToolCall::new(format!("c{i}"), "tool_3", r#"{"query":"cable","limit":5}"#))
+            .collect();
+        rt.block_on(async {
+            let start = Instant::now();
+            for call in calls {
+                let outcome = registry.call(black_box(call)).await;
+                assert!(outcome.is_ok(), "{}", outcome.to_model_string());
+            }
+            start.elapsed().as_nanos() as f64 / 200.0
+        })
+    };
+    let (mut a, mut b, mut r) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 0..220 {
+        let ten = side(&small);
+        let many = side(&all);
+        if round >= 20 {
+            a.push(ten);
+            b.push(many);
+            r.push(many / ten);
+        }
+    }
+    println!(
+        "  call tool_3: 10 tools {:.0} ns, COUNT tools {:.0} ns, median ratio {:.3} (200 interleaved rounds of 200 calls)",
+        median(&mut a), median(&mut b), median(&mut r)
+    );
+    let deferred = CRATE::deferred();
+    let session = Session::new("bench");
+    let shown = deferred.export_for(&session, Provider::Anthropic).expect("exports");
+    println!(
+        "  all but 10 deferred: {} tools shown before a search, {} bytes (Anthropic)",
+        shown.as_array().map_or(0, Vec::len),
+        serde_json::to_string(&shown).map_or(0, |t| t.len())
+    );
+    let mut searches = Vec::new();
+    for i in 0..1000 {
+        let query = format!("tool number {} look something up", i % COUNT);
+        let start = Instant::now();
+        black_box(deferred.search(&session, &query, 5));
+        searches.push(start.elapsed().as_secs_f64() * 1e6);
+    }
+    println!("  Registry::search median {:.1} us", median(&mut searches));
+}
+"""
+
+
 def toolwright_crate():
     deps = f"""toolwright = {{ path = "{toolwright}" }}
-tokio = {{ version = "1", features = ["rt", "macros"] }}"""
+tokio = {{ version = "1", features = ["rt", "macros"] }}
+serde_json = "1\""""
     lines = ["use toolwright::prelude::*;", ""]
     for i in range(count):
         lines.append(f"""/// Tool number {i}: look something up.
@@ -72,6 +162,24 @@ pub async fn tool_{i}(
         lines.append(f"        .tool({pascal(f'tool_{i}')})")
     lines.append("        .build()\n        .unwrap_or_else(|e| panic!(\"{e}\"))\n}")
     main = f"fn main() {{\n    println!(\"{{}}\", {name}::registry().names().len());\n}}\n"
+    if "--runtime" in flags:
+        lines.append("/// The first `n` tools (at most 10).")
+        lines.append("pub fn first(n: usize) -> Registry {")
+        lines.append("    let mut b = Registry::builder();")
+        for i in range(min(count, 10)):
+            lines.append(f"    if n > {i} {{ b = b.tool({pascal(f'tool_{i}')}); }}")
+        lines.append("    b.build().unwrap_or_else(|e| panic!(\"{e}\"))\n}")
+        lines.append("/// Every tool, all but the first 10 deferred.")
+        lines.append("pub fn deferred() -> Registry {")
+        lines.append("    registry_builder()")
+        lines.append(f"        .deferred((10..{count}).map(|i| format!(\"tool_{{i}}\")))")
+        lines.append("        .build()\n        .unwrap_or_else(|e| panic!(\"{e}\"))\n}")
+        lines.append("fn registry_builder() -> toolwright::RegistryBuilder {")
+        lines.append("    Registry::builder()")
+        for i in range(count):
+            lines.append(f"        .tool({pascal(f'tool_{i}')})")
+        lines.append("}")
+        main = RUNTIME_MAIN.replace("CRATE", name).replace("COUNT", str(count))
     return deps, "\n".join(lines) + "\n", main
 
 

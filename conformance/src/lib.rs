@@ -282,6 +282,17 @@ pub fn registry() -> Registry {
         .expect("the fixture tools have distinct names and need no state")
 }
 
+/// Three of the fixture tools, two of them deferred: the registry gains its search tool.
+pub fn deferred_registry() -> Registry {
+    Registry::builder()
+        .tool(SearchProducts)
+        .tool(CreateOrder)
+        .tool(SupplierStock)
+        .deferred(["create_order", "supplier_stock"])
+        .build()
+        .expect("the deferred fixture registry builds")
+}
+
 /// One fixture: what it is (`kind`, which the checkers map to official types), the tool it is
 /// about if any, and the JSON.
 #[derive(Debug, Clone, Serialize)]
@@ -502,13 +513,7 @@ pub fn fixtures() -> Vec<Fixture> {
 
     // Deferred tools: the registry's own search tool (what a session is shown before it
     // searched), and the providers' native searches with `defer_loading`.
-    let deferred = Registry::builder()
-        .tool(SearchProducts)
-        .tool(CreateOrder)
-        .tool(SupplierStock)
-        .deferred(["create_order", "supplier_stock"])
-        .build()
-        .expect("the deferred fixture registry builds");
+    let deferred = deferred_registry();
     let before_search = toolwright::Session::new("fixtures");
     for (kind, name, export) in [
         (
@@ -518,12 +523,12 @@ pub fn fixtures() -> Vec<Fixture> {
         ),
         (
             "openai.responses.tools",
-            "responses_deferred",
+            "responses_deferred_strict",
             Export::new(Provider::OpenAiResponses),
         ),
         (
             "openai.chat.tools",
-            "openai_deferred",
+            "openai_deferred_strict",
             Export::new(Provider::OpenAi),
         ),
         ("mcp.tools", "mcp_deferred", Export::new(Provider::Mcp)),

@@ -11,7 +11,7 @@ use rmcp::model::{CallToolRequestParams, CallToolResult, Tool as McpTool};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
-use toolwright_conformance::{fixtures, registry, Fixture};
+use toolwright_conformance::{deferred_registry, fixtures, registry, Fixture};
 
 /// Deserializes into `T`, serializes back, and requires the same JSON.
 fn round_trip<T: DeserializeOwned + Serialize>(fixture: &Fixture, value: &Value) -> T {
@@ -43,11 +43,14 @@ fn of_kind(kind: &str) -> Vec<Fixture> {
 
 #[test]
 fn mcp_tool_definitions_are_rmcp_tools_with_the_metadata_hints() {
-    let registry = registry();
+    let (registry, deferred) = (registry(), deferred_registry());
     for fixture in of_kind("mcp.tools") {
         for value in fixture.value.as_array().unwrap() {
             let tool: McpTool = round_trip(&fixture, value);
-            let spec = registry.spec(&tool.name).unwrap();
+            let spec = registry
+                .spec(&tool.name)
+                .or_else(|| deferred.spec(&tool.name))
+                .unwrap();
             let annotations = tool.annotations.as_ref().unwrap();
             assert_eq!(annotations.read_only_hint, Some(spec.read_only()));
             assert_eq!(annotations.idempotent_hint, Some(spec.idempotent()));
