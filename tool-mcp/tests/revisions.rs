@@ -1081,3 +1081,104 @@ async fn a_2026_tools_list_varies_by_authorization_not_by_the_named_conversation
         .expect("a body");
     assert_eq!(listed(&body), ["cancel_order", "find_order"], "{body}");
 }
+
+#[tokio::test]
+async fn a_2026_list_never_holds_a_deferred_tool_and_a_found_one_is_callable_in_its_conversation() {
+    let registry = Registry::builder()
+        .tool(FindOrder)
+        .tool(CancelOrder)
+        .deferred(["cancel_order"])
+        .build()
+        .unwrap();
+    let server = start(registry).await;
+    let client = Client::new(&server);
+    let listed = |answer: &Value| -> Vec<String> {
+        answer["result"]["tools"]
+            .as_array()
+            .unwrap_or_else(|| panic!("a list: {answer}"))
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let list = |id: u64| {
+        let request = client.request_2026(
+            "alice",
+            json!(id),
+            "tools/list",
+            json!({}),
+            in_conversation("chat-9"),
+        );
+        async move {
+            let body = request
+                .send()
+                .await
+                .expect("answered")
+                .text()
+                .await
+                .unwrap();
+            answer(&body, &json!(id))
+        }
+    };
+    assert_eq!(listed(&list(1).await), ["find_order", "search_tools"]);
+
+    let found = client
+        .call_2026(
+            "alice",
+            2,
+            "search_tools",
+            json!({"query": "cancel an order"}),
+            in_conversation("chat-9"),
+        )
+        .await;
+    assert_eq!(
+        envelope(&found)["data"]["tools"][0]["name"],
+        "cancel_order",
+        "{found}"
+    );
+    // The list varies by authorization only: still no deferred tool.
+    assert_eq!(listed(&list(3).await), ["find_order", "search_tools"]);
+
+    // Found in that conversation: callable there (the id is one its tool returned), and in
+    // another conversation it is `unknown_tool`, telling the model to search.
+    let order = client
+        .call_2026(
+            "alice",
+            4,
+            "find_order",
+            json!({"customer": "ada"}),
+            in_conversation("chat-9"),
+        )
+        .await;
+    let id = envelope(&order)["data"]["id"].as_str().unwrap().to_owned();
+    let cancelled = client
+        .call_2026(
+            "alice",
+            5,
+            "cancel_order",
+            json!({"order_id": id}),
+            in_conversation("chat-9"),
+        )
+        .await;
+    assert_eq!(envelope(&cancelled)["status"], "success", "{cancelled}");
+    let elsewhere = client
+        .call_2026(
+            "alice",
+            6,
+            "cancel_order",
+            json!({"order_id": id}),
+            in_conversation("chat-10"),
+        )
+        .await;
+    assert_eq!(
+        envelope(&elsewhere)["error_type"],
+        "unknown_tool",
+        "{elsewhere}"
+    );
+    assert!(
+        envelope(&elsewhere)["message"]
+            .as_str()
+            .unwrap()
+            .contains("search_tools"),
+        "{elsewhere}"
+    );
+}
