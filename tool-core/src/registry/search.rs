@@ -228,26 +228,26 @@ impl Index {
         allowed: impl Fn(&str) -> bool,
     ) -> Vec<SearchHit> {
         let query = self.embedder.embed(query);
-        let mut hits: Vec<SearchHit> = self
+        // Names are copied only for the tools returned, not for every tool that matched.
+        let mut matched: Vec<(&Arc<str>, f32)> = self
             .scorer
             .matches(&query)
             .into_iter()
             .filter(|m| m.score > 0.0)
             .filter_map(|m| {
                 let name = self.names.get(m.id as usize)?;
-                allowed(name).then(|| SearchHit {
-                    name: name.to_string(),
-                    score: m.score,
-                })
+                allowed(name).then_some((name, m.score))
             })
             .collect();
-        hits.sort_by(|a, b| {
-            b.score
-                .total_cmp(&a.score)
-                .then_with(|| a.name.cmp(&b.name))
-        });
-        hits.truncate(limit);
-        hits
+        matched.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+        matched
+            .into_iter()
+            .take(limit)
+            .map(|(name, score)| SearchHit {
+                name: name.to_string(),
+                score,
+            })
+            .collect()
     }
 }
 
