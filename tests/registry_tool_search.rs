@@ -706,3 +706,59 @@ async fn a_session_searched_by_its_provider_calls_deferred_tools_directly() {
         .await;
     assert_eq!(refund.status(), Status::Success);
 }
+
+#[tokio::test]
+async fn tools_added_while_serving_can_be_deferred_and_are_found_by_the_next_search() {
+    let registry = registry();
+    registry
+        .change(|c| {
+            c.dynamic_tool(tool(
+                "export_ledger",
+                "Export the accounting ledger as a CSV file.",
+                &[("year", "The fiscal year.")],
+            ))
+            .deferred(["export_ledger"])
+        })
+        .unwrap();
+    let session = Session::new("c1");
+    assert!(registry.is_deferred("export_ledger"));
+    assert!(!registry.is_visible("export_ledger", &session));
+    let search = registry
+        .call_in(
+            &session,
+            ToolCall::new("s", "search_tools", r#"{"query":"ledger csv export"}"#),
+        )
+        .await;
+    assert_eq!(
+        search.to_model_json()["data"]["tools"][0]["name"],
+        "export_ledger"
+    );
+    assert!(registry.is_visible("export_ledger", &session));
+
+    let unknown = registry
+        .change(|c| c.deferred(["no_such_tool"]))
+        .unwrap_err();
+    assert_eq!(
+        unknown,
+        BuildError::UnknownTool {
+            setting: "deferred",
+            name: "no_such_tool".to_owned()
+        }
+    );
+    let plain = Registry::builder()
+        .dynamic_tool(tool("ping", "Ping.", &[]))
+        .build()
+        .unwrap();
+    let refused = plain.change(|c| c.deferred(["ping"])).unwrap_err();
+    assert_eq!(refused, BuildError::NoToolSearch("ping".to_owned()));
+    assert!(
+        refused
+            .to_string()
+            .contains("tool_search(ToolSearch::new())"),
+        "{refused}"
+    );
+    assert!(
+        !plain.is_deferred("ping"),
+        "a refused change changes nothing"
+    );
+}

@@ -742,6 +742,10 @@ pub enum BuildError {
         /// What is wrong with it.
         why: &'static str,
     },
+    /// A change ([`Changes::deferred`]) defers this tool in a registry that has no search tool
+    /// to find it with: build the registry with
+    /// [`tool_search`](RegistryBuilder::tool_search).
+    NoToolSearch(String),
     /// A tool defined at run time has no handler.
     MissingHandler(String),
     /// A tool defined at run time has a schema that is not a valid JSON Schema (draft 2020-12)
@@ -815,6 +819,10 @@ impl fmt::Display for BuildError {
             BuildError::InvalidName { name, why } => {
                 write!(f, "the tool name `{name}` {why}")
             }
+            BuildError::NoToolSearch(name) => write!(
+                f,
+                "`deferred(\"{name}\")` needs a registry with a search tool to find it by: add `.tool_search(ToolSearch::new())` to the registry's builder"
+            ),
             BuildError::MissingHandler(name) => {
                 write!(
                     f,

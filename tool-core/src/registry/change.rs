@@ -11,6 +11,7 @@ pub struct Changes {
     pending: Vec<(String, usize, Pending)>,
     removed: Vec<String>,
     shown_to: HashMap<String, ShownTo>,
+    deferred: Vec<String>,
 }
 
 impl Changes {
@@ -44,6 +45,35 @@ impl Changes {
         predicate: impl Fn(&Session) -> bool + Send + Sync + 'static,
     ) -> Self {
         self.shown_to.insert(name.into(), Arc::new(predicate));
+        self
+    }
+
+    /// Marks tools (added by this change, or already there) as found by search, as
+    /// [`RegistryBuilder::deferred`]: the tools an application loads while it serves (a plugin,
+    /// an upstream MCP server's hundreds of tools) need not crowd every model's context. The
+    /// registry must have a search tool ([`RegistryBuilder::tool_search`], or a deferred tool
+    /// when it was built); a name the registry does not have fails the change.
+    ///
+    /// ```
+    /// # use toolwright_core::{Registry, Session, dynamic::DynamicTool, registry::ToolSearch};
+    /// # use serde_json::json;
+    /// let registry = Registry::builder().tool_search(ToolSearch::new()).build().unwrap();
+    /// let export = DynamicTool::builder("export_ledger")
+    ///     .description("Exports the ledger as CSV.")
+    ///     .input_schema(json!({"type": "object", "properties": {}}))
+    ///     .handler(|_args, _ctx| async { Ok(json!("ok")) })
+    ///     .build()
+    ///     .unwrap();
+    /// registry.change(|c| c.dynamic_tool(export).deferred(["export_ledger"])).unwrap();
+    /// assert!(registry.is_deferred("export_ledger"));
+    /// assert!(!registry.is_visible("export_ledger", &Session::new("c1")));
+    /// ```
+    pub fn deferred<I, S>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.deferred.extend(names.into_iter().map(Into::into));
         self
     }
 }
@@ -84,7 +114,11 @@ impl Registry {
             pending,
             removed,
             mut shown_to,
+            deferred,
         } = change(Changes::default());
+        if let (Some(name), None) = (deferred.first(), &self.inner.search) {
+            return Err(BuildError::NoToolSearch(name.clone()));
+        }
         let making = self
             .inner
             .making
@@ -112,6 +146,17 @@ impl Registry {
                 None => {
                     return Err(BuildError::UnknownTool {
                         setting: "visible_when",
+                        name,
+                    })
+                }
+            }
+        }
+        for name in deferred {
+            match tools.get_mut(name.as_str()) {
+                Some(slot) => slot.deferred = true,
+                None => {
+                    return Err(BuildError::UnknownTool {
+                        setting: "deferred",
                         name,
                     })
                 }
