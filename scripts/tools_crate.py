@@ -10,7 +10,7 @@ structs above the impl; with `--structs-last`, below it, so that an edit of a me
     python3 scripts/tools_crate.py /tmp/tools100 100 /work/main --measure
 
 `--runtime` writes a crate whose `main` measures the compiled tools at run time instead:
-build time of the N-tool registry, each provider's export (time, compact size), a successful
+build time and live heap of the N-tool registry, each provider's export (time, compact size), a successful
 call in the N-tool registry against one of its first 10 tools alone (interleaved rounds,
 median ratio), and with all but 10 tools deferred, what a session is shown before it searched
 and the search's latency. Run it with `cargo run --release` in the crate.
@@ -53,8 +53,35 @@ def pascal(snake):
     return "".join(p.capitalize() for p in snake.split("_"))
 
 
-RUNTIME_MAIN = r"""use std::hint::black_box;
+RUNTIME_MAIN = r"""use std::alloc::{GlobalAlloc, Layout, System};
+use std::hint::black_box;
+use std::sync::atomic::{AtomicIsize, Ordering};
 use std::time::Instant;
+
+/// Counts the live heap, to weigh a built registry.
+struct Counting;
+
+static LIVE: AtomicIsize = AtomicIsize::new(0);
+
+// SAFETY: every method forwards to the system allocator with the caller's arguments; the
+// counter is only arithmetic beside it.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        LIVE.fetch_add(new_size as isize - layout.size() as isize, Ordering::Relaxed);
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
 
 use toolwright::providers::Provider;
 use toolwright::{Registry, Session, ToolCall};
@@ -72,7 +99,14 @@ fn main() {
         builds.push(start.elapsed().as_secs_f64() * 1e3);
     }
     println!("COUNT compiled tools: build median {:.2} ms", median(&mut builds));
+    let before = LIVE.load(Ordering::Relaxed);
     let all = CRATE::registry();
+    let held = LIVE.load(Ordering::Relaxed) - before;
+    println!(
+        "  live heap of the registry: {:.2} MiB ({:.1} KiB per tool)",
+        held as f64 / (1024.0 * 1024.0),
+        held as f64 / 1024.0 / COUNT as f64
+    );
     for &provider in Provider::ALL {
         let mut times = Vec::new();
         let mut size = 0;
