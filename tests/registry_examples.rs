@@ -208,6 +208,63 @@ async fn each_example_is_a_call_the_registry_runs() {
     assert_eq!(made, 4);
 }
 
+/// The slips models make with a call's arguments, applied to a good argument text.
+fn damaged(text: &str) -> Vec<(&'static str, String)> {
+    let object: serde_json::Map<String, Value> = serde_json::from_str(text).unwrap();
+    let as_strings: serde_json::Map<String, Value> = object
+        .iter()
+        .map(|(k, v)| {
+            let v = match v {
+                Value::Number(n) => Value::String(n.to_string()),
+                other => other.clone(),
+            };
+            (k.clone(), v)
+        })
+        .collect();
+    vec![
+        ("a code fence", format!("```json\n{text}\n```")),
+        ("a trailing comma", format!("{},}}", &text[..text.len() - 1])),
+        ("numbers as strings", Value::Object(as_strings).to_string()),
+        ("single quotes", text.replace('"', "'")),
+    ]
+}
+
+#[tokio::test]
+async fn each_example_damaged_as_models_damage_arguments_is_repaired_by_the_rules() {
+    // What deterministic repair's tests can build on: the tool's own examples, each damaged
+    // the way models damage arguments, come back as successful repaired calls.
+    use toolwright::repair::DeterministicRepair;
+    let registry = Registry::builder()
+        .tool(SearchOrders)
+        .dynamic_tool(weather(json!({"city": "Lima", "days": 3})))
+        .deterministic_repair(DeterministicRepair::default())
+        .build()
+        .unwrap();
+    let mut repaired = 0;
+    for spec in registry.specs() {
+        for example in spec.examples().iter() {
+            let text = example.to_string();
+            for (slip, broken) in damaged(&text) {
+                if broken == text {
+                    continue; // an example without numbers has no number to damage
+                }
+                let call = ToolCall::new("c", spec.name(), broken.clone());
+                let outcome = registry.call(call).await;
+                assert_eq!(
+                    outcome.status(),
+                    Status::Success,
+                    "{} with {slip}: {broken}: {}",
+                    spec.name(),
+                    outcome.to_model_string()
+                );
+                assert_eq!(outcome.to_model_json()["repaired"], true, "{slip}: {broken}");
+                repaired += 1;
+            }
+        }
+    }
+    assert!(repaired >= 12, "{repaired}");
+}
+
 #[test]
 fn an_example_of_the_wrong_type_names_the_tool_the_example_and_the_path() {
     let (error, text) = invalid_example(Registry::builder().tool(WrongType).build());
