@@ -223,7 +223,10 @@ fn damaged(text: &str) -> Vec<(&'static str, String)> {
         .collect();
     vec![
         ("a code fence", format!("```json\n{text}\n```")),
-        ("a trailing comma", format!("{},}}", &text[..text.len() - 1])),
+        (
+            "a trailing comma",
+            format!("{},}}", &text[..text.len() - 1]),
+        ),
         ("numbers as strings", Value::Object(as_strings).to_string()),
         ("single quotes", text.replace('"', "'")),
     ]
@@ -257,7 +260,11 @@ async fn each_example_damaged_as_models_damage_arguments_is_repaired_by_the_rule
                     spec.name(),
                     outcome.to_model_string()
                 );
-                assert_eq!(outcome.to_model_json()["repaired"], true, "{slip}: {broken}");
+                assert_eq!(
+                    outcome.to_model_json()["repaired"],
+                    true,
+                    "{slip}: {broken}"
+                );
                 repaired += 1;
             }
         }

@@ -750,9 +750,47 @@ pub async fn agent_requests() -> Vec<Fixture> {
             GeminiGenerate::new("x").export(),
         ),
     ];
+    // The provider searching deferred tools itself: `create_order` and `supplier_stock`
+    // deferred, `defer_loading` on them and the provider's search tool in `tools`.
+    let natively: Vec<(&'static str, &str, Body, Export)> = vec![
+        (
+            "openai.responses.request",
+            "responses_native_search",
+            Box::new({
+                let c = OpenAiResponses::new("gpt-5.4").native_tool_search(true);
+                move |r: &ModelRequest<'_>| c.request_body(r)
+            }),
+            OpenAiResponses::new("x").native_tool_search(true).export(),
+        ),
+        (
+            "anthropic.request",
+            "anthropic_native_search",
+            Box::new({
+                let c = AnthropicMessages::new("claude-sonnet-4-5").native_tool_search(true);
+                move |r: &ModelRequest<'_>| c.request_body(r)
+            }),
+            AnthropicMessages::new("x")
+                .native_tool_search(true)
+                .export(),
+        ),
+    ];
+    let deferred = || {
+        Registry::builder()
+            .tool(SearchProducts)
+            .tool(CreateOrder)
+            .tool(AdjustStock)
+            .tool(SupplierStock)
+            .deferred(["create_order", "supplier_stock"])
+            .build()
+            .expect("the fixture tools build")
+    };
     let mut out = Vec::new();
-    for (kind, name, body, export) in clients {
-        let agent = Agent::builder(script().export_for(export.clone()), registry())
+    let runs = clients
+        .into_iter()
+        .map(|client| (client, registry()))
+        .chain(natively.into_iter().map(|client| (client, deferred())));
+    for ((kind, name, body, export), registry) in runs {
+        let agent = Agent::builder(script().export_for(export.clone()), registry)
             .system("You are a shop assistant.")
             .build()
             .expect("the tools export");

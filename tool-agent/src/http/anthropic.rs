@@ -27,6 +27,7 @@ pub struct AnthropicMessages {
     model: String,
     max_tokens: u32,
     strict: bool,
+    native_search: bool,
 }
 
 impl AnthropicMessages {
@@ -41,6 +42,7 @@ impl AnthropicMessages {
             model: model.into(),
             max_tokens: 4096,
             strict: false,
+            native_search: false,
         }
     }
 
@@ -65,6 +67,15 @@ impl AnthropicMessages {
     /// Strict tool use (grammar-constrained inputs; off by default).
     pub fn strict(mut self, strict: bool) -> Self {
         self.strict = strict;
+        self
+    }
+
+    /// Lets the provider search the registry's deferred tools itself (Anthropic's `tool_search_tool_bm25`,
+    /// with each deferred tool marked `defer_loading`) instead of the registry's search tool:
+    /// [`Export::native_tool_search`](toolwright_core::providers::Export::native_tool_search).
+    /// Off by default.
+    pub fn native_tool_search(mut self, native: bool) -> Self {
+        self.native_search = native;
         self
     }
 
@@ -165,7 +176,9 @@ impl AnthropicMessages {
 
 impl ChatModel for AnthropicMessages {
     fn export(&self) -> Export {
-        Provider::Anthropic.strict(self.strict)
+        Provider::Anthropic
+            .strict(self.strict)
+            .native_tool_search(self.native_search)
     }
 
     fn complete<'a>(

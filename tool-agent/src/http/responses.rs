@@ -26,6 +26,7 @@ pub struct OpenAiResponses {
     transport: Transport,
     model: String,
     strict: bool,
+    native_search: bool,
 }
 
 impl OpenAiResponses {
@@ -37,6 +38,7 @@ impl OpenAiResponses {
             transport: Transport::new(PROVIDER, base, env("OPENAI_API_KEY")),
             model: model.into(),
             strict: true,
+            native_search: false,
         }
     }
 
@@ -55,6 +57,15 @@ impl OpenAiResponses {
     /// Strict function calling (on by default).
     pub fn strict(mut self, strict: bool) -> Self {
         self.strict = strict;
+        self
+    }
+
+    /// Lets the provider search the registry's deferred tools itself (OpenAI's hosted `tool_search`,
+    /// with each deferred tool marked `defer_loading`) instead of the registry's search tool:
+    /// [`Export::native_tool_search`](toolwright_core::providers::Export::native_tool_search).
+    /// Off by default.
+    pub fn native_tool_search(mut self, native: bool) -> Self {
+        self.native_search = native;
         self
     }
 
@@ -140,7 +151,9 @@ impl OpenAiResponses {
 
 impl ChatModel for OpenAiResponses {
     fn export(&self) -> Export {
-        Provider::OpenAiResponses.strict(self.strict)
+        Provider::OpenAiResponses
+            .strict(self.strict)
+            .native_tool_search(self.native_search)
     }
 
     fn complete<'a>(
