@@ -762,3 +762,12 @@ async fn tools_added_while_serving_can_be_deferred_and_are_found_by_the_next_sea
         "a refused change changes nothing"
     );
 }
+
+#[test]
+fn a_search_tool_name_no_provider_accepts_fails_the_build_instead_of_panicking() {
+    let err = builder()
+        .tool_search(ToolSearch::new().name("find tools!"))
+        .build()
+        .unwrap_err();
+    assert!(err.to_string().contains("find tools!"), "{err}");
+}

@@ -240,23 +240,7 @@ impl Export {
                 })
             }
         };
-        let mut problems = Vec::new();
-        let mut definitions: Vec<Value> = specs
-            .into_iter()
-            .map(|(spec, deferred)| {
-                let mut definition = self.definition(spec, &mut problems);
-                if let (true, Some(fields)) = (deferred, definition.as_object_mut()) {
-                    fields.insert("defer_loading".to_owned(), Value::Bool(true));
-                }
-                definition
-            })
-            .collect();
-        if !problems.is_empty() {
-            return Err(ExportError {
-                provider: self.provider,
-                problems,
-            });
-        }
+        let mut definitions = self.definitions(specs)?;
         definitions.push(search);
         Ok(Value::Array(definitions))
     }
@@ -311,21 +295,38 @@ impl Export {
     where
         I: IntoIterator<Item = &'a ToolSpec>,
     {
-        let mut problems = Vec::new();
-        let definitions: Vec<Value> = specs
-            .into_iter()
-            .map(|spec| self.definition(spec, &mut problems))
-            .collect();
-        if !problems.is_empty() {
-            return Err(ExportError {
-                provider: self.provider,
-                problems,
-            });
-        }
+        let definitions = self.definitions(specs.into_iter().map(|spec| (spec, false)))?;
         Ok(match self.provider {
             Provider::Gemini | Provider::GeminiJsonSchema => gemini::tools_field(definitions),
             _ => Value::Array(definitions),
         })
+    }
+
+    /// Each tool's definition, a `deferred` one marked `defer_loading`; every problem of every
+    /// tool at once.
+    fn definitions<'a>(
+        &self,
+        specs: impl IntoIterator<Item = (&'a ToolSpec, bool)>,
+    ) -> Result<Vec<Value>, ExportError> {
+        let mut problems = Vec::new();
+        let definitions = specs
+            .into_iter()
+            .map(|(spec, deferred)| {
+                let mut definition = self.definition(spec, &mut problems);
+                if let (true, Some(fields)) = (deferred, definition.as_object_mut()) {
+                    fields.insert("defer_loading".to_owned(), Value::Bool(true));
+                }
+                definition
+            })
+            .collect();
+        if problems.is_empty() {
+            Ok(definitions)
+        } else {
+            Err(ExportError {
+                provider: self.provider,
+                problems,
+            })
+        }
     }
 
     fn definition(&self, spec: &ToolSpec, problems: &mut Vec<Unsupported>) -> Value {
@@ -405,13 +406,7 @@ impl Registry {
     /// # let _ = (openai, anthropic, gemini, mcp); Ok(()) }
     /// ```
     pub fn export(&self, export: impl Into<Export>) -> Result<Value, ExportError> {
-        let export = export.into();
-        match self.search_tool() {
-            Some(search) if export.uses_native_tool_search() => {
-                export.tools_searched_natively(self.natively_searched(None), search)
-            }
-            _ => export.tools(self.specs()),
-        }
+        self.export_seen(None, export.into())
     }
 
     /// The definitions a session's model should see: every tool whose scopes the session
@@ -430,12 +425,18 @@ impl Registry {
         session: &Session,
         export: impl Into<Export>,
     ) -> Result<Value, ExportError> {
-        let export = export.into();
-        match self.search_tool() {
-            Some(search) if export.uses_native_tool_search() => {
-                export.tools_searched_natively(self.natively_searched(Some(session)), search)
+        self.export_seen(Some(session), export.into())
+    }
+
+    /// The tools `session` is shown (every tool for `None`), or with the provider's own search
+    /// every tool it may see.
+    fn export_seen(&self, session: Option<&Session>, export: Export) -> Result<Value, ExportError> {
+        match (self.search_tool(), session) {
+            (Some(search), _) if export.uses_native_tool_search() => {
+                export.tools_searched_natively(self.natively_searched(session), search)
             }
-            _ => export.tools(self.specs_for(session)),
+            (_, Some(session)) => export.tools(self.specs_for(session)),
+            (_, None) => export.tools(self.specs()),
         }
     }
 }

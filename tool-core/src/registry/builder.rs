@@ -505,17 +505,7 @@ impl RegistryBuilder {
                 name,
             });
         }
-        for name in &self.deferred {
-            match tools.get_mut(name.as_str()) {
-                Some(slot) => slot.deferred = true,
-                None => {
-                    return Err(BuildError::UnknownTool {
-                        setting: "deferred",
-                        name: name.clone(),
-                    })
-                }
-            }
-        }
+        defer(&mut tools, self.deferred.iter().cloned())?;
         // The search tool reaches the registry it serves once the registry exists.
         let link = Arc::new(std::sync::OnceLock::new());
         let search = match self.search {
@@ -524,7 +514,7 @@ impl RegistryBuilder {
             None => None,
         };
         if let Some(search) = &search {
-            let tool = search.tool(Arc::clone(&link));
+            let tool = search.tool(Arc::clone(&link))?;
             let name = search.tool_name().to_owned();
             add(
                 &mut tools,
@@ -626,6 +616,26 @@ pub(super) fn add(
                 deferred: false,
             },
         );
+    }
+    Ok(())
+}
+
+/// Marks the tools `names` as deferred ([`RegistryBuilder::deferred`]); a name `tools` lacks
+/// fails.
+pub(super) fn defer(
+    tools: &mut ToolMap,
+    names: impl IntoIterator<Item = String>,
+) -> Result<(), BuildError> {
+    for name in names {
+        match tools.get_mut(name.as_str()) {
+            Some(slot) => slot.deferred = true,
+            None => {
+                return Err(BuildError::UnknownTool {
+                    setting: "deferred",
+                    name,
+                })
+            }
+        }
     }
     Ok(())
 }

@@ -1,6 +1,6 @@
 //! [`Changes`]: tools added, replaced and removed while a registry serves.
 
-use super::builder::{add, pending_dynamic, pending_tool, Pending};
+use super::builder::{add, defer, pending_dynamic, pending_tool, Pending};
 use super::*;
 
 /// A change to the tools of a registry that is serving: tools to add, replace or remove, made
@@ -151,17 +151,7 @@ impl Registry {
                 }
             }
         }
-        for name in deferred {
-            match tools.get_mut(name.as_str()) {
-                Some(slot) => slot.deferred = true,
-                None => {
-                    return Err(BuildError::UnknownTool {
-                        setting: "deferred",
-                        name,
-                    })
-                }
-            }
-        }
+        defer(&mut tools, deferred)?;
         let table = Table::new(tools);
         *self
             .inner

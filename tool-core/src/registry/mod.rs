@@ -209,9 +209,14 @@ impl Registry {
     /// Whether `session` is shown the tool in `slot`: its scopes, then the predicates, and
     /// for a deferred tool, whether the conversation found it.
     fn shows(&self, slot: &Slot, session: &Session) -> bool {
-        guard::visible(slot.tool.spec(), session)
-            && self.predicates_allow(slot, session)
+        self.may_see(slot, session)
             && (!slot.deferred || session.has_found(slot.tool.spec().name()))
+    }
+
+    /// Whether `session` could be shown the tool in `slot` (its scopes and the predicates),
+    /// found or not: what a search looks through.
+    fn may_see(&self, slot: &Slot, session: &Session) -> bool {
+        guard::visible(slot.tool.spec(), session) && self.predicates_allow(slot, session)
     }
 
     /// The tool table in use now.

@@ -99,8 +99,11 @@ impl ToolSearch {
     }
 
     /// The search tool, reaching the registry it serves through `registry` (set once the
-    /// registry is built).
-    pub(super) fn tool(&self, registry: Arc<OnceLock<Weak<Inner>>>) -> DynamicTool {
+    /// registry is built). `Err`: a [`name`](ToolSearch::name) no provider accepts.
+    pub(super) fn tool(
+        &self,
+        registry: Arc<OnceLock<Weak<Inner>>>,
+    ) -> Result<DynamicTool, crate::BuildError> {
         let default = self.results;
         let schemas = self.schemas;
         DynamicTool::builder(self.name.clone())
@@ -161,7 +164,6 @@ impl ToolSearch {
                 }
             })
             .build()
-            .expect("the search tool's own schema is valid")
     }
 }
 
@@ -394,10 +396,10 @@ impl Registry {
             return Vec::new();
         };
         index.rank(query, limit.min(MAX_SEARCH_RESULTS), |name| {
-            table.tools.get(name).is_some_and(|slot| {
-                crate::guard::visible(slot.tool.spec(), session)
-                    && self.predicates_allow(slot, session)
-            })
+            table
+                .tools
+                .get(name)
+                .is_some_and(|slot| self.may_see(slot, session))
         })
     }
 
@@ -411,9 +413,7 @@ impl Registry {
         let search = self.inner.search.as_deref();
         table.specs.iter().filter_map(move |spec| {
             let slot = table.tools.get(spec.name())?;
-            let seen = session.is_none_or(|session| {
-                crate::guard::visible(spec, session) && self.predicates_allow(slot, session)
-            });
+            let seen = session.is_none_or(|session| self.may_see(slot, session));
             (seen && Some(spec.name()) != search).then_some((spec, slot.deferred))
         })
     }
@@ -458,10 +458,7 @@ impl Registry {
             .iter()
             .filter(|spec| {
                 table.tools.get(spec.name()).is_some_and(|slot| {
-                    slot.deferred
-                        && !session.has_found(spec.name())
-                        && crate::guard::visible(spec, session)
-                        && self.predicates_allow(slot, session)
+                    slot.deferred && !session.has_found(spec.name()) && self.may_see(slot, session)
                 })
             })
             .map(|spec| (FOUND_KIND.to_owned(), spec.name().to_owned()))
