@@ -74,7 +74,8 @@ enum State {
 impl Record {
     fn weight(&self, key: &IdempotencyKey) -> u64 {
         let outcome = match &self.state {
-            State::Done(outcome) => outcome.weight(),
+            // The outcome itself is inline in the entry, already counted by its size.
+            State::Done(outcome) => outcome.heap_bytes(),
             State::Running { .. } | State::UnknownEffect => 0,
         };
         let bytes = std::mem::size_of::<Entry>() + NODE_OVERHEAD + key.as_str().len() + outcome;

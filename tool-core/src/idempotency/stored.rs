@@ -149,8 +149,13 @@ impl StoredOutcome {
 
     /// An approximate size in bytes, to bound a store by memory.
     pub(crate) fn weight(&self) -> usize {
-        std::mem::size_of::<Self>()
-            + self.message.as_ref().map_or(0, String::len)
+        std::mem::size_of::<Self>() + self.heap_bytes()
+    }
+
+    /// The bytes it holds on the heap (its message and data): its weight inside a structure
+    /// that holds it inline.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.message.as_ref().map_or(0, String::len)
             + self.data.as_ref().map_or(0, |d| d.get().len())
     }
 }
