@@ -19,22 +19,15 @@
 
 mod common;
 
+#[path = "common/median.rs"]
+mod median;
+use median::median;
 use std::future::Future;
 use std::hint::black_box;
 use std::pin::Pin;
 use std::time::{Duration, Instant};
 
 use toolwright::{Outcome, Registry};
-
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    let mid = values.len() / 2;
-    if values.len().is_multiple_of(2) {
-        (values[mid - 1] + values[mid]) / 2.0
-    } else {
-        values[mid]
-    }
-}
 
 /// A value of an already sorted slice.
 fn percentile(sorted: &[f64], p: f64) -> f64 {

@@ -16,6 +16,9 @@
 //! cargo bench --bench execution -- --interleaved-only   # just the interleaved medians
 //! ```
 
+#[path = "common/median.rs"]
+mod median;
+use median::median;
 use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -128,11 +131,6 @@ fn throughput(c: &mut Criterion) {
         });
     }
     group.finish();
-}
-
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(|a, b| a.total_cmp(b));
-    values[values.len() / 2]
 }
 
 /// A, B, A, B ...: the success path's overhead and the scaling ratio as medians over rounds.

@@ -10,6 +10,9 @@
 //! profiler such as callgrind: one side per process, so the program's total at two values of N,
 //! the difference, is that side's cost per call).
 
+#[path = "common/median.rs"]
+mod median;
+use median::median;
 use std::hint::black_box;
 use std::time::Instant;
 
@@ -55,16 +58,6 @@ async fn refund_order_twin(
 }
 
 const ARGS: &str = r#"{"order_id":"A1","amount_cents":2500}"#;
-
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    let mid = values.len() / 2;
-    if values.len().is_multiple_of(2) {
-        (values[mid - 1] + values[mid]) / 2.0
-    } else {
-        values[mid]
-    }
-}
 
 /// Nanoseconds per call over `n` prebuilt calls, each with a fresh call id.
 async fn side(registry: &Registry, tool: &str, n: usize, next: &mut u64) -> f64 {

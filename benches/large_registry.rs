@@ -18,6 +18,9 @@
 //! `cargo bench --all-features --bench large_registry` (optionally `-- ROUNDS N`, the call
 //! rounds, default 400).
 
+#[path = "common/median.rs"]
+mod median;
+use median::median;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
 use std::sync::atomic::{AtomicIsize, Ordering};
@@ -228,16 +231,6 @@ const QUERIES: &[&str] = &[
     "look up a patient",
     "create a certificate for the domain",
 ];
-
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    let mid = values.len() / 2;
-    if values.len().is_multiple_of(2) {
-        (values[mid - 1] + values[mid]) / 2.0
-    } else {
-        values[mid]
-    }
-}
 
 fn millis(start: Instant) -> f64 {
     start.elapsed().as_secs_f64() * 1e3
