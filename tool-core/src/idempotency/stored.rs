@@ -147,13 +147,8 @@ impl StoredOutcome {
         serde_json::from_str(text)
     }
 
-    /// An approximate size in bytes, to bound a store by memory.
-    pub(crate) fn weight(&self) -> usize {
-        std::mem::size_of::<Self>() + self.heap_bytes()
-    }
-
-    /// The bytes it holds on the heap (its message and data): its weight inside a structure
-    /// that holds it inline.
+    /// The bytes it holds on the heap (its message and data), to bound a store by memory: its
+    /// weight inside a structure that holds it inline.
     pub(crate) fn heap_bytes(&self) -> usize {
         self.message.as_ref().map_or(0, String::len)
             + self.data.as_ref().map_or(0, |d| d.get().len())
@@ -251,11 +246,11 @@ mod tests {
                 r#"{{"status":"error","error_type":"not_found","message":"{message}","data":"{data}"}}"#
             ))
             .unwrap()
-            .weight()
+            .heap_bytes()
         };
         let (message, data) = (1_000, 3_000);
         let weight = record(&"m".repeat(message), &"d".repeat(data));
-        // The bytes of both (data as JSON text: its quotes too), plus the record itself.
+        // The bytes of both (data as JSON text: its quotes too).
         let floor = message + data + 2;
         assert!(
             (floor..floor + 512).contains(&weight),
