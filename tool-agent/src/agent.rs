@@ -7,8 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::stream::{self, StreamExt};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::time::Instant;
+use toolwright_core::conversation::DEFAULT_RUN_TTL;
 use toolwright_core::execute::Budget;
 use toolwright_core::execute::{RandomSource, RetryBudget, RetryPolicy, ThreadRandom};
 use toolwright_core::providers::ExportError;
@@ -52,6 +54,7 @@ struct Inner {
     max_steps: usize,
     max_calls_per_turn: usize,
     deadline: Duration,
+    run_ttl: Duration,
     tool_concurrency: Option<usize>,
     model_retry: RetryPolicy,
     model_timeout: Duration,
@@ -81,6 +84,7 @@ pub struct AgentBuilder {
     max_steps: usize,
     max_calls_per_turn: usize,
     deadline: Duration,
+    run_ttl: Duration,
     tool_concurrency: Option<usize>,
     model_retry: RetryPolicy,
     model_budget: RetryBudget,
@@ -106,6 +110,7 @@ impl Agent {
     /// | [`max_steps`](AgentBuilder::max_steps) | [`DEFAULT_MAX_STEPS`] (10) model turns |
     /// | [`max_calls_per_turn`](AgentBuilder::max_calls_per_turn) | [`DEFAULT_MAX_CALLS_PER_TURN`] (64) calls run per model turn |
     /// | [`deadline`](AgentBuilder::deadline) | [`DEFAULT_DEADLINE`] (10 min) for the whole run |
+    /// | [`run_ttl`](AgentBuilder::run_ttl) | [`DEFAULT_RUN_TTL`] (7 days) a kept run lives after it was last saved |
     /// | [`tool_concurrency`](AgentBuilder::tool_concurrency) | every call of a turn at once |
     /// | [`model_retry`](AgentBuilder::model_retry) | 3 attempts, full jitter from 250 ms, `Retry-After` honoured |
     /// | [`model_retry_budget`](AgentBuilder::model_retry_budget) | retries up to 20% of requests (+1/s) |
@@ -119,6 +124,7 @@ impl Agent {
             max_steps: DEFAULT_MAX_STEPS,
             max_calls_per_turn: DEFAULT_MAX_CALLS_PER_TURN,
             deadline: DEFAULT_DEADLINE,
+            run_ttl: DEFAULT_RUN_TTL,
             tool_concurrency: None,
             model_retry: RetryPolicy::new(),
             model_budget: RetryBudget::default(),
@@ -168,14 +174,7 @@ impl Agent {
     /// approval, an abort, or a model error ([`End`]). Calls run in `session`, so its grounded
     /// ids, recovery counts, approver and idempotency scope apply to every call.
     pub async fn run(&self, session: &Session, messages: Vec<Message>) -> Run {
-        let run = Run {
-            end: End::StepLimit,
-            transcript: messages,
-            steps: Vec::new(),
-            usage: Usage::default(),
-            pending: None,
-            exhausted: Vec::new(),
-        };
+        let run = Run::start(messages);
         let session = self.served(session);
         self.drive(&session, run)
             .instrument(agent_span(&session))
@@ -198,7 +197,7 @@ impl Agent {
 
     /// The session the calls run in: marked as searched by the provider when the model's
     /// export lets the provider search deferred tools itself.
-    fn served<'s>(&self, session: &'s Session) -> Cow<'s, Session> {
+    pub(crate) fn served<'s>(&self, session: &'s Session) -> Cow<'s, Session> {
         if self.inner.model.export().uses_native_tool_search() && !session.native_tool_search() {
             Cow::Owned(session.clone().with_native_tool_search())
         } else {
@@ -206,7 +205,19 @@ impl Agent {
         }
     }
 
-    async fn drive(&self, session: &Session, mut run: Run) -> Run {
+    /// How long a replica holds a kept run it drives: the deadline of a drive, and a margin.
+    pub(crate) fn lease(&self) -> Duration {
+        self.inner
+            .deadline
+            .saturating_add(crate::kept::RUN_LEASE_MARGIN)
+    }
+
+    /// How long a kept run lives after it was last saved.
+    pub(crate) fn run_ttl(&self) -> Duration {
+        self.inner.run_ttl
+    }
+
+    pub(crate) async fn drive(&self, session: &Session, mut run: Run) -> Run {
         let inner = &*self.inner;
         let deadline = Instant::now() + inner.deadline;
         if let Some(turn) = run.pending.take() {
@@ -498,6 +509,14 @@ impl AgentBuilder {
         self
     }
 
+    /// How long a run kept with [`Agent::run_kept`] lives in the store after it was last
+    /// saved: a paused run must be resumed within it. Default: [`DEFAULT_RUN_TTL`], 7 days, as
+    /// long as an approval ticket waits.
+    pub fn run_ttl(mut self, ttl: Duration) -> Self {
+        self.run_ttl = ttl;
+        self
+    }
+
     /// Calls of one turn that run at once (at least 1; default: all of them). Their outcomes are
     /// sent back in the order of the calls whatever the order they finish in.
     pub fn tool_concurrency(mut self, calls: usize) -> Self {
@@ -561,6 +580,7 @@ impl AgentBuilder {
                 max_steps: self.max_steps,
                 max_calls_per_turn: self.max_calls_per_turn,
                 deadline: self.deadline,
+                run_ttl: self.run_ttl,
                 tool_concurrency: self.tool_concurrency,
                 model_retry: self.model_retry,
                 model_timeout: self.model_timeout,
@@ -574,7 +594,8 @@ impl AgentBuilder {
 }
 
 /// How a run ended.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "end", content = "detail", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum End {
     /// The model answered without tool calls: its answer.
@@ -594,7 +615,8 @@ pub enum End {
 }
 
 /// Why a run was stopped.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "reason", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum AbortReason {
     /// The model called a tool again after its envelope said the recovery budget was spent
@@ -623,7 +645,7 @@ impl fmt::Display for AbortReason {
 }
 
 /// One model turn and the calls it made.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Step {
     /// From 1.
@@ -646,24 +668,56 @@ pub struct Step {
 }
 
 /// A finished (or paused) run: how it ended, the conversation, every step and the tokens.
-#[derive(Debug, Clone)]
+///
+/// A run serializes whole (serde): the transcript, the steps, the turn waiting for approval and
+/// the recovery counts, so a paused run written out here is resumed by [`Agent::resume`] in
+/// another process. [`Agent::run_kept`] keeps it in the session's conversation store instead.
+///
+/// ```
+/// use toolwright_agent::Run;
+/// # fn demo(run: Run) -> serde_json::Result<()> {
+/// let text = serde_json::to_string(&run)?;
+/// let back: Run = serde_json::from_str(&text)?;
+/// assert_eq!(back.transcript().len(), run.transcript().len());
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Run {
     end: End,
     transcript: Vec<Message>,
     steps: Vec<Step>,
     usage: Usage,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pending: Option<PendingTurn>,
     /// Recovery keys (a tool, or "" for invented names) whose budget the model was told is spent.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     exhausted: Vec<String>,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 struct PendingTurn {
     calls: Vec<ToolCall>,
     outcomes: Vec<Option<Outcome>>,
 }
 
 impl Run {
+    /// A run not yet started, of these messages.
+    pub(crate) fn start(messages: Vec<Message>) -> Run {
+        Run {
+            end: End::StepLimit,
+            transcript: messages,
+            steps: Vec::new(),
+            usage: Usage::default(),
+            pending: None,
+            exhausted: Vec::new(),
+        }
+    }
+
+    /// Whether it waits for a decision, with calls to run when resumed.
+    pub(crate) fn is_pending(&self) -> bool {
+        self.pending.is_some()
+    }
+
     /// How it ended.
     pub fn end(&self) -> &End {
         &self.end
@@ -751,7 +805,7 @@ impl Run {
 /// The span of a run (or a resumed run): `invoke_agent` after the OpenTelemetry GenAI
 /// conventions. The model's turns (`chat`) and the tool calls (`execute_tool`) are its
 /// children, so a trace shows each call inside the run that made it.
-fn agent_span(session: &Session) -> tracing::Span {
+pub(crate) fn agent_span(session: &Session) -> tracing::Span {
     tracing::info_span!(
         target: "toolwright::span",
         "invoke_agent",

@@ -70,6 +70,7 @@
 #![warn(missing_docs)]
 
 mod agent;
+mod kept;
 mod message;
 mod model;
 mod scripted;
@@ -81,6 +82,7 @@ pub use agent::{
     AbortReason, Agent, AgentBuilder, End, Run, Step, DEFAULT_DEADLINE, DEFAULT_MAX_CALLS_PER_TURN,
     DEFAULT_MAX_STEPS, DEFAULT_MODEL_TIMEOUT,
 };
+pub use kept::{RunError, RUN_LEASE_MARGIN};
 pub use message::{AssistantTurn, Message, Usage};
 pub use model::{AgentEvent, BoxFuture, ChatModel, Events, ModelError, ModelRequest, Turn};
 pub use scripted::{ScriptedModel, ScriptedRequest};

@@ -3,6 +3,7 @@
 
 use std::ops::AddAssign;
 
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use toolwright_core::{Outcome, ToolCall};
 
@@ -11,7 +12,8 @@ use toolwright_core::{Outcome, ToolCall};
 /// Tool results are one message per assistant turn, in the order of the calls: Anthropic and
 /// Gemini want them together in one message, OpenAI as consecutive `tool` messages, and every
 /// client writes them from here.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "role", content = "content", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Message {
     /// Instructions for the model. The agent's own system prompt (with the error contract) is
@@ -79,20 +81,23 @@ impl Message {
 }
 
 /// One answer of the model.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct AssistantTurn {
     /// The text, if the model wrote any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
     /// The tool calls, in the order the model made them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub calls: Vec<ToolCall>,
     /// The answer in the provider's own format, when the client needs to send it back as it came
     /// (Gemini's `thoughtSignature`, Anthropic's and the Responses API's reasoning items): the
     /// client that made it replays it, any other ignores it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub native: Option<Value>,
 }
 
 /// Tokens, as the provider reports them.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
     /// Tokens of the request (prompt, tools, history).
     pub input_tokens: u64,

@@ -111,7 +111,7 @@ impl Turn {
 /// provider's `Retry-After`), `unavailable` (5xx, a refused or reset connection, a stream cut
 /// short), `timeout`, `auth_expired` (401), `bad_request` (400: the request itself was wrong),
 /// `invalid_result` (an answer that is not the provider's format).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct ModelError {
     kind: ErrorKind,
     message: String,

@@ -21,6 +21,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 pub(crate) mod fixes;
+mod record;
 
 pub(crate) use fixes::{Fix, Fixes};
 

@@ -43,12 +43,14 @@ mod memory;
 pub(crate) mod recovery;
 #[cfg(feature = "redis")]
 mod redis_store;
+mod runs;
 mod store;
 
 pub use memory::{
     ConversationMemory, FailureCategory, Grounding, InMemoryConversation, MAX_IDS_PER_KIND,
 };
 pub use recovery::RecoveryBudget;
+pub use runs::{RunClaim, DEFAULT_RUN_TTL, MAX_MEMORY_RUNS, MAX_RUN_BYTES};
 
 /// The kind of grounded id a deferred tool's name is recorded under once the conversation
 /// found it with the registry's search tool (`RegistryBuilder::deferred`).

@@ -14,6 +14,11 @@
 //! failure counts), `review` (use a decision or file a ticket), `decide` (at most once),
 //! `waiting` (a filtered page). Reading one ticket is one `HGETALL`. After a server restart the
 //! first call of each script loads it again.
+//!
+//! A kept run is a hash `PREFIXrun:ID` (`body`, `holder`, `until`, the holder's lease end in
+//! the server's milliseconds), expiring on the run's TTL; creating, claiming and saving it are
+//! one script each, timed by the server's clock (`TIME`), so replicas whose clocks disagree
+//! agree on whose lease passed.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -24,6 +29,7 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::Script;
 
 use super::memory::FailureCategory;
+use super::runs::{RunClaim, MAX_RUN_BYTES};
 use super::store::{
     now_ms, CallRecord, ConversationFuture, ConversationStore, ConversationStoreBuilder,
     ConversationStoreError as Error, Decided, Decision, FailureCounts, Prepare, Prepared, Review,
@@ -38,6 +44,43 @@ local function touch(base, idle)
   end
   redis.call('PEXPIRE', base .. 'keys', idle)
 end
+"#;
+
+/// The server's clock in milliseconds, for leases.
+const NOW: &str = r#"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local function held_by_other(k, holder)
+  local h = redis.call('HMGET', k, 'holder', 'until')
+  return h[1] and h[1] ~= '' and h[1] ~= holder and tonumber(h[2] or '0') > now
+end
+"#;
+
+/// KEYS: the run. ARGV: holder, lease ms, ttl ms, body. Returns 1 when created, 0 when it
+/// lives.
+const CREATE_RUN: &str = r#"
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], 'body', ARGV[4], 'holder', ARGV[1], 'until', now + tonumber(ARGV[2]))
+redis.call('PEXPIRE', KEYS[1], math.max(tonumber(ARGV[3]), tonumber(ARGV[2])))
+return 1
+"#;
+
+/// KEYS: the run. ARGV: holder, lease ms. Returns {'claimed', body}, {'busy'} or {'unknown'}.
+const CLAIM_RUN: &str = r#"
+if redis.call('EXISTS', KEYS[1]) == 0 then return {'unknown'} end
+if held_by_other(KEYS[1], ARGV[1]) then return {'busy'} end
+local lease = tonumber(ARGV[2])
+redis.call('HSET', KEYS[1], 'holder', ARGV[1], 'until', now + lease)
+if redis.call('PTTL', KEYS[1]) < lease then redis.call('PEXPIRE', KEYS[1], lease) end
+return {'claimed', redis.call('HGET', KEYS[1], 'body')}
+"#;
+
+/// KEYS: the run. ARGV: holder, body, ttl ms. Returns 1 when saved, 0 when another holds it.
+const SAVE_RUN: &str = r#"
+if held_by_other(KEYS[1], ARGV[1]) then return 0 end
+redis.call('HSET', KEYS[1], 'body', ARGV[2], 'holder', '', 'until', 0)
+redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[3]))
+return 1
 "#;
 
 /// KEYS: base. ARGV: idle ms, ticket prefix, n, n (kind, id) pairs, edited field or ''.
@@ -251,6 +294,9 @@ struct Inner {
     review: Script,
     decide: Script,
     waiting: Script,
+    create_run: Script,
+    claim_run: Script,
+    save_run: Script,
 }
 
 impl RedisConversationStore {
@@ -280,6 +326,10 @@ impl RedisConversationStore {
 
     fn waiting_key(&self) -> String {
         format!("{}waiting", self.inner.prefix)
+    }
+
+    fn run_key(&self, run: &str) -> String {
+        format!("{}run:{run}", self.inner.prefix)
     }
 }
 
@@ -561,6 +611,103 @@ impl ConversationStore for RedisConversationStore {
             Ok(WaitingPage { tickets, next })
         })
     }
+
+    fn create_run<'a>(
+        &'a self,
+        run: &'a str,
+        holder: &'a str,
+        body: &'a str,
+        lease: Duration,
+        ttl: Duration,
+    ) -> ConversationFuture<'a, bool> {
+        Box::pin(async move {
+            if body.len() > MAX_RUN_BYTES {
+                return Err(Error::TooLarge {
+                    what: "a run",
+                    bytes: body.len(),
+                    limit: MAX_RUN_BYTES,
+                });
+            }
+            let created: i64 = self
+                .inner
+                .create_run
+                .key(self.run_key(run))
+                .arg(holder)
+                .arg(millis(lease))
+                .arg(millis(ttl))
+                .arg(body)
+                .invoke_async(&mut self.conn.clone())
+                .await
+                .map_err(Error::backend)?;
+            Ok(created == 1)
+        })
+    }
+
+    fn claim_run<'a>(
+        &'a self,
+        run: &'a str,
+        holder: &'a str,
+        lease: Duration,
+    ) -> ConversationFuture<'a, RunClaim> {
+        Box::pin(async move {
+            let reply: Vec<String> = self
+                .inner
+                .claim_run
+                .key(self.run_key(run))
+                .arg(holder)
+                .arg(millis(lease))
+                .invoke_async(&mut self.conn.clone())
+                .await
+                .map_err(Error::backend)?;
+            match reply.as_slice() {
+                [c, body] if c == "claimed" => Ok(RunClaim::Claimed(body.clone())),
+                [b] if b == "busy" => Ok(RunClaim::Busy),
+                [u] if u == "unknown" => Ok(RunClaim::Unknown),
+                other => Err(Error::Corrupt(format!("claim answered {other:?}"))),
+            }
+        })
+    }
+
+    fn save_run<'a>(
+        &'a self,
+        run: &'a str,
+        holder: &'a str,
+        body: &'a str,
+        ttl: Duration,
+    ) -> ConversationFuture<'a, bool> {
+        Box::pin(async move {
+            if body.len() > MAX_RUN_BYTES {
+                return Err(Error::TooLarge {
+                    what: "a run",
+                    bytes: body.len(),
+                    limit: MAX_RUN_BYTES,
+                });
+            }
+            let saved: i64 = self
+                .inner
+                .save_run
+                .key(self.run_key(run))
+                .arg(holder)
+                .arg(body)
+                .arg(millis(ttl))
+                .invoke_async(&mut self.conn.clone())
+                .await
+                .map_err(Error::backend)?;
+            Ok(saved == 1)
+        })
+    }
+
+    fn load_run<'a>(&'a self, run: &'a str) -> ConversationFuture<'a, Option<String>> {
+        Box::pin(async move {
+            let body: Option<String> = redis::cmd("HGET")
+                .arg(self.run_key(run))
+                .arg("body")
+                .query_async(&mut self.conn.clone())
+                .await
+                .map_err(Error::backend)?;
+            Ok(body)
+        })
+    }
 }
 
 impl ConversationStoreBuilder<RedisConversationStore> {
@@ -596,6 +743,9 @@ impl ConversationStoreBuilder<RedisConversationStore> {
             &inner.review,
             &inner.decide,
             &inner.waiting,
+            &inner.create_run,
+            &inner.claim_run,
+            &inner.save_run,
         ] {
             script.load_async(&mut conn).await.map_err(Error::backend)?;
         }
@@ -616,6 +766,9 @@ impl ConversationStoreBuilder<RedisConversationStore> {
                 review: with_touch(REVIEW),
                 decide: Script::new(DECIDE),
                 waiting: Script::new(WAITING),
+                create_run: Script::new(&format!("{NOW}{CREATE_RUN}")),
+                claim_run: Script::new(&format!("{NOW}{CLAIM_RUN}")),
+                save_run: Script::new(&format!("{NOW}{SAVE_RUN}")),
             }),
         }
     }

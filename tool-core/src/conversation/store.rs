@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
 use super::memory::{FailureCategory, MAX_IDS_PER_KIND};
+use super::runs::{RunClaim, Runs, MAX_RUN_BYTES};
 
 /// How long a conversation no one touched is remembered by default: 24 hours.
 pub const DEFAULT_IDLE_TTL: Duration = Duration::from_secs(24 * 60 * 60);
@@ -43,6 +44,18 @@ pub enum ConversationStoreError {
     Backend(Box<dyn StdError + Send + Sync + 'static>),
     /// The store answered something this version cannot read.
     Corrupt(String),
+    /// The store does not keep this (a store of the application's own that implements only
+    /// the conversation, asked to keep a run).
+    Unsupported(&'static str),
+    /// A value larger than the store takes.
+    TooLarge {
+        /// What it was (`a run`).
+        what: &'static str,
+        /// Its size in bytes.
+        bytes: usize,
+        /// The most the store takes, in bytes.
+        limit: usize,
+    },
 }
 
 impl ConversationStoreError {
@@ -62,6 +75,13 @@ impl fmt::Display for ConversationStoreError {
                     "the conversation store answered something unreadable: {what}"
                 )
             }
+            ConversationStoreError::Unsupported(what) => {
+                write!(f, "this conversation store does not keep {what}")
+            }
+            ConversationStoreError::TooLarge { what, bytes, limit } => write!(
+                f,
+                "the conversation store takes {what} of at most {limit} bytes, got {bytes}"
+            ),
         }
     }
 }
@@ -70,7 +90,9 @@ impl StdError for ConversationStoreError {
     fn source(&self) -> Option<&(dyn StdError + 'static)> {
         match self {
             ConversationStoreError::Backend(e) => Some(&**e),
-            ConversationStoreError::Corrupt(_) => None,
+            ConversationStoreError::Corrupt(_)
+            | ConversationStoreError::Unsupported(_)
+            | ConversationStoreError::TooLarge { .. } => None,
         }
     }
 }
@@ -300,6 +322,66 @@ pub trait ConversationStore: Send + Sync + 'static {
 
     /// Waiting tickets, oldest first, one page.
     fn waiting<'a>(&'a self, query: &'a WaitingQuery) -> ConversationFuture<'a, WaitingPage>;
+
+    /// Creates a run under `run` with its first `body`, held by `holder` for `lease`, living
+    /// `ttl` from now; `false` (and nothing written) when a run of that id lives already. The
+    /// agent keeps its runs with these four operations (`Agent::run_kept`).
+    ///
+    /// A store that keeps no runs answers [`ConversationStoreError::Unsupported`] (the
+    /// default).
+    fn create_run<'a>(
+        &'a self,
+        run: &'a str,
+        holder: &'a str,
+        body: &'a str,
+        lease: Duration,
+        ttl: Duration,
+    ) -> ConversationFuture<'a, bool> {
+        let _ = (run, holder, body, lease, ttl);
+        Box::pin(std::future::ready(Err(
+            ConversationStoreError::Unsupported("runs"),
+        )))
+    }
+
+    /// Claims a run for `holder` for `lease`: its body when no one else holds it (or their
+    /// lease passed), [`RunClaim::Busy`] when someone does. A holder may claim again what it
+    /// holds, which extends its lease.
+    fn claim_run<'a>(
+        &'a self,
+        run: &'a str,
+        holder: &'a str,
+        lease: Duration,
+    ) -> ConversationFuture<'a, RunClaim> {
+        let _ = (run, holder, lease);
+        Box::pin(std::future::ready(Err(
+            ConversationStoreError::Unsupported("runs"),
+        )))
+    }
+
+    /// Saves a run's body and releases `holder`'s hold, the run then living `ttl` from now;
+    /// `false` (and nothing written) when another holder claimed it since `holder`'s lease
+    /// passed. A body larger than [`MAX_RUN_BYTES`] is refused
+    /// ([`ConversationStoreError::TooLarge`]).
+    fn save_run<'a>(
+        &'a self,
+        run: &'a str,
+        holder: &'a str,
+        body: &'a str,
+        ttl: Duration,
+    ) -> ConversationFuture<'a, bool> {
+        let _ = (run, holder, body, ttl);
+        Box::pin(std::future::ready(Err(
+            ConversationStoreError::Unsupported("runs"),
+        )))
+    }
+
+    /// A run's body as last saved (or created with), whoever holds it; `None` for no such run.
+    fn load_run<'a>(&'a self, run: &'a str) -> ConversationFuture<'a, Option<String>> {
+        let _ = run;
+        Box::pin(std::future::ready(Err(
+            ConversationStoreError::Unsupported("runs"),
+        )))
+    }
 }
 
 /// Milliseconds since the Unix epoch, now (when a ticket was asked, for reviewers).
@@ -326,6 +408,7 @@ pub struct MemoryConversationStore {
     idle_ttl: Duration,
     max_ids: usize,
     inner: Mutex<Inner>,
+    runs: Mutex<Runs>,
 }
 
 #[derive(Default)]
@@ -388,6 +471,10 @@ impl MemoryConversationStore {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn runs(&self) -> std::sync::MutexGuard<'_, Runs> {
+        self.runs.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -649,6 +736,60 @@ impl ConversationStore for MemoryConversationStore {
         }
         Box::pin(std::future::ready(Ok(page)))
     }
+
+    fn create_run<'a>(
+        &'a self,
+        run: &'a str,
+        holder: &'a str,
+        body: &'a str,
+        lease: Duration,
+        ttl: Duration,
+    ) -> ConversationFuture<'a, bool> {
+        let created = if body.len() > MAX_RUN_BYTES {
+            Err(ConversationStoreError::TooLarge {
+                what: "a run",
+                bytes: body.len(),
+                limit: MAX_RUN_BYTES,
+            })
+        } else {
+            Ok(self.runs().create(run, holder, body, lease, ttl))
+        };
+        Box::pin(std::future::ready(created))
+    }
+
+    fn claim_run<'a>(
+        &'a self,
+        run: &'a str,
+        holder: &'a str,
+        lease: Duration,
+    ) -> ConversationFuture<'a, RunClaim> {
+        let claim = self.runs().claim(run, holder, lease);
+        Box::pin(std::future::ready(Ok(claim)))
+    }
+
+    fn save_run<'a>(
+        &'a self,
+        run: &'a str,
+        holder: &'a str,
+        body: &'a str,
+        ttl: Duration,
+    ) -> ConversationFuture<'a, bool> {
+        let saved = if body.len() > MAX_RUN_BYTES {
+            Err(ConversationStoreError::TooLarge {
+                what: "a run",
+                bytes: body.len(),
+                limit: MAX_RUN_BYTES,
+            })
+        } else {
+            Ok(self.runs().save(run, holder, body, ttl))
+        };
+        Box::pin(std::future::ready(saved))
+    }
+
+    fn load_run<'a>(&'a self, run: &'a str) -> ConversationFuture<'a, Option<String>> {
+        let body = self.runs().load(run);
+        Box::pin(std::future::ready(Ok(body)))
+    }
 }
 
 impl fmt::Debug for MemoryConversationStore {
@@ -705,6 +846,7 @@ impl ConversationStoreBuilder<MemoryConversationStore> {
             idle_ttl: self.idle_ttl,
             max_ids: self.max_ids,
             inner: Mutex::new(Inner::default()),
+            runs: Mutex::new(Runs::default()),
         }
     }
 }
@@ -746,5 +888,39 @@ impl<S: ConversationStore + ?Sized> ConversationStore for std::sync::Arc<S> {
 
     fn waiting<'a>(&'a self, query: &'a WaitingQuery) -> ConversationFuture<'a, WaitingPage> {
         (**self).waiting(query)
+    }
+
+    fn create_run<'a>(
+        &'a self,
+        run: &'a str,
+        holder: &'a str,
+        body: &'a str,
+        lease: Duration,
+        ttl: Duration,
+    ) -> ConversationFuture<'a, bool> {
+        (**self).create_run(run, holder, body, lease, ttl)
+    }
+
+    fn claim_run<'a>(
+        &'a self,
+        run: &'a str,
+        holder: &'a str,
+        lease: Duration,
+    ) -> ConversationFuture<'a, RunClaim> {
+        (**self).claim_run(run, holder, lease)
+    }
+
+    fn save_run<'a>(
+        &'a self,
+        run: &'a str,
+        holder: &'a str,
+        body: &'a str,
+        ttl: Duration,
+    ) -> ConversationFuture<'a, bool> {
+        (**self).save_run(run, holder, body, ttl)
+    }
+
+    fn load_run<'a>(&'a self, run: &'a str) -> ConversationFuture<'a, Option<String>> {
+        (**self).load_run(run)
     }
 }

@@ -78,3 +78,90 @@ fn validation_failures_never_count_against_a_breaker() {
         assert!(!kind.counts_against_breaker(), "{kind}");
     }
 }
+
+/// Every field an outcome reports reads back from its written form, and writing it again gives
+/// the same text.
+#[test]
+fn an_outcome_written_out_reads_back_whole() {
+    let schema = Arc::new(ToolSchema::new(serde_json::json!({"type": "object"})));
+    let mut failed = shape_failure(&schema);
+    {
+        let failure = failed.failure.as_deref_mut().unwrap();
+        failure.violations.push(Violation {
+            path: "/n".into(),
+            rule: "type",
+            expected: "integer".into(),
+            got: Some("\"two\"".into()),
+            message: "`n` must be an integer, got \"two\"".into(),
+        });
+        failure.violations.push(Violation {
+            path: "/m".into(),
+            rule: "an_app_rule",
+            expected: "even".into(),
+            got: None,
+            message: "`m` must be even".into(),
+        });
+        failure.available_tools = Some(Arc::from(vec!["count".to_owned()]));
+        failure.retry_after = Some(Duration::from_millis(1500));
+        failure.retryable = false;
+    }
+    failed.raw_arguments = Some(r#"{"n":"two"}"#.into());
+    failed.repaired_by = Fixes::EMPTY.with(Fix::TrailingComma).with(Fix::Model);
+    failed.attempts = 2;
+    failed.elapsed = Duration::from_micros(2_500);
+    failed.history = Some(Box::new(Attempts(vec![
+        AttemptRecord {
+            number: 1,
+            waited: Duration::ZERO,
+            elapsed: Duration::from_micros(900),
+            error: Some(ErrorKind::Timeout),
+        },
+        AttemptRecord {
+            number: 2,
+            waited: Duration::from_micros(250_000),
+            elapsed: Duration::from_micros(1_000),
+            error: Some(ErrorKind::Timeout),
+        },
+    ])));
+    failed.retry_stop = Some(RetryStop::Attempts);
+
+    let mut ok = Outcome::success(
+        "call_2".into(),
+        Arc::from("count"),
+        Status::Success,
+        RawValue::from_string(r#"{"n":2}"#.into()).unwrap(),
+    );
+    ok.marks.set(Marks::REPLAYED);
+    ok.marks.set(Marks::CONTENT);
+    ok.degraded = Some(ErrorKind::Unavailable);
+
+    for outcome in [failed, ok] {
+        let text = serde_json::to_string(&outcome).unwrap();
+        let back: Outcome = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            serde_json::to_string(&back)
+                .unwrap()
+                .replace("an_app_rule", "custom"),
+            text.replace("an_app_rule", "custom")
+        );
+        assert_eq!(
+            back.to_model_string(),
+            outcome.to_model_string().replace("an_app_rule", "custom")
+        );
+        assert_eq!(back.call_id(), outcome.call_id());
+        assert_eq!(back.status(), outcome.status());
+        assert_eq!(back.attempts(), outcome.attempts());
+        assert_eq!(back.elapsed(), outcome.elapsed());
+        assert_eq!(back.attempt_history(), outcome.attempt_history());
+        assert_eq!(back.retry_stop(), outcome.retry_stop());
+        assert_eq!(back.repaired_by(), outcome.repaired_by());
+        assert_eq!(back.raw_arguments(), outcome.raw_arguments());
+        assert_eq!(back.is_replayed(), outcome.is_replayed());
+        assert_eq!(back.is_degraded(), outcome.is_degraded());
+        assert_eq!(back.retryable(), outcome.retryable());
+        assert_eq!(back.retry_after(), outcome.retry_after());
+    }
+    // An error without its failure is refused, not read as a success.
+    let broken = r#"{"call_id":"c","tool":"t","status":"error","attempts":1,"elapsed_us":0}"#;
+    assert!(serde_json::from_str::<Outcome>(broken).is_err());
+}

@@ -1,0 +1,299 @@
+//! Runs kept in the session's conversation store under a run id, so that a run paused for
+//! approval (or cut off by a crash) continues in another process, on any replica.
+
+use std::fmt;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use toolwright_core::conversation::{ConversationStore, ConversationStoreError, RunClaim};
+use toolwright_core::Session;
+use tracing::Instrument;
+
+use crate::agent::{agent_span, Agent, Run};
+use crate::message::Message;
+
+/// How long past the agent's [`deadline`](crate::AgentBuilder::deadline) a replica's hold on a
+/// kept run lasts: a drive of the loop ends by its deadline, so a hold older than this belongs
+/// to a replica that died, and another may take the run over.
+pub const RUN_LEASE_MARGIN: Duration = Duration::from_secs(60);
+
+/// The version of the kept form this build writes and reads.
+const FORMAT: u32 = 1;
+
+/// Where a kept run stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum State {
+    /// A replica is driving it, or was when it stopped: resuming continues from what was last
+    /// saved.
+    Running,
+    /// A call waits for a person's decision.
+    Paused,
+    /// It ended; resuming answers it as it is.
+    Ended,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Kept<R> {
+    format: u32,
+    state: State,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    principal: Option<String>,
+    run: R,
+}
+
+/// Why a kept run could not be started, resumed or read.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum RunError {
+    /// The session has no conversation store to keep the run in
+    /// ([`Session::with_store`]).
+    NoStore,
+    /// A run of this id lives already ([`Agent::run_kept`]).
+    Exists(String),
+    /// No run of this id: never kept, or expired.
+    Unknown(String),
+    /// Another replica (or task) is driving this run now; try again after it saved it.
+    Busy(String),
+    /// The run belongs to another principal than the session's.
+    NotYours(String),
+    /// What the store holds under this id is not a run this version reads.
+    Unreadable {
+        /// The run id.
+        run: String,
+        /// What was wrong.
+        error: String,
+    },
+    /// The store failed before anything ran.
+    Store(ConversationStoreError),
+    /// The run went on, but what it came to could not be saved: the store failed (`error`), or
+    /// this replica's hold passed and another replica took the run over (`error: None`). The
+    /// run is here, so nothing it did is lost to the caller.
+    NotSaved {
+        /// The run as this replica left it.
+        run: Box<Run>,
+        /// The store's failure, `None` when the hold was lost.
+        error: Option<ConversationStoreError>,
+    },
+}
+
+impl fmt::Display for RunError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RunError::NoStore => f.write_str(
+                "the session has no conversation store to keep the run in; set one with Session::with_store",
+            ),
+            RunError::Exists(id) => write!(f, "a run `{id}` is kept already"),
+            RunError::Unknown(id) => write!(f, "no run `{id}` is kept (never kept, or expired)"),
+            RunError::Busy(id) => write!(f, "run `{id}` is being driven elsewhere now"),
+            RunError::NotYours(id) => write!(f, "run `{id}` belongs to another principal"),
+            RunError::Unreadable { run, error } => {
+                write!(f, "run `{run}` is not readable: {error}")
+            }
+            RunError::Store(error) => error.fmt(f),
+            RunError::NotSaved { error: Some(error), .. } => {
+                write!(f, "the run went on but was not saved: {error}")
+            }
+            RunError::NotSaved { error: None, .. } => f.write_str(
+                "the run went on but was not saved: its hold passed and another replica took it over",
+            ),
+        }
+    }
+}
+
+impl std::error::Error for RunError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            RunError::Store(error)
+            | RunError::NotSaved {
+                error: Some(error), ..
+            } => Some(error),
+            _ => None,
+        }
+    }
+}
+
+impl From<ConversationStoreError> for RunError {
+    fn from(error: ConversationStoreError) -> Self {
+        RunError::Store(error)
+    }
+}
+
+/// A holder id no other drive shares: this process, a random number, a counter.
+fn holder() -> String {
+    static COUNT: AtomicU64 = AtomicU64::new(0);
+    let random = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish();
+    format!(
+        "{}-{random:016x}-{}",
+        std::process::id(),
+        COUNT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+fn body(state: State, principal: Option<&str>, run: &Run) -> String {
+    let kept = Kept {
+        format: FORMAT,
+        state,
+        principal: principal.map(str::to_owned),
+        run,
+    };
+    // Every part of a run is plain data (strings, numbers, JSON values): this cannot fail.
+    serde_json::to_string(&kept).unwrap_or_default()
+}
+
+fn read(id: &str, body: &str) -> Result<Kept<Run>, RunError> {
+    let unreadable = |error: String| RunError::Unreadable {
+        run: id.to_owned(),
+        error,
+    };
+    #[derive(Deserialize)]
+    struct Format {
+        format: u32,
+    }
+    let format: Format = serde_json::from_str(body).map_err(|e| unreadable(e.to_string()))?;
+    if format.format != FORMAT {
+        return Err(unreadable(format!(
+            "kept in format {}, this version reads format {FORMAT}",
+            format.format
+        )));
+    }
+    serde_json::from_str(body).map_err(|e| unreadable(e.to_string()))
+}
+
+impl Agent {
+    /// [`Agent::run`], with the run kept in the session's conversation store under `run_id`:
+    /// when it pauses for approval (or this process dies while it runs) any process that
+    /// shares the store continues it with [`Agent::resume_kept`].
+    ///
+    /// The run is saved when it starts and when it ends or pauses; it lives
+    /// [`run_ttl`](crate::AgentBuilder::run_ttl) (7 days by default) after it was last saved.
+    /// A run that a crash cut off continues from where it was last saved: the model is asked
+    /// again, so calls of the turn that was cut off may be made again (an idempotency key or
+    /// the idempotency store answers those of tools that declare one).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use toolwright_agent::{Agent, End, Message, ScriptedModel, Turn};
+    /// use toolwright_core::conversation::MemoryConversationStore;
+    /// use toolwright_core::{Registry, Session};
+    ///
+    /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+    /// let store = Arc::new(MemoryConversationStore::new());
+    /// let model = ScriptedModel::new([Turn::text("Hello.")]);
+    /// let agent = Agent::builder(model, Registry::builder().build()?).build()?;
+    /// let session = Session::new("conv-1").with_store(store.clone());
+    /// let run = agent.run_kept(&session, "run-1", vec![Message::user("hi")]).await?;
+    /// assert_eq!(run.final_text(), Some("Hello."));
+    /// // Another process sharing the store reads it back.
+    /// let kept = agent.kept_run(&session, "run-1").await?.unwrap();
+    /// assert!(matches!(kept.end(), End::Final(_)));
+    /// # Ok(()) }
+    /// ```
+    pub async fn run_kept(
+        &self,
+        session: &Session,
+        run_id: &str,
+        messages: Vec<Message>,
+    ) -> Result<Run, RunError> {
+        let store = session.store().ok_or(RunError::NoStore)?;
+        let holder = holder();
+        let run = Run::start(messages);
+        let first = body(State::Running, session.principal(), &run);
+        if !store
+            .create_run(run_id, &holder, &first, self.lease(), self.run_ttl())
+            .await?
+        {
+            return Err(RunError::Exists(run_id.to_owned()));
+        }
+        self.drive_kept(session, store, run_id, &holder, run).await
+    }
+
+    /// Continues the run kept under `run_id`: a run paused for approval goes on once the call
+    /// is decided (its approved call runs, once), a run a crash cut off goes on from where it
+    /// was last saved, and a run that ended is answered as it is. Works in any process that
+    /// shares the store.
+    ///
+    /// While one replica drives a run, another's resume is refused ([`RunError::Busy`]), so a
+    /// run resumed twice at once runs its pending calls once. A replica's hold lasts the
+    /// agent's [`deadline`](crate::AgentBuilder::deadline) plus [`RUN_LEASE_MARGIN`]; past it,
+    /// a replica that died no longer holds the run.
+    pub async fn resume_kept(&self, session: &Session, run_id: &str) -> Result<Run, RunError> {
+        let store = session.store().ok_or(RunError::NoStore)?;
+        let holder = holder();
+        let body = match store.claim_run(run_id, &holder, self.lease()).await? {
+            RunClaim::Claimed(body) => body,
+            RunClaim::Busy => return Err(RunError::Busy(run_id.to_owned())),
+            _ => return Err(RunError::Unknown(run_id.to_owned())),
+        };
+        let kept = match read(run_id, &body) {
+            Ok(kept) => kept,
+            Err(error) => {
+                let _ = store.save_run(run_id, &holder, &body, self.run_ttl()).await;
+                return Err(error);
+            }
+        };
+        if kept.principal.as_deref() != session.principal() {
+            let _ = store.save_run(run_id, &holder, &body, self.run_ttl()).await;
+            return Err(RunError::NotYours(run_id.to_owned()));
+        }
+        if kept.state == State::Ended {
+            store
+                .save_run(run_id, &holder, &body, self.run_ttl())
+                .await?;
+            return Ok(kept.run);
+        }
+        self.drive_kept(session, store, run_id, &holder, kept.run)
+            .await
+    }
+
+    /// The run kept under `run_id` as it was last saved, whoever drives it now; `None` when no
+    /// such run lives.
+    pub async fn kept_run(&self, session: &Session, run_id: &str) -> Result<Option<Run>, RunError> {
+        let store = session.store().ok_or(RunError::NoStore)?;
+        let Some(body) = store.load_run(run_id).await? else {
+            return Ok(None);
+        };
+        let kept = read(run_id, &body)?;
+        if kept.principal.as_deref() != session.principal() {
+            return Err(RunError::NotYours(run_id.to_owned()));
+        }
+        Ok(Some(kept.run))
+    }
+
+    async fn drive_kept(
+        &self,
+        session: &Session,
+        store: &Arc<dyn ConversationStore>,
+        run_id: &str,
+        holder: &str,
+        run: Run,
+    ) -> Result<Run, RunError> {
+        let served = self.served(session);
+        let run = self
+            .drive(&served, run)
+            .instrument(agent_span(&served))
+            .await;
+        let state = if run.is_pending() {
+            State::Paused
+        } else {
+            State::Ended
+        };
+        let last = body(state, session.principal(), &run);
+        match store.save_run(run_id, holder, &last, self.run_ttl()).await {
+            Ok(true) => Ok(run),
+            Ok(false) => Err(RunError::NotSaved {
+                run: Box::new(run),
+                error: None,
+            }),
+            Err(error) => Err(RunError::NotSaved {
+                run: Box::new(run),
+                error: Some(error),
+            }),
+        }
+    }
+}
