@@ -17,12 +17,17 @@ use toolwright::approval::Approvals;
 use toolwright::conversation::{ConversationStore, MemoryConversationStore, RunClaim};
 use toolwright::prelude::*;
 
+/// What the tools did: refunds, and quick lookups.
 #[derive(Clone, Default)]
-struct Ledger(Arc<Mutex<Vec<String>>>);
+struct Ledger(Arc<Mutex<Vec<String>>>, Arc<Mutex<Vec<String>>>);
 
 impl Ledger {
     fn refunds(&self) -> Vec<String> {
         self.0.lock().unwrap().clone()
+    }
+
+    fn lookups(&self) -> Vec<String> {
+        self.1.lock().unwrap().clone()
     }
 }
 
@@ -40,7 +45,18 @@ async fn refund_order(
     Ok(format!("refunded {order_id}"))
 }
 
-/// Look an order up.
+/// Look an order up, at once.
+#[tool(read_only)]
+async fn quick_lookup(
+    /// The order.
+    order_id: String,
+    ledger: State<Ledger>,
+) -> Result<String, ToolError> {
+    ledger.0 .1.lock().unwrap().push(order_id.clone());
+    Ok(format!("{order_id}: packed"))
+}
+
+/// Look an order up, slowly.
 #[tool(read_only, timeout_ms = 600000)]
 async fn slow_lookup(
     /// The order.
@@ -53,6 +69,7 @@ async fn slow_lookup(
 fn registry(ledger: &Ledger) -> Registry {
     Registry::builder()
         .tool(RefundOrder)
+        .tool(QuickLookup)
         .tool(SlowLookup)
         .state(ledger.clone())
         .build()
@@ -201,29 +218,34 @@ async fn memory_a_run_is_its_principal_s() {
     a_run_is_its_principal_s(Arc::new(MemoryConversationStore::new())).await;
 }
 
-/// A replica dies while its run waits on a two-minute tool (the drive dropped): the run is held
-/// until the lease passes (the deadline and the margin), then another replica continues it
-/// from where it was saved.
+/// A replica dies in its run's second turn, while it waits on a two-minute tool (the drive
+/// dropped): the run is held until the lease passes (the deadline and the margin, from the
+/// last checkpoint), then another replica continues it after the last finished turn: the first
+/// turn's call is not made again.
 #[tokio::test(start_paused = true)]
-async fn a_run_cut_off_by_a_crash_continues_after_the_lease() {
+async fn a_run_cut_off_by_a_crash_continues_after_its_last_turn() {
     let store: Arc<dyn ConversationStore> = Arc::new(MemoryConversationStore::new());
     let ledger = Ledger::default();
-    let lookup = ToolCall::new("c1", "slow_lookup", r#"{"order_id":"O-1"}"#);
-    let a = replica(&ledger, vec![Turn::calls([lookup.clone()])]);
+    let first = ToolCall::new("c1", "quick_lookup", r#"{"order_id":"O-1"}"#);
+    let slow = ToolCall::new("c2", "slow_lookup", r#"{"order_id":"O-1"}"#);
+    let a = replica(
+        &ledger,
+        vec![Turn::calls([first]), Turn::calls([slow.clone()])],
+    );
     let on_a = session(&store);
     let drive = a.run_kept(&on_a, "run-5", vec![Message::user("where is O-1?")]);
-    // The replica dies a minute into the lookup.
+    // The replica dies a minute into the slow lookup.
     assert!(tokio::time::timeout(Duration::from_secs(60), drive)
         .await
         .is_err());
+    assert_eq!(ledger.lookups(), ["O-1"]);
 
     let b = replica(
         &ledger,
-        vec![Turn::calls([lookup]), Turn::text("O-1 has shipped.")],
+        vec![Turn::calls([slow]), Turn::text("O-1 has shipped.")],
     );
     let busy = b.resume_kept(&session(&store), "run-5").await;
     assert!(matches!(busy, Err(RunError::Busy(_))), "{busy:?}");
-    // The lease: the 300 s deadline and the margin, from the start.
     tokio::time::advance(Duration::from_secs(300) + toolwright::agent::RUN_LEASE_MARGIN).await;
     let run = b.resume_kept(&session(&store), "run-5").await.unwrap();
     assert_eq!(
@@ -232,9 +254,11 @@ async fn a_run_cut_off_by_a_crash_continues_after_the_lease() {
         "{:?}",
         run.end()
     );
-    // The transcript starts from what was saved: the user's message, then B's turns.
-    assert!(matches!(&run.transcript()[0], Message::User(text) if text == "where is O-1?"));
-    assert_eq!(run.steps().len(), 2);
+    // A's first turn and its result were kept; B made the slow lookup again and answered.
+    assert_eq!(run.steps().len(), 3);
+    assert_eq!(run.steps()[0].calls[0].name(), "quick_lookup");
+    assert!(matches!(&run.transcript()[2], Message::ToolResults(r) if r[0].is_ok()));
+    assert_eq!(ledger.lookups(), ["O-1"], "the quick lookup ran once");
 }
 
 /// A paused run written with serde and read back (anywhere the application keeps it) resumes
@@ -298,8 +322,25 @@ async fn a_hold_is_one_holder_s_until_its_lease_passes() {
         store.claim_run("r", "b", lease).await.unwrap(),
         RunClaim::Claimed("{}".into())
     );
-    assert!(!store.save_run("r", "a", "{\"a\":1}", ttl).await.unwrap());
-    assert!(store.save_run("r", "b", "{\"b\":1}", ttl).await.unwrap());
+    assert!(!store
+        .save_run("r", "a", "{\"a\":1}", ttl, None)
+        .await
+        .unwrap());
+    // A checkpoint keeps the hold, for a lease from now.
+    tokio::time::advance(lease / 2).await;
+    assert!(store
+        .save_run("r", "b", "{}", ttl, Some(lease))
+        .await
+        .unwrap());
+    tokio::time::advance(lease * 3 / 4).await;
+    assert_eq!(
+        store.claim_run("r", "c", lease).await.unwrap(),
+        RunClaim::Busy
+    );
+    assert!(store
+        .save_run("r", "b", "{\"b\":1}", ttl, None)
+        .await
+        .unwrap());
     assert_eq!(
         store.load_run("r").await.unwrap().as_deref(),
         Some("{\"b\":1}")
@@ -310,7 +351,7 @@ async fn a_hold_is_one_holder_s_until_its_lease_passes() {
         RunClaim::Claimed("{\"b\":1}".into())
     );
     // A run expires its TTL after it was last saved.
-    assert!(store.save_run("r", "c", "{}", ttl).await.unwrap());
+    assert!(store.save_run("r", "c", "{}", ttl, None).await.unwrap());
     tokio::time::advance(ttl).await;
     assert_eq!(
         store.claim_run("r", "c", lease).await.unwrap(),
@@ -319,7 +360,7 @@ async fn a_hold_is_one_holder_s_until_its_lease_passes() {
     assert_eq!(store.load_run("r").await.unwrap(), None);
     // The size bound.
     let huge = "x".repeat(toolwright::conversation::MAX_RUN_BYTES + 1);
-    let refused = store.save_run("big", "a", &huge, ttl).await;
+    let refused = store.save_run("big", "a", &huge, ttl, None).await;
     assert!(matches!(
         refused,
         Err(toolwright::conversation::ConversationStoreError::TooLarge { .. })
@@ -388,8 +429,14 @@ mod redis {
             store.claim_run("r", "b", lease).await.unwrap(),
             RunClaim::Claimed("{}".into())
         );
-        assert!(!store.save_run("r", "a", "{\"a\":1}", ttl).await.unwrap());
-        assert!(store.save_run("r", "b", "{\"b\":1}", ttl).await.unwrap());
+        assert!(!store
+            .save_run("r", "a", "{\"a\":1}", ttl, None)
+            .await
+            .unwrap());
+        assert!(store
+            .save_run("r", "b", "{\"b\":1}", ttl, None)
+            .await
+            .unwrap());
         assert_eq!(
             store.load_run("r").await.unwrap().as_deref(),
             Some("{\"b\":1}")

@@ -17,6 +17,7 @@ use toolwright_core::providers::ExportError;
 use toolwright_core::{ErrorKind, Outcome, Registry, Session, Status, ToolCall, ERROR_CONTRACT};
 use tracing::Instrument;
 
+use crate::kept::Keeper;
 use crate::message::{AssistantTurn, Message, Usage};
 use crate::model::{AgentEvent, ChatModel, Events, ModelError, ModelRequest, Turn};
 
@@ -176,7 +177,7 @@ impl Agent {
     pub async fn run(&self, session: &Session, messages: Vec<Message>) -> Run {
         let run = Run::start(messages);
         let session = self.served(session);
-        self.drive(&session, run)
+        self.drive(&session, run, None)
             .instrument(agent_span(&session))
             .await
     }
@@ -190,7 +191,7 @@ impl Agent {
             return run;
         }
         let session = self.served(session);
-        self.drive(&session, run)
+        self.drive(&session, run, None)
             .instrument(agent_span(&session))
             .await
     }
@@ -217,11 +218,22 @@ impl Agent {
         self.inner.run_ttl
     }
 
-    pub(crate) async fn drive(&self, session: &Session, mut run: Run) -> Run {
+    /// The loop, from where `run` stands; a kept run (`keep`) is saved after each turn, and
+    /// stops if another replica took it over.
+    pub(crate) async fn drive(
+        &self,
+        session: &Session,
+        mut run: Run,
+        keep: Option<&Keeper<'_>>,
+    ) -> Run {
         let inner = &*self.inner;
         let deadline = Instant::now() + inner.deadline;
         if let Some(turn) = run.pending.take() {
             if let Err(end) = self.finish_turn(session, &mut run, turn, deadline).await {
+                run.end = end;
+                return run;
+            }
+            if let Err(end) = checkpoint(keep, &run).await {
                 run.end = end;
                 return run;
             }
@@ -300,6 +312,10 @@ impl Agent {
             let outcomes = self.past_the_cap(&mut run, &calls);
             let turn = PendingTurn { calls, outcomes };
             if let Err(end) = self.finish_turn(session, &mut run, turn, deadline).await {
+                run.end = end;
+                return run;
+            }
+            if let Err(end) = checkpoint(keep, &run).await {
                 run.end = end;
                 return run;
             }
@@ -461,6 +477,14 @@ impl Agent {
 impl Inner {
     fn nanos(&self) -> u64 {
         u64::try_from(self.origin.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+}
+
+/// Saves a kept run after a turn; `Err` ends it when another replica took it over.
+async fn checkpoint(keep: Option<&Keeper<'_>>, run: &Run) -> Result<(), End> {
+    match keep {
+        Some(keeper) if !keeper.checkpoint(run).await => Err(End::Aborted(AbortReason::TakenOver)),
+        _ => Ok(()),
     }
 }
 
@@ -630,6 +654,9 @@ pub enum AbortReason {
     },
     /// The run's wall-clock [`deadline`](AgentBuilder::deadline) passed.
     Deadline,
+    /// A kept run ([`Agent::run_kept`]) was taken over by another replica after this one's
+    /// hold passed: this one stops, and the other drives it on.
+    TakenOver,
 }
 
 impl fmt::Display for AbortReason {
@@ -640,6 +667,9 @@ impl fmt::Display for AbortReason {
                 "the model called `{tool}` again ({kind}) after being told its recovery budget was spent"
             ),
             AbortReason::Deadline => f.write_str("the run's deadline passed"),
+            AbortReason::TakenOver => {
+                f.write_str("another replica took the kept run over after this one's hold passed")
+            }
         }
     }
 }

@@ -165,16 +165,51 @@ fn read(id: &str, body: &str) -> Result<Kept<Run>, RunError> {
     serde_json::from_str(body).map_err(|e| unreadable(e.to_string()))
 }
 
+/// What a drive of a kept run saves after each turn: the run so far, the hold kept.
+pub(crate) struct Keeper<'a> {
+    store: &'a Arc<dyn ConversationStore>,
+    run_id: &'a str,
+    holder: &'a str,
+    principal: Option<&'a str>,
+    lease: Duration,
+    ttl: Duration,
+}
+
+impl Keeper<'_> {
+    /// Saves the run as it is after a turn, holding it a lease more; `false` when another
+    /// replica took it over (this one's lease passed). A store that cannot be reached is
+    /// logged and the run goes on: its end is saved, or reported unsaved, when it ends.
+    pub(crate) async fn checkpoint(&self, run: &Run) -> bool {
+        let body = body(State::Running, self.principal, run);
+        match self
+            .store
+            .save_run(self.run_id, self.holder, &body, self.ttl, Some(self.lease))
+            .await
+        {
+            Ok(saved) => saved,
+            Err(error) => {
+                tracing::warn!(
+                    target: "toolwright::agent",
+                    run = self.run_id,
+                    %error,
+                    "could not save the run after a turn; it goes on"
+                );
+                true
+            }
+        }
+    }
+}
+
 impl Agent {
     /// [`Agent::run`], with the run kept in the session's conversation store under `run_id`:
     /// when it pauses for approval (or this process dies while it runs) any process that
     /// shares the store continues it with [`Agent::resume_kept`].
     ///
-    /// The run is saved when it starts and when it ends or pauses; it lives
-    /// [`run_ttl`](crate::AgentBuilder::run_ttl) (7 days by default) after it was last saved.
-    /// A run that a crash cut off continues from where it was last saved: the model is asked
-    /// again, so calls of the turn that was cut off may be made again (an idempotency key or
-    /// the idempotency store answers those of tools that declare one).
+    /// The run is saved when it starts, after each turn's calls ran, and when it ends or
+    /// pauses; it lives [`run_ttl`](crate::AgentBuilder::run_ttl) (7 days by default) after it
+    /// was last saved. A run that a crash cut off continues after its last finished turn: the
+    /// model is asked again, so calls of the turn that was cut off may be made again (an
+    /// idempotency key or the idempotency store answers those of tools that declare one).
     ///
     /// ```
     /// use std::sync::Arc;
@@ -233,17 +268,21 @@ impl Agent {
         let kept = match read(run_id, &body) {
             Ok(kept) => kept,
             Err(error) => {
-                let _ = store.save_run(run_id, &holder, &body, self.run_ttl()).await;
+                let _ = store
+                    .save_run(run_id, &holder, &body, self.run_ttl(), None)
+                    .await;
                 return Err(error);
             }
         };
         if kept.principal.as_deref() != session.principal() {
-            let _ = store.save_run(run_id, &holder, &body, self.run_ttl()).await;
+            let _ = store
+                .save_run(run_id, &holder, &body, self.run_ttl(), None)
+                .await;
             return Err(RunError::NotYours(run_id.to_owned()));
         }
         if kept.state == State::Ended {
             store
-                .save_run(run_id, &holder, &body, self.run_ttl())
+                .save_run(run_id, &holder, &body, self.run_ttl(), None)
                 .await?;
             return Ok(kept.run);
         }
@@ -274,8 +313,16 @@ impl Agent {
         run: Run,
     ) -> Result<Run, RunError> {
         let served = self.served(session);
+        let keeper = Keeper {
+            store,
+            run_id,
+            holder,
+            principal: session.principal(),
+            lease: self.lease(),
+            ttl: self.run_ttl(),
+        };
         let run = self
-            .drive(&served, run)
+            .drive(&served, run, Some(&keeper))
             .instrument(agent_span(&served))
             .await;
         let state = if run.is_pending() {
@@ -284,7 +331,10 @@ impl Agent {
             State::Ended
         };
         let last = body(state, session.principal(), &run);
-        match store.save_run(run_id, holder, &last, self.run_ttl()).await {
+        match store
+            .save_run(run_id, holder, &last, self.run_ttl(), None)
+            .await
+        {
             Ok(true) => Ok(run),
             Ok(false) => Err(RunError::NotSaved {
                 run: Box::new(run),

@@ -75,11 +75,17 @@ if redis.call('PTTL', KEYS[1]) < lease then redis.call('PEXPIRE', KEYS[1], lease
 return {'claimed', redis.call('HGET', KEYS[1], 'body')}
 "#;
 
-/// KEYS: the run. ARGV: holder, body, ttl ms. Returns 1 when saved, 0 when another holds it.
+/// KEYS: the run. ARGV: holder, body, ttl ms, hold ms (0 releases the hold). Returns 1 when
+/// saved, 0 when another holds it.
 const SAVE_RUN: &str = r#"
 if held_by_other(KEYS[1], ARGV[1]) then return 0 end
-redis.call('HSET', KEYS[1], 'body', ARGV[2], 'holder', '', 'until', 0)
-redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[3]))
+local hold = tonumber(ARGV[4])
+if hold > 0 then
+  redis.call('HSET', KEYS[1], 'body', ARGV[2], 'holder', ARGV[1], 'until', now + hold)
+else
+  redis.call('HSET', KEYS[1], 'body', ARGV[2], 'holder', '', 'until', 0)
+end
+redis.call('PEXPIRE', KEYS[1], math.max(tonumber(ARGV[3]), hold))
 return 1
 "#;
 
@@ -674,6 +680,7 @@ impl ConversationStore for RedisConversationStore {
         holder: &'a str,
         body: &'a str,
         ttl: Duration,
+        hold: Option<Duration>,
     ) -> ConversationFuture<'a, bool> {
         Box::pin(async move {
             if body.len() > MAX_RUN_BYTES {
@@ -690,6 +697,7 @@ impl ConversationStore for RedisConversationStore {
                 .arg(holder)
                 .arg(body)
                 .arg(millis(ttl))
+                .arg(hold.map_or(0, millis))
                 .invoke_async(&mut self.conn.clone())
                 .await
                 .map_err(Error::backend)?;

@@ -125,15 +125,24 @@ impl Runs {
         RunClaim::Claimed(kept.body.clone())
     }
 
-    pub(crate) fn save(&mut self, run: &str, holder: &str, body: &str, ttl: Duration) -> bool {
+    pub(crate) fn save(
+        &mut self,
+        run: &str,
+        holder: &str,
+        body: &str,
+        ttl: Duration,
+        hold: Option<Duration>,
+    ) -> bool {
         let now = Instant::now();
+        let held = hold.map(|lease| (holder.to_owned(), now + lease));
+        let expires = now + ttl.max(hold.unwrap_or_default());
         match self.live(run, now) {
             Some(kept) if kept.held_by_other(holder, now) => false,
             Some(kept) => {
                 kept.body.clear();
                 kept.body.push_str(body);
-                kept.holder = None;
-                kept.expires = now + ttl;
+                kept.holder = held;
+                kept.expires = expires;
                 true
             }
             None => {
@@ -142,8 +151,8 @@ impl Runs {
                     run.to_owned(),
                     KeptRun {
                         body: body.to_owned(),
-                        holder: None,
-                        expires: now + ttl,
+                        holder: held,
+                        expires,
                     },
                 );
                 true

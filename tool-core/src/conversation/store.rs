@@ -358,7 +358,8 @@ pub trait ConversationStore: Send + Sync + 'static {
         )))
     }
 
-    /// Saves a run's body and releases `holder`'s hold, the run then living `ttl` from now;
+    /// Saves a run's body, the run then living `ttl` from now, and releases `holder`'s hold
+    /// (`hold: None`) or keeps it for `hold` from now (a checkpoint of a run still driven);
     /// `false` (and nothing written) when another holder claimed it since `holder`'s lease
     /// passed. A body larger than [`MAX_RUN_BYTES`] is refused
     /// ([`ConversationStoreError::TooLarge`]).
@@ -368,8 +369,9 @@ pub trait ConversationStore: Send + Sync + 'static {
         holder: &'a str,
         body: &'a str,
         ttl: Duration,
+        hold: Option<Duration>,
     ) -> ConversationFuture<'a, bool> {
-        let _ = (run, holder, body, ttl);
+        let _ = (run, holder, body, ttl, hold);
         Box::pin(std::future::ready(Err(
             ConversationStoreError::Unsupported("runs"),
         )))
@@ -773,6 +775,7 @@ impl ConversationStore for MemoryConversationStore {
         holder: &'a str,
         body: &'a str,
         ttl: Duration,
+        hold: Option<Duration>,
     ) -> ConversationFuture<'a, bool> {
         let saved = if body.len() > MAX_RUN_BYTES {
             Err(ConversationStoreError::TooLarge {
@@ -781,7 +784,7 @@ impl ConversationStore for MemoryConversationStore {
                 limit: MAX_RUN_BYTES,
             })
         } else {
-            Ok(self.runs().save(run, holder, body, ttl))
+            Ok(self.runs().save(run, holder, body, ttl, hold))
         };
         Box::pin(std::future::ready(saved))
     }
@@ -916,8 +919,9 @@ impl<S: ConversationStore + ?Sized> ConversationStore for std::sync::Arc<S> {
         holder: &'a str,
         body: &'a str,
         ttl: Duration,
+        hold: Option<Duration>,
     ) -> ConversationFuture<'a, bool> {
-        (**self).save_run(run, holder, body, ttl)
+        (**self).save_run(run, holder, body, ttl, hold)
     }
 
     fn load_run<'a>(&'a self, run: &'a str) -> ConversationFuture<'a, Option<String>> {
