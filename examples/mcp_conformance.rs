@@ -20,14 +20,15 @@ use toolwright::content::Content;
 #[allow(deprecated)]
 use toolwright::mcp::rmcp::model::SetLevelRequestParams;
 use toolwright::mcp::rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, ContentBlock,
-    CustomRequest, CustomResult, ElicitRequest, ElicitRequestParams, GetPromptRequestParams,
-    GetPromptResponse, GetPromptResult, InputRequest, InputRequests, InputRequiredResult,
-    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
-    PaginatedRequestParams, Prompt, PromptArgument, PromptMessage, ProtocolVersion,
-    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
-    ResourceContents, ResourceTemplate, ResourcesCapability, Role, ServerConfig,
-    SubscribeRequestParams, SubscriptionFilter, Tool, UnsubscribeRequestParams,
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, CompleteRequestParams,
+    CompleteResult, ContentBlock, CustomRequest, CustomResult, ElicitRequest, ElicitRequestParams,
+    GetPromptRequestParams, GetPromptResponse, GetPromptResult, GetTaskParams, GetTaskResult,
+    InputRequest, InputRequests, InputRequiredResult, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    Prompt, PromptArgument, PromptMessage, ProtocolVersion, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, ResourceTemplate,
+    ResourcesCapability, Role, ServerConfig, SubscribeRequestParams, SubscriptionFilter, Tool,
+    UnsubscribeRequestParams, UpdateTaskParams,
 };
 use toolwright::mcp::rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use toolwright::mcp::rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -426,6 +427,43 @@ fn dynamic_tool() -> DynamicTool {
         .expect("a valid tool")
 }
 
+/// Says hello (answered within its request), as one text block.
+#[tool(read_only)]
+async fn greet(
+    /// Who to greet.
+    name: String,
+) -> Result<Content, ToolError> {
+    Ok(Content::new().text(format!("Hello, {name}!")))
+}
+
+/// Works for `seconds` seconds, then answers: a task for a client that takes tasks.
+#[tool(read_only, task, timeout_ms = 600000)]
+async fn slow_compute(
+    /// How long the work takes, in seconds (0 for none).
+    #[arg(range(min = 0, max = 600))]
+    seconds: f64,
+    /// A name for the run, echoed in the result.
+    #[arg(default = String::new())]
+    label: String,
+) -> Result<String, ToolError> {
+    tokio::time::sleep(Duration::from_secs_f64(seconds)).await;
+    Ok(format!("computed {label} after {seconds} s"))
+}
+
+/// Fails after a second: a task that completes with a tool error.
+#[tool(read_only, task, timeout_ms = 60000)]
+async fn failing_job() -> Result<String, ToolError> {
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    Err(ToolError::not_found("the job's input does not exist"))
+}
+
+/// Panics: the pipeline answers it as a classified failure, which the task reports.
+#[tool(read_only, task, timeout_ms = 60000)]
+async fn protocol_error_job() -> Result<String, ToolError> {
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    panic!("the job broke");
+}
+
 /// The suite's resources, prompts, completion and logging level, around the tools.
 struct Everything {
     tools: Tools,
@@ -508,6 +546,30 @@ impl ServerHandler for Everything {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         self.tools.call_tool(request, context).await
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        self.tools.get_task(request, context).await
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.tools.cancel_task(request, context).await
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.tools.update_task(request, context).await
     }
 
     // The rest as rmcp does them.
@@ -763,6 +825,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .tool(TestInputRequiredResultElicitation)
         .tool(TestInputRequiredResultMultiRound)
         .tool(TestInputRequiredResultTamperedState)
+        .tool(Greet)
+        .tool(SlowCompute)
+        .tool(FailingJob)
+        .tool(ProtocolErrorJob)
         .dynamic_tool(json_schema_tool())
         .dynamic_tool(custom_headers_tool())
         .build()?;

@@ -156,8 +156,9 @@ async fn refund_order(
     Ok(refund)
 }
 
-/// Build the monthly sales report: slow, about `seconds` seconds of work in 100 ms steps.
-#[tool(timeout_ms = 60000, read_only)]
+/// Build the monthly sales report: slow, about `seconds` seconds of work in 100 ms steps. A
+/// client that takes tasks gets a task to poll; any other waits for the report.
+#[tool(timeout_ms = 60000, read_only, task)]
 async fn slow_report(
     shop: State<Shop>,
     ctx: ToolContext,

@@ -124,6 +124,7 @@
 //! | `authorize = path` | `fn(&Args, &Session) -> Result<(), E>` -> `unauthorized` |
 //! | `grounds(order = "id")` | ids of that kind in the result become known to the session ([`provenance`]) |
 //! | `requires_approval` | each call runs only when the session's approver approves that exact call; else `pending` or `approval_denied` ([`approval`]) |
+//! | `task` | a call may run past its request: an MCP client that takes tasks polls it as a task once it passed its checks ([`ToolMeta::task`]) |
 //! | `fallback = path` | a function with the tool's parameters and result type (`async` when the tool is) that answers when the tool is unavailable (below) |
 //! | `blocking = false` | a sync `fn` runs inline on the calling task, not on the blocking pool (and takes no `timeout_ms`) |
 //! | `example = r#"{..}"#` | example arguments, one JSON object per key, repeatable (in order); not an object: a compile error; failing the tool's own checks (shape, field rules, `validate`): [`BuildError::InvalidExample`] when the registry is built; exported as Anthropic's `input_examples`, elsewhere as an `Examples:` paragraph of the description ([`providers::Provider`]) |

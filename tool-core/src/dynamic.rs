@@ -129,6 +129,7 @@ impl DynamicTool {
             retries: None,
             scopes: Vec::new(),
             requires_approval: false,
+            task: false,
             takes_idempotency_key: false,
             providers: Provider::ALL.to_vec(),
             fallback: None,
@@ -186,6 +187,7 @@ pub struct DynamicToolBuilder {
     retries: Option<u32>,
     scopes: Vec<String>,
     requires_approval: bool,
+    task: bool,
     takes_idempotency_key: bool,
     providers: Vec<Provider>,
     fallback: Option<Arc<Handler>>,
@@ -350,6 +352,14 @@ impl DynamicToolBuilder {
         self
     }
 
+    /// Declares that a call may run longer than a client waits for one request: an MCP server
+    /// answers it with a task the client polls, once it passed its checks
+    /// ([`ToolMeta::task`](crate::ToolMeta::task)).
+    pub fn task(mut self) -> Self {
+        self.task = true;
+        self
+    }
+
     /// The handler reads an idempotency key ([`ToolContext::idempotency_key`]) even though the
     /// tool is not side-effecting.
     pub fn takes_idempotency_key(mut self) -> Self {
@@ -463,6 +473,9 @@ impl DynamicToolBuilder {
         }
         if let Some(retries) = self.retries {
             meta = meta.retries(retries);
+        }
+        if self.task {
+            meta = meta.task();
         }
         if self.requires_approval {
             meta = meta.requires_approval();

@@ -65,6 +65,14 @@ pub struct Progress {
 pub trait ProgressSink: Send + Sync + 'static {
     /// Receives one report.
     fn report(&self, progress: Progress);
+
+    /// The call passed every check before its body (scopes, arguments, the idempotency store,
+    /// approval) and its first attempt starts now. Called at most once per call; a call
+    /// refused, replayed or waiting for approval never calls it. Nothing by default.
+    ///
+    /// An MCP server answers a long-running tool's call with a task from here on: what came
+    /// before is answered at once.
+    fn started(&self) {}
 }
 
 impl<F: Fn(Progress) + Send + Sync + 'static> ProgressSink for F {
@@ -152,6 +160,11 @@ impl ProgressHandle {
                 reporter.sink.report(progress);
             }
         }
+    }
+
+    /// Tells the sink the call's first attempt starts ([`ProgressSink::started`]).
+    pub fn started(&self) {
+        self.0.sink.started();
     }
 
     /// Delivers a waiting report now and ignores every later one: call it when the call is

@@ -20,6 +20,7 @@ pub const TOOL_KEYS: &[&str] = &[
     "authorize",
     "fallback",
     "requires_approval",
+    "task",
     "grounds",
     "blocking",
     "example",
@@ -49,6 +50,8 @@ pub struct ToolAttrs {
     pub authorize: Option<Path>,
     pub fallback: Option<Path>,
     pub requires_approval: Option<Span>,
+    /// `task`: a call may run past its request, as an MCP task.
+    pub task: Option<Span>,
     /// `grounds(kind = "path", ...)`: the kind (as written) and where in the result.
     pub grounds: Vec<(syn::Ident, LitStr)>,
     /// `blocking = false`: a sync fn that runs inline rather than on the blocking pool.
@@ -334,6 +337,7 @@ struct ToolAttrsBuilder<'c> {
     authorize: Attr<'c, Path>,
     fallback: Attr<'c, Path>,
     requires_approval: Attr<'c, Span>,
+    task: Attr<'c, Span>,
     grounds: Attr<'c, Vec<(syn::Ident, LitStr)>>,
     blocking: Attr<'c, LitBool>,
     /// Repeatable, so a list rather than an [`Attr`].
@@ -353,6 +357,7 @@ impl<'c> ToolAttrsBuilder<'c> {
             authorize: Attr::none(cx, "#[tool]", "authorize"),
             fallback: Attr::none(cx, "#[tool]", "fallback"),
             requires_approval: Attr::none(cx, "#[tool]", "requires_approval"),
+            task: Attr::none(cx, "#[tool]", "task"),
             grounds: Attr::none(cx, "#[tool]", "grounds"),
             blocking: Attr::none(cx, "#[tool]", "blocking"),
             examples: Vec::new(),
@@ -374,6 +379,7 @@ impl<'c> ToolAttrsBuilder<'c> {
             "requires_approval" => {
                 set_flag(&mut self.requires_approval, meta, "requires_approval")?
             }
+            "task" => set_flag(&mut self.task, meta, "task")?,
             "retries" => {
                 let lit: LitInt = meta.value()?.parse()?;
                 match lit.base10_parse::<u32>() {
@@ -422,6 +428,7 @@ impl<'c> ToolAttrsBuilder<'c> {
             authorize: self.authorize.get(),
             fallback: self.fallback.get(),
             requires_approval: self.requires_approval.get(),
+            task: self.task.get(),
             grounds: self.grounds.get().unwrap_or_default(),
             blocking: self.blocking.get(),
             examples: self.examples,

@@ -365,6 +365,9 @@ fn meta(tool: &ToolFn) -> TokenStream {
     if attrs.requires_approval.is_some() {
         meta.extend(quote!(.requires_approval()));
     }
+    if attrs.task.is_some() {
+        meta.extend(quote!(.task()));
+    }
     if !attrs.grounds.is_empty() {
         let grounds = attrs.grounds.iter().map(|(kind, path)| {
             let kind = kind.to_string();

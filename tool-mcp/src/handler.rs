@@ -5,21 +5,24 @@ use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
-    CustomResult, ErrorCode, InputRequiredResult, ListToolsResult, PaginatedRequestParams,
-    ProtocolVersion, RequestMetaObject, ResultType, ServerCapabilities, ServerConfig,
-    SubscriptionFilter,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
+    CreateTaskResult, CustomRequest, CustomResult, ErrorCode, GetTaskParams, GetTaskResult,
+    InputRequiredResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
+    RequestMetaObject, ResultType, ServerCapabilities, ServerConfig, SubscriptionFilter,
+    UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext, SubscriptionSink};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{json, Value};
 use toolwright_core::approval::Approver;
+use toolwright_core::progress::ProgressHandle;
 use toolwright_core::{providers, Outcome, Session, Status, ToolCall};
 
 use crate::approval::ElicitingApprover;
 use crate::conversations::{self, Named, CALL_KEY, CONVERSATION_KEY};
 use crate::input::{ElicitingAsker, Input};
 use crate::streamable::{Disconnected, Grant};
+use crate::tasks::TaskSink;
 use crate::Served;
 
 /// The registry's tools for one MCP session: `tools/list` and `tools/call` through the pipeline,
@@ -31,7 +34,7 @@ use crate::Served;
 /// (what [`McpServer::new`](crate::McpServer::new) serves). Beside your resources, prompts and
 /// completions, it is a field of your own [`ServerHandler`], which
 /// [`McpServer::with_handler`](crate::McpServer::with_handler) builds around it per session, and
-/// your handler forwards nine methods to it, one line each:
+/// your handler forwards these methods to it, one line each:
 ///
 /// | your [`ServerHandler`] method | forward to `Tools` | what it brings |
 /// |---|---|---|
@@ -43,6 +46,7 @@ use crate::Served;
 /// | `get_tool` | `self.tools.get_tool(name)` | the tool's schema, against which rmcp checks a 2026-07-28 request's `Mcp-Param-*` headers |
 /// | `accepted_subscription_filter` | `self.tools.accepted_subscription_filter(requested)` | a 2026-07-28 `subscriptions/listen` may ask for `tools/list_changed` (add your own kinds to the filter) |
 /// | `listen` | `self.tools.listen(subscription).await` | `tools/list_changed` on that subscription ([`Tools::send_tool_changes`] beside your own notifications) |
+/// | `get_task`, `cancel_task`, `update_task` | `self.tools.get_task(request, context).await`, and so on | the tasks of tools declared `task`: a call that runs past its request, polled and cancelled by the client that started it |
 /// | `get_info` | `self.tools.get_info()`, then add your capabilities | the server's name, version and instructions, and the `tools` capability with `listChanged` |
 ///
 /// rmcp cannot make a handler forward them: a handler that does not forward `list_tools`
@@ -482,10 +486,26 @@ impl ServerHandler for Tools {
     /// capability with `listChanged`. A handler of yours starts from this and adds its own
     /// capabilities (`info.capabilities.resources = Some(..)`).
     fn get_info(&self) -> ServerConfig {
-        let capabilities = ServerCapabilities::builder()
+        let mut capabilities = ServerCapabilities::builder()
             .enable_tools()
             .enable_tool_list_changed()
             .build();
+        // Tasks are offered while the registry has a tool that runs as one.
+        if self
+            .shared
+            .registry
+            .specs()
+            .iter()
+            .any(|spec| spec.is_task())
+        {
+            capabilities
+                .extensions
+                .get_or_insert_with(Default::default)
+                .insert(
+                    rmcp::model::TASKS_EXTENSION_ID.to_owned(),
+                    serde_json::Map::new(),
+                );
+        }
         let mut config =
             ServerConfig::new(capabilities).with_server_info(self.shared.implementation.clone());
         if let Some(instructions) = &self.shared.instructions {
@@ -597,6 +617,51 @@ impl ServerHandler for Tools {
         ))
     }
 
+    /// `tasks/get` for a task of this caller's: its status, and once done the call's result
+    /// (the envelope, as `tools/call` would have answered it). Another caller's task is
+    /// answered as an unknown one.
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let resolved = self.session_for(&context, request.meta.as_ref())?;
+        let task = self
+            .shared
+            .tasks
+            .get(resolved.session.principal(), &request.task_id)?;
+        Ok(GetTaskResult::new(task))
+    }
+
+    /// `tasks/cancel` for a task of this caller's: the call's future is dropped, with its
+    /// attempt; the task ends `cancelled` (a side-effecting tool's effect is then unknown, and
+    /// its status message says so).
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let resolved = self.session_for(&context, request.meta.as_ref())?;
+        self.shared
+            .tasks
+            .cancel(resolved.session.principal(), &request.task_id)
+    }
+
+    /// `tasks/update` for a task of this caller's. A served tool asks nothing mid-task, so
+    /// there is nothing to deliver.
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let resolved = self.session_for(&context, request.meta.as_ref())?;
+        self.shared.tasks.update(
+            resolved.session.principal(),
+            &request.task_id,
+            request.input_responses,
+        )
+    }
+
     /// The call through the registry in this session's [`Session`]: every outcome a result
     /// with the envelope (`isError` when it failed), a tool the session cannot see or
     /// arguments over the limit `-32602`; approval by elicitation, progress for a
@@ -687,6 +752,23 @@ impl ServerHandler for Tools {
             request_id(&context)
         };
         let call = ToolCall::new(call_id, name, arguments);
+        // A long-running tool's call, from a client that takes tasks: a task once it passed
+        // its checks.
+        if let Some(spec) = registry.spec(call.name()).filter(|spec| spec.is_task()) {
+            if declares_tasks(&context) {
+                let side_effecting = !spec.idempotent();
+                return self
+                    .call_as_task(
+                        call,
+                        session,
+                        resolved.named,
+                        input,
+                        &context,
+                        side_effecting,
+                    )
+                    .await;
+            }
+        }
         let progress_token = request
             .meta
             .as_ref()
@@ -723,6 +805,111 @@ impl ServerHandler for Tools {
                 Ok(call_tool_result(&outcome).into())
             }
         }
+    }
+}
+
+/// Whether the client takes tasks (`io.modelcontextprotocol/tasks`), on this request or for its
+/// session.
+fn declares_tasks(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .client_capabilities()
+        .is_some_and(|capabilities| capabilities.supports_tasks())
+}
+
+/// The call running in a task of its own, aborted when dropped: by a request cancelled before
+/// it became a task, or by `tasks/cancel` after.
+struct Running(tokio::task::JoinHandle<Outcome>);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+impl std::future::Future for Running {
+    type Output = Result<Outcome, ErrorData>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        std::pin::Pin::new(&mut self.0).poll(cx).map(|joined| {
+            joined.map_err(|error| {
+                ErrorData::internal_error(format!("the call stopped abnormally: {error}"), None)
+            })
+        })
+    }
+}
+
+/// What a call that finished within its request answers: the question it asked (2026-07-28,
+/// a client that answers forms), or its result.
+fn answered(outcome: &Outcome, input: Option<Arc<Input>>) -> CallToolResponse {
+    if let Some((requests, state)) = input.and_then(|input| input.asked()) {
+        return CallToolResponse::InputRequired(InputRequiredResult::new(
+            Some(requests),
+            Some(state),
+        ));
+    }
+    call_tool_result(outcome).into()
+}
+
+impl Tools {
+    /// A task tool's call: run until its body starts (checks, the idempotency store and
+    /// approval all come first, and what they answer is answered at once), then answered with a
+    /// task that the call's future keeps running in. The same call identity sent again while it
+    /// runs gets the same task.
+    async fn call_as_task(
+        &self,
+        call: ToolCall,
+        session: &Session,
+        named: bool,
+        input: Option<Arc<Input>>,
+        context: &RequestContext<RoleServer>,
+        side_effecting: bool,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let tasks = &self.shared.tasks;
+        let principal = session.principal();
+        // Only a call the client named ([`CALL_KEY`]) has an identity a resent request shares.
+        let identity = (named && call.id().starts_with("call:")).then(|| call.id().to_owned());
+        if let Some(identity) = &identity {
+            if let Some(task) = tasks.running(principal, identity) {
+                return Ok(CallToolResponse::Task(CreateTaskResult::new(task)));
+            }
+        }
+        tasks.admit(principal)?;
+        let (started, mut has_started) = tokio::sync::oneshot::channel();
+        let slot = Arc::new(OnceLock::new());
+        let handle = ProgressHandle::with_interval(
+            TaskSink::new(started, Arc::clone(&slot)),
+            self.shared.progress_interval,
+        );
+        let call = call.with_progress(handle);
+        let registry = self.shared.registry.clone();
+        let owned = session.clone();
+        let mut running = Running(tokio::spawn(
+            async move { registry.call_in(&owned, call).await },
+        ));
+        let disconnected = context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<Disconnected>())
+            .map(|d| d.0.clone())
+            .unwrap_or_default();
+        tokio::select! {
+            biased;
+            outcome = &mut running => return Ok(answered(&outcome?, input)),
+            begun = &mut has_started => {
+                if begun.is_err() {
+                    // The call ended without its body starting (its handle went with it).
+                    return Ok(answered(&running.await?, input));
+                }
+            }
+            () = context.ct.cancelled() => return Err(cancelled()),
+            () = disconnected.cancelled() => return Err(cancelled()),
+        }
+        let run = async move { running.await.map(|outcome| call_tool_result(&outcome)) };
+        let task = tasks.open(principal, identity.as_deref(), slot, run, side_effecting);
+        Ok(CallToolResponse::Task(CreateTaskResult::new(task)))
     }
 }
 

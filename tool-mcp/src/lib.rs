@@ -101,6 +101,7 @@ mod progress;
 pub mod proxy;
 mod sessions;
 mod streamable;
+mod tasks;
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -118,6 +119,9 @@ use toolwright_core::{Registry, Session};
 pub use crate::conversations::{CALL_KEY, CONVERSATION_KEY, MAX_CONVERSATION_KEY_BYTES};
 pub use crate::handler::Tools;
 pub use crate::streamable::{Authorizer, Grant, HttpServer, ProtectedResource};
+pub use crate::tasks::{
+    DEFAULT_MAX_TASKS_PER_PRINCIPAL, DEFAULT_TASK_POLL_INTERVAL, DEFAULT_TASK_TTL,
+};
 /// The rmcp this crate is built on, for [`McpServer::serve`]'s transports.
 pub use rmcp;
 
@@ -225,6 +229,7 @@ pub struct McpServer<F = fn(Tools) -> Tools> {
     header_read_timeout: Duration,
     body_read_timeout: Duration,
     progress_interval: Duration,
+    tasks: tasks::TaskRules,
     handler: F,
 }
 
@@ -292,6 +297,7 @@ pub(crate) struct Served {
     pub(crate) progress_interval: Duration,
     pub(crate) conversations: conversations::Conversations,
     pub(crate) sealing: Arc<input::Sealing>,
+    pub(crate) tasks: tasks::Tasks,
 }
 
 impl Served {
@@ -340,6 +346,7 @@ impl McpServer {
             header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
             body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,
             progress_interval: DEFAULT_PROGRESS_INTERVAL,
+            tasks: tasks::TaskRules::default(),
             handler: std::convert::identity,
         }
     }
@@ -434,6 +441,7 @@ impl<F> McpServer<F> {
             header_read_timeout: self.header_read_timeout,
             body_read_timeout: self.body_read_timeout,
             progress_interval: self.progress_interval,
+            tasks: self.tasks,
             handler: factory,
         }
     }
@@ -630,6 +638,39 @@ impl<F> McpServer<F> {
         self
     }
 
+    /// How long a task lives (default [`DEFAULT_TASK_TTL`], 1 hour): a call of a tool declared
+    /// `task` still working this long after it became a task is stopped and reported
+    /// `failed`, and a finished task is forgotten this long after it finished. Set it above the
+    /// longest of those tools' deadlines.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// # let registry = toolwright_core::Registry::builder().build().unwrap();
+    /// let server = toolwright_mcp::McpServer::new(registry)
+    ///     .task_ttl(Duration::from_secs(6 * 3600))
+    ///     .max_tasks_per_principal(20);
+    /// # let _ = server;
+    /// ```
+    pub fn task_ttl(mut self, ttl: Duration) -> Self {
+        self.tasks.ttl = ttl.max(Duration::from_millis(1));
+        self
+    }
+
+    /// The poll interval a task suggests to its client (default
+    /// [`DEFAULT_TASK_POLL_INTERVAL`], 1 s).
+    pub fn task_poll_interval(mut self, interval: Duration) -> Self {
+        self.tasks.poll_interval = interval;
+        self
+    }
+
+    /// The most tasks one principal may have working at once (default
+    /// [`DEFAULT_MAX_TASKS_PER_PRINCIPAL`], 100). A task call past it is refused with
+    /// `-32600` before anything runs, telling the client to wait for one or cancel one.
+    pub fn max_tasks_per_principal(mut self, tasks: usize) -> Self {
+        self.tasks.per_principal = tasks.max(1);
+        self
+    }
+
     /// How long a request's body may take to arrive whole (default
     /// [`DEFAULT_BODY_READ_TIMEOUT`], 30 s), counted from its headers; a slower body is
     /// refused and its connection closed. Applies to [`McpServer::router`] too.
@@ -663,6 +704,7 @@ impl<F> McpServer<F> {
                     )
                 })?,
             ),
+            tasks: tasks::Tasks::new(self.tasks),
         }))
     }
 }

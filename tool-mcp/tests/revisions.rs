@@ -176,7 +176,11 @@ impl Client {
             .header("accept", "application/json, text/event-stream")
             .header("mcp-protocol-version", "2026-07-28")
             .header("mcp-method", method);
-        if let Some(name) = body["params"]["name"].as_str() {
+        // The header names the tool of `tools/call`, the task of `tasks/*`.
+        if let Some(name) = body["params"]["name"]
+            .as_str()
+            .or(body["params"]["taskId"].as_str())
+        {
             request = request.header("mcp-name", name);
         }
         request.body(body.to_string())
@@ -1181,4 +1185,357 @@ async fn a_2026_list_never_holds_a_deferred_tool_and_a_found_one_is_callable_in_
             .contains("search_tools"),
         "{elsewhere}"
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Long-running tools as tasks (`io.modelcontextprotocol/tasks`)
+// ---------------------------------------------------------------------------------------------
+
+/// Compile a report: five minutes of work.
+#[tool(read_only, task, timeout_ms = 600000)]
+async fn compile_report(
+    runs: State<TaskRuns>,
+    /// The quarter, `2026-Q3`.
+    quarter: String,
+) -> Result<String, ToolError> {
+    runs.0 .0.started.fetch_add(1, Ordering::SeqCst);
+    let _dropped = DropCount(Arc::clone(&runs.0 .0.dropped));
+    tokio::time::sleep(Duration::from_secs(300)).await;
+    runs.0 .0.finished.fetch_add(1, Ordering::SeqCst);
+    Ok(format!("the {quarter} report"))
+}
+
+/// Send the newsletter to every subscriber (each run sends it again).
+#[tool(idempotent = false, task, timeout_ms = 600000)]
+async fn send_newsletter(
+    key: IdempotencyKey,
+    runs: State<TaskRuns>,
+    /// Its subject line.
+    subject: String,
+) -> Result<String, ToolError> {
+    let _ = key;
+    runs.0 .0.started.fetch_add(1, Ordering::SeqCst);
+    let _dropped = DropCount(Arc::clone(&runs.0 .0.dropped));
+    tokio::time::sleep(Duration::from_secs(3600)).await;
+    Ok(format!("sent {subject}"))
+}
+
+#[derive(Clone, Default)]
+struct TaskRuns(Arc<Counts>);
+
+#[derive(Default)]
+struct Counts {
+    started: AtomicU64,
+    finished: AtomicU64,
+    dropped: Arc<AtomicU64>,
+}
+
+/// Counts a tool body dropped before its end (or at it).
+struct DropCount(Arc<AtomicU64>);
+
+impl Drop for DropCount {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+async fn task_server(runs: &TaskRuns, per_principal: usize) -> HttpServer {
+    let registry = Registry::builder()
+        .tool(CompileReport)
+        .tool(SendNewsletter)
+        .tool(FindOrder)
+        .state(runs.clone())
+        .build()
+        .expect("the registry builds");
+    bind(McpServer::new(registry).max_tasks_per_principal(per_principal)).await
+}
+
+/// The `_meta` of a client that takes tasks.
+fn takes_tasks(extra: Value) -> Value {
+    let mut meta = json!({
+        "io.modelcontextprotocol/clientCapabilities": {
+            "extensions": {"io.modelcontextprotocol/tasks": {}}
+        }
+    });
+    if let Value::Object(extra) = extra {
+        meta.as_object_mut().expect("an object").extend(extra);
+    }
+    meta
+}
+
+impl Client {
+    /// `tasks/get` or `tasks/cancel` of a client that takes tasks, its answer.
+    async fn task_request(&self, token: &str, method: &str, task: &str) -> Value {
+        let body = self
+            .request_2026(
+                token,
+                json!(90),
+                method,
+                json!({"taskId": task}),
+                takes_tasks(json!({})),
+            )
+            .send()
+            .await
+            .expect("answered")
+            .text()
+            .await
+            .expect("a body");
+        answer(&body, &json!(90))
+    }
+
+    /// Polls `tasks/get` until the task is no longer working.
+    async fn settled(&self, token: &str, task: &str) -> Value {
+        for _ in 0..1000 {
+            let got = self.task_request(token, "tasks/get", task).await;
+            if got["result"]["status"] != "working" {
+                return got;
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+        panic!("task {task} never settled");
+    }
+}
+
+/// A five-minute tool, called by a client that takes tasks: answered at once with a task
+/// (working, its TTL and poll interval), which `tasks/get` reports working, then completed
+/// with the envelope `tools/call` would have answered. Paused time: the five minutes pass on
+/// tokio's clock.
+#[tokio::test(start_paused = true)]
+async fn a_long_tool_is_a_task_the_client_polls_to_its_result() {
+    let runs = TaskRuns::default();
+    let server = task_server(&runs, 100).await;
+    let client = Client::new(&server);
+    let began = tokio::time::Instant::now();
+    let created = client
+        .call_2026(
+            "alice",
+            1,
+            "compile_report",
+            json!({"quarter": "2026-Q3"}),
+            takes_tasks(json!({})),
+        )
+        .await;
+    let task = &created["result"];
+    assert_eq!(task["resultType"], "task", "{created}");
+    assert_eq!(task["status"], "working", "{created}");
+    assert_eq!(task["ttlMs"], 3_600_000, "{created}");
+    assert_eq!(task["pollIntervalMs"], 1000, "{created}");
+    assert!(task.get("content").is_none(), "{created}");
+    let id = task["taskId"].as_str().expect("a task id").to_owned();
+    assert!(
+        began.elapsed() < Duration::from_secs(1),
+        "answered before the work"
+    );
+
+    let working = client.task_request("alice", "tasks/get", &id).await;
+    assert_eq!(working["result"]["status"], "working", "{working}");
+    assert!(working["result"].get("result").is_none(), "{working}");
+
+    let done = client.settled("alice", &id).await;
+    assert_eq!(done["result"]["status"], "completed", "{done}");
+    let result = &done["result"]["result"];
+    assert_eq!(result["isError"], false, "{done}");
+    assert_eq!(result["structuredContent"]["status"], "success", "{done}");
+    assert_eq!(
+        result["structuredContent"]["data"], "the 2026-Q3 report",
+        "{done}"
+    );
+    assert!(began.elapsed() >= Duration::from_secs(300));
+    assert_eq!(runs.0.finished.load(Ordering::SeqCst), 1);
+}
+
+/// `tasks/cancel` drops the call's future (its body with it) and the task ends `cancelled`;
+/// a side-effecting tool's status says its effect is unknown. Cancelling again is an ack.
+#[tokio::test(start_paused = true)]
+async fn a_cancelled_task_drops_its_call() {
+    let runs = TaskRuns::default();
+    let server = task_server(&runs, 100).await;
+    let client = Client::new(&server);
+    let created = client
+        .call_2026(
+            "alice",
+            1,
+            "send_newsletter",
+            json!({"subject": "December"}),
+            takes_tasks(json!({})),
+        )
+        .await;
+    let id = created["result"]["taskId"]
+        .as_str()
+        .expect("a task")
+        .to_owned();
+    let ack = client.task_request("alice", "tasks/cancel", &id).await;
+    assert_eq!(ack["result"]["resultType"], "complete", "{ack}");
+    assert!(ack["result"].get("status").is_none(), "{ack}");
+    let ended = client.settled("alice", &id).await;
+    assert_eq!(ended["result"]["status"], "cancelled", "{ended}");
+    let message = ended["result"]["statusMessage"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(message.contains("unknown"), "{ended}");
+    assert_eq!(runs.0.started.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        runs.0.dropped.load(Ordering::SeqCst),
+        1,
+        "the body was dropped"
+    );
+    let again = client.task_request("alice", "tasks/cancel", &id).await;
+    assert_eq!(again["result"]["resultType"], "complete", "{again}");
+}
+
+/// A task is its principal's: bob can neither read nor cancel alice's task (answered as an
+/// unknown task), and alice's task runs on.
+#[tokio::test(start_paused = true)]
+async fn a_task_is_its_principal_s() {
+    let runs = TaskRuns::default();
+    let server = task_server(&runs, 100).await;
+    let client = Client::new(&server);
+    let created = client
+        .call_2026(
+            "alice",
+            1,
+            "compile_report",
+            json!({"quarter": "2026-Q4"}),
+            takes_tasks(json!({})),
+        )
+        .await;
+    let id = created["result"]["taskId"]
+        .as_str()
+        .expect("a task")
+        .to_owned();
+    for method in ["tasks/get", "tasks/cancel"] {
+        let refused = client.task_request("bob", method, &id).await;
+        assert_eq!(refused["error"]["code"], -32602, "{method}: {refused}");
+        let unknown = client.task_request("bob", method, "no-such-task").await;
+        assert_eq!(
+            refused["error"]["message"]
+                .as_str()
+                .map(|m| m.replace(&id, "ID")),
+            unknown["error"]["message"]
+                .as_str()
+                .map(|m| m.replace("no-such-task", "ID")),
+            "another's task reads as an unknown one"
+        );
+    }
+    let done = client.settled("alice", &id).await;
+    assert_eq!(done["result"]["status"], "completed", "{done}");
+}
+
+/// What comes before the body is answered at once, not as a task: invalid arguments (the
+/// envelope names the field), and any call of a client that does not take tasks runs to its
+/// end within its request.
+#[tokio::test(start_paused = true)]
+async fn checks_come_before_a_task_and_a_client_without_tasks_waits() {
+    let runs = TaskRuns::default();
+    let server = task_server(&runs, 100).await;
+    let client = Client::new(&server);
+    let invalid = client
+        .call_2026(
+            "alice",
+            1,
+            "compile_report",
+            json!({"quarter": 3}),
+            takes_tasks(json!({})),
+        )
+        .await;
+    assert_eq!(invalid["result"]["resultType"], "complete", "{invalid}");
+    assert_eq!(
+        envelope(&invalid)["error_type"],
+        "schema_mismatch",
+        "{invalid}"
+    );
+    assert_eq!(runs.0.started.load(Ordering::SeqCst), 0);
+
+    let waited = client
+        .call_2026(
+            "alice",
+            2,
+            "compile_report",
+            json!({"quarter": "2026-Q1"}),
+            json!({}),
+        )
+        .await;
+    assert_eq!(waited["result"]["resultType"], "complete", "{waited}");
+    assert_eq!(envelope(&waited)["data"], "the 2026-Q1 report", "{waited}");
+}
+
+/// The stream broke and the client sent the call again under its call key (a new JSON-RPC
+/// id): it is answered with the task already running it, and the tool runs once.
+#[tokio::test(start_paused = true)]
+async fn a_call_sent_again_attaches_to_its_running_task() {
+    let runs = TaskRuns::default();
+    let server = task_server(&runs, 100).await;
+    let client = Client::new(&server);
+    let meta = takes_tasks(json!({ CONVERSATION_KEY: "chat-9", CALL_KEY: "report-1" }));
+    let first = client
+        .call_2026(
+            "alice",
+            1,
+            "compile_report",
+            json!({"quarter": "2026-Q2"}),
+            meta.clone(),
+        )
+        .await;
+    let again = client
+        .call_2026(
+            "alice",
+            2,
+            "compile_report",
+            json!({"quarter": "2026-Q2"}),
+            meta,
+        )
+        .await;
+    assert_eq!(first["result"]["resultType"], "task", "{first}");
+    assert_eq!(
+        first["result"]["taskId"], again["result"]["taskId"],
+        "{again}"
+    );
+    let id = first["result"]["taskId"]
+        .as_str()
+        .expect("a task")
+        .to_owned();
+    let done = client.settled("alice", &id).await;
+    assert_eq!(done["result"]["status"], "completed", "{done}");
+    assert_eq!(
+        runs.0.started.load(Ordering::SeqCst),
+        1,
+        "the tool ran once"
+    );
+}
+
+/// A principal has a bounded number of working tasks: past it the call is refused before it
+/// runs, saying the limit; once a task ends, the next call is a task again.
+#[tokio::test(start_paused = true)]
+async fn working_tasks_are_capped_per_principal() {
+    let runs = TaskRuns::default();
+    let server = task_server(&runs, 1).await;
+    let client = Client::new(&server);
+    let call = |id: u64, token: &'static str| {
+        let client = &client;
+        async move {
+            client
+                .call_2026(
+                    token,
+                    id,
+                    "send_newsletter",
+                    json!({"subject": format!("issue {id}")}),
+                    takes_tasks(json!({})),
+                )
+                .await
+        }
+    };
+    let first = call(1, "alice").await;
+    let id = first["result"]["taskId"]
+        .as_str()
+        .expect("a task")
+        .to_owned();
+    let refused = call(2, "alice").await;
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    assert_eq!(refused["error"]["data"]["limit"], 1, "{refused}");
+    assert_eq!(runs.0.started.load(Ordering::SeqCst), 1, "nothing ran");
+    // Another principal has its own cap.
+    assert_eq!(call(3, "bob").await["result"]["resultType"], "task");
+    client.task_request("alice", "tasks/cancel", &id).await;
+    client.settled("alice", &id).await;
+    assert_eq!(call(4, "alice").await["result"]["resultType"], "task");
 }

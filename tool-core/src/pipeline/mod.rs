@@ -203,6 +203,10 @@ pub(crate) fn run<'a>(
         } else {
             call.arrived
         };
+        // Every check passed: whoever watches the call learns its body starts.
+        if let Some(progress) = &call.progress {
+            progress.started();
+        }
         let attempts = ToolAttempts {
             tool,
             call: &call,

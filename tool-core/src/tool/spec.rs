@@ -236,6 +236,7 @@ pub struct ToolMeta {
     pub(crate) takes_idempotency_key: bool,
     pub(crate) fields: &'static [FieldMeta],
     pub(crate) examples: &'static [&'static str],
+    pub(crate) task: bool,
 }
 
 impl ToolMeta {
@@ -254,6 +255,7 @@ impl ToolMeta {
             takes_idempotency_key: false,
             fields: &[],
             examples: &[],
+            task: false,
         }
     }
 
@@ -301,6 +303,14 @@ impl ToolMeta {
     /// Declares that a human must approve each call.
     pub const fn requires_approval(mut self) -> Self {
         self.requires_approval = true;
+        self
+    }
+
+    /// Declares that a call may run longer than a client waits for one request: an MCP server
+    /// answers it with a task the client polls (`io.modelcontextprotocol/tasks`), once it passed
+    /// its checks. Its timeout is the task's bound.
+    pub const fn task(mut self) -> Self {
+        self.task = true;
         self
     }
 
@@ -429,6 +439,11 @@ impl ToolSpec {
     /// Whether the tool has a fallback ([`Tool::fallback`](crate::Tool::fallback)).
     pub fn has_fallback(&self) -> bool {
         self.meta.fallback
+    }
+
+    /// Whether a call may run as a task, past the request that made it ([`ToolMeta::task`]).
+    pub fn is_task(&self) -> bool {
+        self.meta.task
     }
 
     /// Whether the tool body receives an idempotency key.
