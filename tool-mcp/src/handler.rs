@@ -629,7 +629,8 @@ impl ServerHandler for Tools {
         let task = self
             .shared
             .tasks
-            .get(resolved.session.principal(), &request.task_id)?;
+            .get(resolved.session.principal(), &request.task_id)
+            .await?;
         Ok(GetTaskResult::new(task))
     }
 
@@ -645,6 +646,7 @@ impl ServerHandler for Tools {
         self.shared
             .tasks
             .cancel(resolved.session.principal(), &request.task_id)
+            .await
     }
 
     /// `tasks/update` for a task of this caller's. A served tool asks nothing mid-task, so
@@ -908,7 +910,9 @@ impl Tools {
             () = disconnected.cancelled() => return Err(cancelled()),
         }
         let run = async move { running.await.map(|outcome| call_tool_result(&outcome)) };
-        let task = tasks.open(principal, identity.as_deref(), slot, run, side_effecting);
+        let task = tasks
+            .open(principal, identity.as_deref(), slot, run, side_effecting)
+            .await?;
         Ok(CallToolResponse::Task(CreateTaskResult::new(task)))
     }
 }

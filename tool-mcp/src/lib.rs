@@ -113,6 +113,7 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ServerHandler, ServiceExt};
 use tokio_util::sync::CancellationToken;
 use toolwright_core::approval::Approver;
+use toolwright_core::conversation::ConversationStore;
 use toolwright_core::providers::{Export, ExportError, Provider};
 use toolwright_core::{Registry, Session};
 
@@ -120,7 +121,8 @@ pub use crate::conversations::{CALL_KEY, CONVERSATION_KEY, MAX_CONVERSATION_KEY_
 pub use crate::handler::Tools;
 pub use crate::streamable::{Authorizer, Grant, HttpServer, ProtectedResource};
 pub use crate::tasks::{
-    DEFAULT_MAX_TASKS_PER_PRINCIPAL, DEFAULT_TASK_POLL_INTERVAL, DEFAULT_TASK_TTL,
+    DEFAULT_MAX_TASKS_PER_PRINCIPAL, DEFAULT_TASK_LEASE, DEFAULT_TASK_POLL_INTERVAL,
+    DEFAULT_TASK_TTL,
 };
 /// The rmcp this crate is built on, for [`McpServer::serve`]'s transports.
 pub use rmcp;
@@ -656,6 +658,34 @@ impl<F> McpServer<F> {
         self
     }
 
+    /// Keeps every task in `store` as well as in this process, so that `tasks/get` and
+    /// `tasks/cancel` on any replica sharing the store answer for a task another replica runs
+    /// (a cancellation reaches the running replica within a fifth of the lease). A replica that
+    /// stops (a crash, a deploy) leaves its working tasks to be reported `failed` once their
+    /// hold passes ([`McpServer::task_lease`]), never `working` forever. Use the
+    /// `RedisConversationStore` every replica shares (the same store conversations use).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use toolwright_core::conversation::MemoryConversationStore;
+    /// # let registry = toolwright_core::Registry::builder().build().unwrap();
+    /// let store = Arc::new(MemoryConversationStore::new());
+    /// let server = toolwright_mcp::McpServer::new(registry).task_store(store);
+    /// # let _ = server;
+    /// ```
+    pub fn task_store(mut self, store: Arc<dyn ConversationStore>) -> Self {
+        self.tasks.store = Some(store);
+        self
+    }
+
+    /// How long a replica's hold on a task it runs lasts (default [`DEFAULT_TASK_LEASE`],
+    /// 10 s), with a [`task_store`](McpServer::task_store): renewed every fifth of it, so a
+    /// task whose replica stopped is reported `failed` at most this long after it stopped.
+    pub fn task_lease(mut self, lease: Duration) -> Self {
+        self.tasks.lease = lease.max(Duration::from_millis(5));
+        self
+    }
+
     /// The poll interval a task suggests to its client (default
     /// [`DEFAULT_TASK_POLL_INTERVAL`], 1 s).
     pub fn task_poll_interval(mut self, interval: Duration) -> Self {
@@ -704,7 +734,7 @@ impl<F> McpServer<F> {
                     )
                 })?,
             ),
-            tasks: tasks::Tasks::new(self.tasks),
+            tasks: tasks::Tasks::new(self.tasks.clone()),
         }))
     }
 }

@@ -7,15 +7,23 @@
 //! needs on top: a task is its principal's (another principal's `tasks/get` is answered as for
 //! an unknown task), a principal has a bounded number of live tasks, and a call re-issued under
 //! the same call identity attaches to the task already running it.
+//!
+//! With a store ([`McpServer::task_store`](crate::McpServer::task_store)) every task is also
+//! kept there, under a hold the replica running it renews (a fifth of the lease, and at once
+//! when it ends): another replica answers `tasks/get` from the store, and its `tasks/cancel`
+//! leaves a request the running replica reads at its next renewal. A task whose replica stopped
+//! renewing is reported `failed` once the hold passes, never `working` forever.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
-use rmcp::model::{CallToolResult, DetailedTask, Task};
+use rmcp::model::{CallToolResult, DetailedTask, Task, TaskPayload};
 use rmcp::task_manager::{TaskContext, TaskExit, TaskManager, TaskOptions};
 use rmcp::ErrorData;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
+use toolwright_core::conversation::{ConversationStore, RunClaim};
 use toolwright_core::progress::{Progress, ProgressSink};
 
 /// How long a task lives by default: 1 hour from when it was created, working or done; a task
@@ -30,12 +38,20 @@ pub const DEFAULT_TASK_POLL_INTERVAL: Duration = Duration::from_secs(1);
 /// before anything runs, telling the client to wait for one to end.
 pub const DEFAULT_MAX_TASKS_PER_PRINCIPAL: usize = 100;
 
-/// How tasks are served: their TTL, the poll interval they suggest, and the cap per principal.
-#[derive(Debug, Clone, Copy)]
+/// How long a replica's hold on a task it runs lasts by default, when tasks are kept in a store:
+/// 10 seconds, renewed every 2. A task whose replica stopped is reported `failed` this long
+/// after its last renewal.
+pub const DEFAULT_TASK_LEASE: Duration = Duration::from_secs(10);
+
+/// How tasks are served: their TTL, the poll interval they suggest, the cap per principal, and
+/// where (besides this process) they are kept.
+#[derive(Clone)]
 pub(crate) struct TaskRules {
     pub(crate) ttl: Duration,
     pub(crate) poll_interval: Duration,
     pub(crate) per_principal: usize,
+    pub(crate) store: Option<Arc<dyn ConversationStore>>,
+    pub(crate) lease: Duration,
 }
 
 impl Default for TaskRules {
@@ -44,6 +60,8 @@ impl Default for TaskRules {
             ttl: DEFAULT_TASK_TTL,
             poll_interval: DEFAULT_TASK_POLL_INTERVAL,
             per_principal: DEFAULT_MAX_TASKS_PER_PRINCIPAL,
+            store: None,
+            lease: DEFAULT_TASK_LEASE,
         }
     }
 }
@@ -53,6 +71,35 @@ pub(crate) struct Tasks {
     manager: TaskManager,
     rules: TaskRules,
     book: Mutex<Book>,
+    /// This replica, as the holder of the tasks it runs.
+    holder: String,
+    /// Dropped with the server: the renewals of its tasks stop, as they would if it died.
+    alive: Arc<()>,
+}
+
+impl Drop for Tasks {
+    fn drop(&mut self) {
+        self.manager.shutdown();
+    }
+}
+
+/// A task as a store keeps it.
+#[derive(Serialize, Deserialize)]
+struct Kept {
+    principal: Option<String>,
+    task: DetailedTask,
+}
+
+fn task_key(id: &str) -> String {
+    format!("mcp-task:{id}")
+}
+
+fn cancel_key(id: &str) -> String {
+    format!("mcp-task-cancel:{id}")
+}
+
+fn store_error(error: impl std::fmt::Display) -> ErrorData {
+    ErrorData::internal_error(format!("the task store failed: {error}"), None)
 }
 
 #[derive(Default)]
@@ -77,6 +124,8 @@ impl Tasks {
             manager: TaskManager::new(),
             rules,
             book: Mutex::new(Book::default()),
+            holder: format!("mcp-{}", uuid::Uuid::new_v4()),
+            alive: Arc::new(()),
         }
     }
 
@@ -145,29 +194,28 @@ impl Tasks {
     }
 
     /// Makes a task of a call already past its checks: `run` is the call's outcome, as a result;
-    /// `sink` learns the task's context, for progress; the task is cancelled by dropping `run`.
-    pub(crate) fn open<F>(
+    /// `context` learns the task's context, for progress; the task is cancelled by dropping
+    /// `run`. With a store, the task is there before this returns.
+    pub(crate) async fn open<F>(
         &self,
         principal: Option<&str>,
         call: Option<&str>,
         context: Arc<OnceLock<TaskContext>>,
         run: F,
         side_effecting: bool,
-    ) -> Task
+    ) -> Result<Task, ErrorData>
     where
         F: std::future::Future<Output = Result<CallToolResult, ErrorData>> + Send + 'static,
     {
         let options = TaskOptions::new()
-            .with_ttl_ms(u64::try_from(self.rules.ttl.as_millis()).unwrap_or(u64::MAX))
-            .with_poll_interval_ms(
-                u64::try_from(self.rules.poll_interval.as_millis())
-                    .unwrap_or(u64::MAX)
-                    .max(1),
-            );
+            .with_ttl_ms(millis(self.rules.ttl))
+            .with_poll_interval_ms(millis(self.rules.poll_interval).max(1));
+        let ended = Arc::new(tokio::sync::Notify::new());
+        let ends = Arc::clone(&ended);
         let task = self.manager.spawn(options, move |ctx| {
             let _ = context.set(ctx.clone());
             Box::pin(async move {
-                tokio::select! {
+                let exit = tokio::select! {
                     biased;
                     () = ctx.cancelled() => {
                         if side_effecting {
@@ -178,27 +226,68 @@ impl Tasks {
                         Err(TaskExit::Cancelled)
                     }
                     result = run => result.map_err(TaskExit::Error),
-                }
+                };
+                ends.notify_one();
+                exit
             })
         });
-        let mut book = self.book();
-        let principal = principal.map(str::to_owned);
-        if let Some(call) = call {
-            book.by_call
-                .insert((principal.clone(), call.to_owned()), task.task_id.clone());
+        let id = task.task_id.clone();
+        {
+            let mut book = self.book();
+            let principal = principal.map(str::to_owned);
+            if let Some(call) = call {
+                book.by_call
+                    .insert((principal.clone(), call.to_owned()), id.clone());
+            }
+            book.owners.insert(
+                id.clone(),
+                Owner {
+                    principal,
+                    call: call.map(str::to_owned),
+                    forget_at: Instant::now() + self.rules.ttl.saturating_mul(2),
+                },
+            );
         }
-        book.owners.insert(
-            task.task_id.clone(),
-            Owner {
-                principal,
-                call: call.map(str::to_owned),
-                forget_at: Instant::now() + self.rules.ttl.saturating_mul(2),
-            },
-        );
-        task
+        if let Some(store) = &self.rules.store {
+            let first = self.kept(principal, &id).unwrap_or_default();
+            let created = store
+                .create_run(
+                    &task_key(&id),
+                    &self.holder,
+                    &first,
+                    self.rules.lease,
+                    self.rules.ttl,
+                )
+                .await;
+            if let Err(error) = created {
+                let _ = self.manager.cancel_task(&id);
+                return Err(store_error(error));
+            }
+            tokio::spawn(renew(
+                Arc::downgrade(&self.alive),
+                self.manager.clone(),
+                Arc::clone(store),
+                Renewal {
+                    id,
+                    principal: principal.map(str::to_owned),
+                    holder: self.holder.clone(),
+                    lease: self.rules.lease,
+                    ttl: self.rules.ttl,
+                },
+                ended,
+            ));
+        }
+        Ok(task)
     }
 
-    /// Whether `principal` owns task `id`; another's task is answered as an unknown one.
+    /// The task as the store keeps it, from this replica's manager.
+    fn kept(&self, principal: Option<&str>, id: &str) -> Option<String> {
+        let task = self.manager.get_task(id).ok()?;
+        kept_body(principal.map(str::to_owned), task)
+    }
+
+    /// Whether `principal` owns this replica's task `id`; another's task is answered as an
+    /// unknown one.
     fn owned(&self, principal: Option<&str>, id: &str) -> Result<(), ErrorData> {
         let book = self.book();
         match book.owners.get(id) {
@@ -207,16 +296,106 @@ impl Tasks {
         }
     }
 
-    /// `tasks/get`.
-    pub(crate) fn get(&self, principal: Option<&str>, id: &str) -> Result<DetailedTask, ErrorData> {
-        self.owned(principal, id)?;
-        self.manager.get_task(id).map_err(|_| unknown_task(id))
+    /// `tasks/get`: this replica's task, or, with a store, one another replica runs (or ran).
+    pub(crate) async fn get(
+        &self,
+        principal: Option<&str>,
+        id: &str,
+    ) -> Result<DetailedTask, ErrorData> {
+        if self.is_local(id) {
+            self.owned(principal, id)?;
+            return self.manager.get_task(id).map_err(|_| unknown_task(id));
+        }
+        let Some(store) = &self.rules.store else {
+            return Err(unknown_task(id));
+        };
+        let kept = self.kept_elsewhere(store, principal, id).await?;
+        if kept.task.status().is_terminal() {
+            return Ok(kept.task);
+        }
+        // Working, says the store: so it is while its replica holds it.
+        let key = task_key(id);
+        let probe = format!("{}-probe", self.holder);
+        match store
+            .claim_run(&key, &probe, Duration::from_millis(1))
+            .await
+            .map_err(store_error)?
+        {
+            RunClaim::Busy => Ok(kept.task),
+            RunClaim::Claimed(_) => {
+                // No one renews it: its replica stopped.
+                let mut task = kept.task.task.clone();
+                task.status_message = Some(
+                    "the server running this task stopped before it finished; whether its effect happened is unknown"
+                        .to_owned(),
+                );
+                let failed = DetailedTask::new(
+                    task,
+                    TaskPayload::Failed {
+                        error: error_object(&ErrorData::internal_error(
+                            "the server running this task stopped before it finished",
+                            None,
+                        )),
+                    },
+                );
+                if let Some(body) = kept_body(kept.principal, failed.clone()) {
+                    let _ = store
+                        .save_run(&key, &probe, &body, self.rules.ttl, None)
+                        .await;
+                }
+                Ok(failed)
+            }
+            _ => Err(unknown_task(id)),
+        }
     }
 
-    /// `tasks/cancel`: the call's future is dropped (its attempt with it).
-    pub(crate) fn cancel(&self, principal: Option<&str>, id: &str) -> Result<(), ErrorData> {
-        self.owned(principal, id)?;
-        self.manager.cancel_task(id).map_err(|_| unknown_task(id))
+    /// `tasks/cancel`: this replica's task is cancelled at once (the call's future dropped, its
+    /// attempt with it); another replica's is asked to, and cancels at its next renewal.
+    pub(crate) async fn cancel(&self, principal: Option<&str>, id: &str) -> Result<(), ErrorData> {
+        if self.is_local(id) {
+            self.owned(principal, id)?;
+            return self.manager.cancel_task(id).map_err(|_| unknown_task(id));
+        }
+        let Some(store) = &self.rules.store else {
+            return Err(unknown_task(id));
+        };
+        let kept = self.kept_elsewhere(store, principal, id).await?;
+        if !kept.task.status().is_terminal() {
+            store
+                .create_run(
+                    &cancel_key(id),
+                    &self.holder,
+                    "cancel",
+                    self.rules.lease,
+                    self.rules.ttl,
+                )
+                .await
+                .map_err(store_error)?;
+        }
+        Ok(())
+    }
+
+    fn is_local(&self, id: &str) -> bool {
+        self.book().owners.contains_key(id) && self.manager.get_task(id).is_ok()
+    }
+
+    /// A task another replica keeps in the store, if it is `principal`'s.
+    async fn kept_elsewhere(
+        &self,
+        store: &Arc<dyn ConversationStore>,
+        principal: Option<&str>,
+        id: &str,
+    ) -> Result<Kept, ErrorData> {
+        let body = store
+            .load_run(&task_key(id))
+            .await
+            .map_err(store_error)?
+            .ok_or_else(|| unknown_task(id))?;
+        let kept: Kept = serde_json::from_str(&body).map_err(|_| unknown_task(id))?;
+        if kept.principal.as_deref() != principal {
+            return Err(unknown_task(id));
+        }
+        Ok(kept)
     }
 
     /// `tasks/update`: a served tool asks nothing of its client mid-task, so there is nothing
@@ -231,6 +410,92 @@ impl Tasks {
         self.manager
             .update_task(id, responses)
             .map_err(|_| unknown_task(id))
+    }
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+fn error_object(error: &ErrorData) -> rmcp::model::JsonObject {
+    match serde_json::to_value(error) {
+        Ok(serde_json::Value::Object(map)) => map,
+        _ => rmcp::model::JsonObject::new(),
+    }
+}
+
+fn kept_body(principal: Option<String>, task: DetailedTask) -> Option<String> {
+    serde_json::to_string(&Kept { principal, task }).ok()
+}
+
+/// What the renewal of one task needs to know.
+struct Renewal {
+    id: String,
+    principal: Option<String>,
+    holder: String,
+    lease: Duration,
+    ttl: Duration,
+}
+
+/// Keeps a task's state in the store while this replica runs it: renewed every fifth of the
+/// lease and at once when it ends, a cancellation asked on another replica read at each
+/// renewal. Stops when the server is dropped (as it would if the process died), leaving the
+/// hold to pass.
+async fn renew(
+    alive: std::sync::Weak<()>,
+    manager: TaskManager,
+    store: Arc<dyn ConversationStore>,
+    task: Renewal,
+    ended: Arc<tokio::sync::Notify>,
+) {
+    let key = task_key(&task.id);
+    let beat = (task.lease / 5).max(Duration::from_millis(1));
+    loop {
+        let Some(_alive) = alive.upgrade() else {
+            return;
+        };
+        let Ok(detailed) = manager.get_task(&task.id) else {
+            return;
+        };
+        let done = detailed.status().is_terminal();
+        let Some(body) = kept_body(task.principal.clone(), detailed) else {
+            return;
+        };
+        let hold = (!done).then_some(task.lease);
+        match store
+            .save_run(&key, &task.holder, &body, task.ttl, hold)
+            .await
+        {
+            // Another replica found it unrenewed and reported it failed: it is not ours now.
+            Ok(false) => {
+                let _ = manager.cancel_task(&task.id);
+                return;
+            }
+            Ok(true) if done => return,
+            Ok(true) => {}
+            Err(error) => tracing::warn!(
+                target: "toolwright::mcp",
+                task = %task.id,
+                %error,
+                "could not renew a task in the task store"
+            ),
+        }
+        if let Ok(Some(_)) = store.load_run(&cancel_key(&task.id)).await {
+            let _ = manager.cancel_task(&task.id);
+        }
+        drop(_alive);
+        tokio::select! {
+            () = tokio::time::sleep(beat) => {}
+            () = ended.notified() => {
+                // The manager records the end just after the call's future returns.
+                for _ in 0..64 {
+                    tokio::task::yield_now().await;
+                    if manager.get_task(&task.id).is_ok_and(|t| t.status().is_terminal()) {
+                        break;
+                    }
+                }
+            }
+        }
     }
 }
 

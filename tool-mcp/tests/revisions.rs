@@ -1200,7 +1200,7 @@ async fn compile_report(
 ) -> Result<String, ToolError> {
     runs.0 .0.started.fetch_add(1, Ordering::SeqCst);
     let _dropped = DropCount(Arc::clone(&runs.0 .0.dropped));
-    tokio::time::sleep(Duration::from_secs(300)).await;
+    tokio::time::sleep(runs.0 .0.report).await;
     runs.0 .0.finished.fetch_add(1, Ordering::SeqCst);
     Ok(format!("the {quarter} report"))
 }
@@ -1216,18 +1216,42 @@ async fn send_newsletter(
     let _ = key;
     runs.0 .0.started.fetch_add(1, Ordering::SeqCst);
     let _dropped = DropCount(Arc::clone(&runs.0 .0.dropped));
-    tokio::time::sleep(Duration::from_secs(3600)).await;
+    tokio::time::sleep(runs.0 .0.letter).await;
     Ok(format!("sent {subject}"))
 }
 
 #[derive(Clone, Default)]
 struct TaskRuns(Arc<Counts>);
 
-#[derive(Default)]
+impl TaskRuns {
+    /// Tools that take `report` and `letter` (five minutes and an hour by default).
+    fn taking(report: Duration, letter: Duration) -> TaskRuns {
+        TaskRuns(Arc::new(Counts {
+            report,
+            letter,
+            ..Counts::default()
+        }))
+    }
+}
+
 struct Counts {
     started: AtomicU64,
     finished: AtomicU64,
     dropped: Arc<AtomicU64>,
+    report: Duration,
+    letter: Duration,
+}
+
+impl Default for Counts {
+    fn default() -> Self {
+        Counts {
+            started: AtomicU64::new(0),
+            finished: AtomicU64::new(0),
+            dropped: Arc::new(AtomicU64::new(0)),
+            report: Duration::from_secs(300),
+            letter: Duration::from_secs(3600),
+        }
+    }
 }
 
 /// Counts a tool body dropped before its end (or at it).
@@ -1538,4 +1562,127 @@ async fn working_tasks_are_capped_per_principal() {
     client.task_request("alice", "tasks/cancel", &id).await;
     client.settled("alice", &id).await;
     assert_eq!(call(4, "alice").await["result"]["resultType"], "task");
+}
+
+/// Two replicas of one server, their tasks kept in one store.
+async fn replicas(
+    runs: &TaskRuns,
+    store: Arc<dyn toolwright::conversation::ConversationStore>,
+    lease: Duration,
+) -> (HttpServer, HttpServer) {
+    let replica = || {
+        let registry = Registry::builder()
+            .tool(CompileReport)
+            .tool(SendNewsletter)
+            .state(runs.clone())
+            .build()
+            .expect("the registry builds");
+        McpServer::new(registry)
+            .task_store(Arc::clone(&store))
+            .task_lease(lease)
+    };
+    (bind(replica()).await, bind(replica()).await)
+}
+
+/// A task started on replica A is read on B (working, then completed with its result), a task
+/// cancelled through B stops on A, and a task whose replica stopped is reported `failed` once
+/// its hold passes, never `working` forever.
+async fn tasks_answer_on_any_replica(
+    runs: TaskRuns,
+    store: Arc<dyn toolwright::conversation::ConversationStore>,
+    lease: Duration,
+) {
+    let (a, b) = replicas(&runs, store, lease).await;
+    let (on_a, on_b) = (Client::new(&a), Client::new(&b));
+    let start = |client: &Client, id: u64, name: &'static str, arguments: Value| {
+        let client = client.clone_for_test();
+        async move {
+            let created = client
+                .call_2026("alice", id, name, arguments, takes_tasks(json!({})))
+                .await;
+            created["result"]["taskId"]
+                .as_str()
+                .unwrap_or_else(|| panic!("no task: {created}"))
+                .to_owned()
+        }
+    };
+
+    let report = start(&on_a, 1, "compile_report", json!({"quarter": "2027-Q1"})).await;
+    let seen = on_b.task_request("alice", "tasks/get", &report).await;
+    assert_eq!(seen["result"]["status"], "working", "{seen}");
+    let bob = on_b.task_request("bob", "tasks/get", &report).await;
+    assert_eq!(bob["error"]["code"], -32602, "another's task, on B: {bob}");
+    let done = on_b.settled("alice", &report).await;
+    assert_eq!(done["result"]["status"], "completed", "{done}");
+    assert_eq!(
+        done["result"]["result"]["structuredContent"]["data"], "the 2027-Q1 report",
+        "{done}"
+    );
+
+    let letter = start(&on_a, 2, "send_newsletter", json!({"subject": "May"})).await;
+    let ack = on_b.task_request("alice", "tasks/cancel", &letter).await;
+    assert_eq!(ack["result"]["resultType"], "complete", "{ack}");
+    let ended = on_b.settled("alice", &letter).await;
+    assert_eq!(ended["result"]["status"], "cancelled", "{ended}");
+    assert_eq!(
+        runs.0.dropped.load(Ordering::SeqCst),
+        2,
+        "the report ended, the letter was dropped"
+    );
+
+    let orphan = start(&on_a, 3, "send_newsletter", json!({"subject": "June"})).await;
+    a.shutdown().await.expect("A stops");
+    let still = on_b.task_request("alice", "tasks/get", &orphan).await;
+    assert_eq!(
+        still["result"]["status"], "working",
+        "held until the lease passes: {still}"
+    );
+    tokio::time::sleep(lease + lease / 2).await;
+    let failed = on_b.task_request("alice", "tasks/get", &orphan).await;
+    assert_eq!(failed["result"]["status"], "failed", "{failed}");
+    let message = failed["result"]["statusMessage"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        message.contains("stopped") && message.contains("unknown"),
+        "{failed}"
+    );
+    assert!(failed["result"].get("error").is_some(), "{failed}");
+    drop(b);
+}
+
+impl Client {
+    fn clone_for_test(&self) -> Client {
+        Client {
+            http: self.http.clone(),
+            url: self.url.clone(),
+        }
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn tasks_answer_on_any_replica_sharing_a_memory_store() {
+    let store = Arc::new(MemoryConversationStore::new());
+    tasks_answer_on_any_replica(TaskRuns::default(), store, Duration::from_secs(10)).await;
+}
+
+#[cfg(feature = "redis")]
+#[path = "../../tests/support/redis_server.rs"]
+mod redis_server;
+
+/// The same on a real `redis-server`, in real time (its holds pass on the server's clock): a
+/// two-second report, a half-second lease.
+#[cfg(feature = "redis")]
+#[tokio::test]
+async fn tasks_answer_on_any_replica_sharing_one_redis() {
+    let Some(server) = redis_server::RedisServer::start() else {
+        return;
+    };
+    let store = toolwright_core::conversation::RedisConversationStore::builder()
+        .prefix("tasks:")
+        .connect(&server.url())
+        .await
+        .expect("connects");
+    let runs = TaskRuns::taking(Duration::from_secs(2), Duration::from_secs(3600));
+    tasks_answer_on_any_replica(runs, Arc::new(store), Duration::from_millis(500)).await;
 }
