@@ -1220,6 +1220,20 @@ async fn send_newsletter(
     Ok(format!("sent {subject}"))
 }
 
+/// Purge a year of the archive (a person approves; it takes an hour).
+#[tool(idempotent = false, requires_approval, task, timeout_ms = 7200000)]
+async fn purge_archive(
+    key: IdempotencyKey,
+    runs: State<TaskRuns>,
+    /// The year to purge.
+    year: u32,
+) -> Result<String, ToolError> {
+    let _ = key;
+    runs.0 .0.started.fetch_add(1, Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_secs(3600)).await;
+    Ok(format!("purged {year}"))
+}
+
 #[derive(Clone, Default)]
 struct TaskRuns(Arc<Counts>);
 
@@ -1267,6 +1281,7 @@ async fn task_server(runs: &TaskRuns, per_principal: usize) -> HttpServer {
     let registry = Registry::builder()
         .tool(CompileReport)
         .tool(SendNewsletter)
+        .tool(PurgeArchive)
         .tool(FindOrder)
         .state(runs.clone())
         .build()
@@ -1685,4 +1700,63 @@ async fn tasks_answer_on_any_replica_sharing_one_redis() {
         .expect("connects");
     let runs = TaskRuns::taking(Duration::from_secs(2), Duration::from_secs(3600));
     tasks_answer_on_any_replica(runs, Arc::new(store), Duration::from_millis(500)).await;
+}
+
+/// Approval comes before the task: a client that answers forms and takes tasks is asked first
+/// (an input-required result, nothing run), and the call sent again with the approval becomes a
+/// task, run once.
+#[tokio::test(start_paused = true)]
+async fn approval_is_asked_before_a_task_exists() {
+    let runs = TaskRuns::default();
+    let server = task_server(&runs, 100).await;
+    let client = Client::new(&server);
+    let both = json!({
+        "io.modelcontextprotocol/clientCapabilities": {
+            "elicitation": {"form": {}},
+            "extensions": {"io.modelcontextprotocol/tasks": {}}
+        }
+    });
+    let args = json!({"year": 2019});
+    let body = call_with(
+        &client,
+        "alice",
+        "purge_archive",
+        args.clone(),
+        json!({}),
+        both.clone(),
+    )
+    .await;
+    let (key, params, state) = question(&body);
+    assert!(
+        params["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("purge_archive"),
+        "{params}"
+    );
+    assert_eq!(
+        runs.0.started.load(Ordering::SeqCst),
+        0,
+        "nothing ran before approval"
+    );
+
+    let approved = reply(&key, &state, json!({"action": "accept"}));
+    let body = call_with(&client, "alice", "purge_archive", args, approved, both).await;
+    let created = answer(&body, &json!(1));
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    let id = created["result"]["taskId"]
+        .as_str()
+        .expect("a task")
+        .to_owned();
+    let done = client.settled("alice", &id).await;
+    assert_eq!(done["result"]["status"], "completed", "{done}");
+    assert_eq!(
+        done["result"]["result"]["structuredContent"]["data"], "purged 2019",
+        "{done}"
+    );
+    assert_eq!(
+        runs.0.started.load(Ordering::SeqCst),
+        1,
+        "run once, after approval"
+    );
 }

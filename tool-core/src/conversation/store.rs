@@ -7,6 +7,12 @@
 //! budget), and approval tickets with their state. A conversation idle for longer than the
 //! store's idle time is forgotten whole.
 //!
+//! Beside conversations it keeps *runs*: a serialized body under an id, held by one holder at a
+//! time for a lease ([`ConversationStore::claim_run`]). The agent keeps its runs there
+//! (`Agent::run_kept`), and an MCP server its tasks (`McpServer::task_store`), so that another
+//! replica continues a run, or answers for a task, and a holder that died gives it up when its
+//! lease passes.
+//!
 //! Each operation is one atomic step on the store (one round trip for the Redis store), so two
 //! replicas serving one conversation at once never see half of the other's update, and a ticket
 //! is decided at most once.
