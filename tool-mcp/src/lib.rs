@@ -121,8 +121,8 @@ pub use crate::conversations::{CALL_KEY, CONVERSATION_KEY, MAX_CONVERSATION_KEY_
 pub use crate::handler::Tools;
 pub use crate::streamable::{Authorizer, Grant, HttpServer, ProtectedResource};
 pub use crate::tasks::{
-    DEFAULT_MAX_TASKS_PER_PRINCIPAL, DEFAULT_TASK_LEASE, DEFAULT_TASK_POLL_INTERVAL,
-    DEFAULT_TASK_TTL,
+    DEFAULT_MAX_TASKS, DEFAULT_MAX_TASKS_PER_PRINCIPAL, DEFAULT_TASK_LEASE,
+    DEFAULT_TASK_POLL_INTERVAL, DEFAULT_TASK_TTL,
 };
 /// The rmcp this crate is built on, for [`McpServer::serve`]'s transports.
 pub use rmcp;
@@ -698,6 +698,15 @@ impl<F> McpServer<F> {
     /// `-32600` before anything runs, telling the client to wait for one or cancel one.
     pub fn max_tasks_per_principal(mut self, tasks: usize) -> Self {
         self.tasks.per_principal = tasks.max(1);
+        self
+    }
+
+    /// The most tasks this server has working at once, whoever started them (default
+    /// [`DEFAULT_MAX_TASKS`], 10,000): each holds its call's future and, with a
+    /// [`task_store`](McpServer::task_store), a renewal. A task call past it is refused with
+    /// `-32600` before anything runs.
+    pub fn max_tasks(mut self, tasks: usize) -> Self {
+        self.tasks.max = tasks.max(1);
         self
     }
 

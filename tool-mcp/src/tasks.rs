@@ -38,6 +38,10 @@ pub const DEFAULT_TASK_POLL_INTERVAL: Duration = Duration::from_secs(1);
 /// before anything runs, telling the client to wait for one to end.
 pub const DEFAULT_MAX_TASKS_PER_PRINCIPAL: usize = 100;
 
+/// The most tasks one server has working at once by default, whoever started them: 10,000. A
+/// call past it is refused before anything runs.
+pub const DEFAULT_MAX_TASKS: usize = 10_000;
+
 /// How long a replica's hold on a task it runs lasts by default, when tasks are kept in a store:
 /// 10 seconds, renewed every 2. A task whose replica stopped is reported `failed` this long
 /// after its last renewal.
@@ -50,6 +54,7 @@ pub(crate) struct TaskRules {
     pub(crate) ttl: Duration,
     pub(crate) poll_interval: Duration,
     pub(crate) per_principal: usize,
+    pub(crate) max: usize,
     pub(crate) store: Option<Arc<dyn ConversationStore>>,
     pub(crate) lease: Duration,
 }
@@ -60,6 +65,7 @@ impl Default for TaskRules {
             ttl: DEFAULT_TASK_TTL,
             poll_interval: DEFAULT_TASK_POLL_INTERVAL,
             per_principal: DEFAULT_MAX_TASKS_PER_PRINCIPAL,
+            max: DEFAULT_MAX_TASKS,
             store: None,
             lease: DEFAULT_TASK_LEASE,
         }
@@ -168,15 +174,32 @@ impl Tasks {
         (!task.status().is_terminal()).then_some(task.task)
     }
 
-    /// Refuses a call when its principal has as many tasks working as allowed.
+    /// Refuses a call when its principal, or the server, has as many tasks working as allowed.
     pub(crate) fn admit(&self, principal: Option<&str>) -> Result<(), ErrorData> {
         let mut book = self.book();
         self.sweep(&mut book);
-        let working = book
-            .owners
-            .iter()
-            .filter(|(id, owner)| owner.principal.as_deref() == principal && self.live(id))
-            .count();
+        let (mut working, mut all) = (0, 0);
+        for (id, owner) in &book.owners {
+            if self.live(id) {
+                all += 1;
+                if owner.principal.as_deref() == principal {
+                    working += 1;
+                }
+            }
+        }
+        if all >= self.rules.max {
+            return Err(ErrorData::invalid_request(
+                format!(
+                    "this server has {all} tasks working, at most {}; call again once some have ended",
+                    self.rules.max
+                ),
+                Some(json!({
+                    "error_type": "rate_limited",
+                    "working_tasks": all,
+                    "limit": self.rules.max,
+                })),
+            ));
+        }
         let cap = self.rules.per_principal;
         if working >= cap {
             return Err(ErrorData::invalid_request(

@@ -127,6 +127,7 @@ async fn bind(server: McpServer) -> HttpServer {
         .authorize(|token: &str| match token {
             "alice" => Some(Grant::new("alice")),
             "bob" => Some(Grant::new("bob")),
+            "carol" => Some(Grant::new("carol")),
             _ => None,
         })
         .bind_http("127.0.0.1:0")
@@ -1286,7 +1287,12 @@ async fn task_server(runs: &TaskRuns, per_principal: usize) -> HttpServer {
         .state(runs.clone())
         .build()
         .expect("the registry builds");
-    bind(McpServer::new(registry).max_tasks_per_principal(per_principal)).await
+    bind(
+        McpServer::new(registry)
+            .max_tasks_per_principal(per_principal)
+            .max_tasks(2),
+    )
+    .await
 }
 
 /// The `_meta` of a client that takes tasks.
@@ -1572,8 +1578,14 @@ async fn working_tasks_are_capped_per_principal() {
     assert_eq!(refused["error"]["code"], -32600, "{refused}");
     assert_eq!(refused["error"]["data"]["limit"], 1, "{refused}");
     assert_eq!(runs.0.started.load(Ordering::SeqCst), 1, "nothing ran");
-    // Another principal has its own cap.
+    // Another principal has its own cap, up to the server's.
     assert_eq!(call(3, "bob").await["result"]["resultType"], "task");
+    let full = call(5, "carol").await;
+    assert_eq!(full["error"]["code"], -32600, "{full}");
+    assert_eq!(
+        full["error"]["data"]["limit"], 2,
+        "the server's cap: {full}"
+    );
     client.task_request("alice", "tasks/cancel", &id).await;
     client.settled("alice", &id).await;
     assert_eq!(call(4, "alice").await["result"]["resultType"], "task");
