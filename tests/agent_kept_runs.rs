@@ -203,20 +203,40 @@ async fn a_run_is_its_principal_s(store: Arc<dyn ConversationStore>) {
     assert!(matches!(no_store, Err(RunError::NoStore)), "{no_store:?}");
 }
 
-#[tokio::test(start_paused = true)]
-async fn memory_paused_on_one_replica_resumed_on_another() {
-    paused_on_one_replica_resumed_on_another(Arc::new(MemoryConversationStore::new())).await;
+/// Each test of the suite, once per store: `memory::NAME` on paused tokio time, `on_redis::NAME`
+/// against a real `redis-server` (skipped, loudly, when it is not installed).
+macro_rules! on_both_stores {
+    ($($name:ident),* $(,)?) => {
+        mod memory {
+            use super::*;
+            $(
+                #[tokio::test(start_paused = true)]
+                async fn $name() {
+                    super::$name(Arc::new(MemoryConversationStore::new())).await;
+                }
+            )*
+        }
+        #[cfg(feature = "redis")]
+        mod on_redis {
+            use super::*;
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    let Some(server) = redis_server::RedisServer::start() else {
+                        return;
+                    };
+                    super::$name(redis::store(&server, stringify!($name)).await).await;
+                }
+            )*
+        }
+    };
 }
 
-#[tokio::test(start_paused = true)]
-async fn memory_two_resumes_at_once_run_the_call_once() {
-    two_resumes_at_once_run_the_call_once(Arc::new(MemoryConversationStore::new())).await;
-}
-
-#[tokio::test(start_paused = true)]
-async fn memory_a_run_is_its_principal_s() {
-    a_run_is_its_principal_s(Arc::new(MemoryConversationStore::new())).await;
-}
+on_both_stores!(
+    paused_on_one_replica_resumed_on_another,
+    two_resumes_at_once_run_the_call_once,
+    a_run_is_its_principal_s,
+);
 
 /// A replica dies in its run's second turn, while it waits on a two-minute tool (the drive
 /// dropped): the run is held until the lease passes (the deadline and the margin, from the
@@ -377,7 +397,7 @@ mod redis {
     use super::redis_server::RedisServer;
     use super::*;
 
-    async fn store(server: &RedisServer, prefix: &str) -> Arc<dyn ConversationStore> {
+    pub(super) async fn store(server: &RedisServer, prefix: &str) -> Arc<dyn ConversationStore> {
         Arc::new(
             RedisConversationStore::builder()
                 .prefix(prefix)
@@ -385,30 +405,6 @@ mod redis {
                 .await
                 .unwrap(),
         )
-    }
-
-    #[tokio::test]
-    async fn paused_on_one_replica_resumed_on_another() {
-        let Some(server) = RedisServer::start() else {
-            return;
-        };
-        super::paused_on_one_replica_resumed_on_another(store(&server, "t1:").await).await;
-    }
-
-    #[tokio::test]
-    async fn two_resumes_at_once_run_the_call_once() {
-        let Some(server) = RedisServer::start() else {
-            return;
-        };
-        super::two_resumes_at_once_run_the_call_once(store(&server, "t2:").await).await;
-    }
-
-    #[tokio::test]
-    async fn a_run_is_its_principal_s() {
-        let Some(server) = RedisServer::start() else {
-            return;
-        };
-        super::a_run_is_its_principal_s(store(&server, "t3:").await).await;
     }
 
     /// The server's clock times the lease: a claim is busy, then (a real 300 ms later) free.

@@ -1295,6 +1295,14 @@ async fn task_server(runs: &TaskRuns, per_principal: usize) -> HttpServer {
     .await
 }
 
+/// A task server (100 tasks a principal, 2 in all) and a client of it.
+async fn task_client() -> (TaskRuns, HttpServer, Client) {
+    let runs = TaskRuns::default();
+    let server = task_server(&runs, 100).await;
+    let client = Client::new(&server);
+    (runs, server, client)
+}
+
 /// The `_meta` of a client that takes tasks.
 fn takes_tasks(extra: Value) -> Value {
     let mut meta = json!({
@@ -1309,6 +1317,17 @@ fn takes_tasks(extra: Value) -> Value {
 }
 
 impl Client {
+    /// A `tools/call` of a client that takes tasks, answered with a task: its id.
+    async fn start_task(&self, token: &str, id: u64, name: &str, arguments: Value) -> String {
+        let created = self
+            .call_2026(token, id, name, arguments, takes_tasks(json!({})))
+            .await;
+        created["result"]["taskId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no task: {created}"))
+            .to_owned()
+    }
+
     /// `tasks/get` or `tasks/cancel` of a client that takes tasks, its answer.
     async fn task_request(&self, token: &str, method: &str, task: &str) -> Value {
         let body = self
@@ -1347,9 +1366,7 @@ impl Client {
 /// tokio's clock.
 #[tokio::test(start_paused = true)]
 async fn a_long_tool_is_a_task_the_client_polls_to_its_result() {
-    let runs = TaskRuns::default();
-    let server = task_server(&runs, 100).await;
-    let client = Client::new(&server);
+    let (runs, _server, client) = task_client().await;
     let began = tokio::time::Instant::now();
     let created = client
         .call_2026(
@@ -1393,22 +1410,15 @@ async fn a_long_tool_is_a_task_the_client_polls_to_its_result() {
 /// a side-effecting tool's status says its effect is unknown. Cancelling again is an ack.
 #[tokio::test(start_paused = true)]
 async fn a_cancelled_task_drops_its_call() {
-    let runs = TaskRuns::default();
-    let server = task_server(&runs, 100).await;
-    let client = Client::new(&server);
-    let created = client
-        .call_2026(
+    let (runs, _server, client) = task_client().await;
+    let id = client
+        .start_task(
             "alice",
             1,
             "send_newsletter",
             json!({"subject": "December"}),
-            takes_tasks(json!({})),
         )
         .await;
-    let id = created["result"]["taskId"]
-        .as_str()
-        .expect("a task")
-        .to_owned();
     let ack = client.task_request("alice", "tasks/cancel", &id).await;
     assert_eq!(ack["result"]["resultType"], "complete", "{ack}");
     assert!(ack["result"].get("status").is_none(), "{ack}");
@@ -1432,22 +1442,10 @@ async fn a_cancelled_task_drops_its_call() {
 /// unknown task), and alice's task runs on.
 #[tokio::test(start_paused = true)]
 async fn a_task_is_its_principal_s() {
-    let runs = TaskRuns::default();
-    let server = task_server(&runs, 100).await;
-    let client = Client::new(&server);
-    let created = client
-        .call_2026(
-            "alice",
-            1,
-            "compile_report",
-            json!({"quarter": "2026-Q4"}),
-            takes_tasks(json!({})),
-        )
+    let (_runs, _server, client) = task_client().await;
+    let id = client
+        .start_task("alice", 1, "compile_report", json!({"quarter": "2026-Q4"}))
         .await;
-    let id = created["result"]["taskId"]
-        .as_str()
-        .expect("a task")
-        .to_owned();
     for method in ["tasks/get", "tasks/cancel"] {
         let refused = client.task_request("bob", method, &id).await;
         assert_eq!(refused["error"]["code"], -32602, "{method}: {refused}");
@@ -1471,9 +1469,7 @@ async fn a_task_is_its_principal_s() {
 /// end within its request.
 #[tokio::test(start_paused = true)]
 async fn checks_come_before_a_task_and_a_client_without_tasks_waits() {
-    let runs = TaskRuns::default();
-    let server = task_server(&runs, 100).await;
-    let client = Client::new(&server);
+    let (runs, _server, client) = task_client().await;
     let invalid = client
         .call_2026(
             "alice",
@@ -1508,9 +1504,7 @@ async fn checks_come_before_a_task_and_a_client_without_tasks_waits() {
 /// id): it is answered with the task already running it, and the tool runs once.
 #[tokio::test(start_paused = true)]
 async fn a_call_sent_again_attaches_to_its_running_task() {
-    let runs = TaskRuns::default();
-    let server = task_server(&runs, 100).await;
-    let client = Client::new(&server);
+    let (runs, _server, client) = task_client().await;
     let meta = takes_tasks(json!({ CONVERSATION_KEY: "chat-9", CALL_KEY: "report-1" }));
     let first = client
         .call_2026(
@@ -1621,20 +1615,9 @@ async fn tasks_answer_on_any_replica(
 ) {
     let (a, b) = replicas(&runs, store, lease).await;
     let (on_a, on_b) = (Client::new(&a), Client::new(&b));
-    let start = |client: &Client, id: u64, name: &'static str, arguments: Value| {
-        let client = client.clone_for_test();
-        async move {
-            let created = client
-                .call_2026("alice", id, name, arguments, takes_tasks(json!({})))
-                .await;
-            created["result"]["taskId"]
-                .as_str()
-                .unwrap_or_else(|| panic!("no task: {created}"))
-                .to_owned()
-        }
-    };
-
-    let report = start(&on_a, 1, "compile_report", json!({"quarter": "2027-Q1"})).await;
+    let report = on_a
+        .start_task("alice", 1, "compile_report", json!({"quarter": "2027-Q1"}))
+        .await;
     let seen = on_b.task_request("alice", "tasks/get", &report).await;
     assert_eq!(seen["result"]["status"], "working", "{seen}");
     let bob = on_b.task_request("bob", "tasks/get", &report).await;
@@ -1646,7 +1629,9 @@ async fn tasks_answer_on_any_replica(
         "{done}"
     );
 
-    let letter = start(&on_a, 2, "send_newsletter", json!({"subject": "May"})).await;
+    let letter = on_a
+        .start_task("alice", 2, "send_newsletter", json!({"subject": "May"}))
+        .await;
     let ack = on_b.task_request("alice", "tasks/cancel", &letter).await;
     assert_eq!(ack["result"]["resultType"], "complete", "{ack}");
     let ended = on_b.settled("alice", &letter).await;
@@ -1657,7 +1642,9 @@ async fn tasks_answer_on_any_replica(
         "the report ended, the letter was dropped"
     );
 
-    let orphan = start(&on_a, 3, "send_newsletter", json!({"subject": "June"})).await;
+    let orphan = on_a
+        .start_task("alice", 3, "send_newsletter", json!({"subject": "June"}))
+        .await;
     a.shutdown().await.expect("A stops");
     let still = on_b.task_request("alice", "tasks/get", &orphan).await;
     assert_eq!(
@@ -1676,15 +1663,6 @@ async fn tasks_answer_on_any_replica(
     );
     assert!(failed["result"].get("error").is_some(), "{failed}");
     drop(b);
-}
-
-impl Client {
-    fn clone_for_test(&self) -> Client {
-        Client {
-            http: self.http.clone(),
-            url: self.url.clone(),
-        }
-    }
 }
 
 #[tokio::test(start_paused = true)]
@@ -1719,9 +1697,7 @@ async fn tasks_answer_on_any_replica_sharing_one_redis() {
 /// task, run once.
 #[tokio::test(start_paused = true)]
 async fn approval_is_asked_before_a_task_exists() {
-    let runs = TaskRuns::default();
-    let server = task_server(&runs, 100).await;
-    let client = Client::new(&server);
+    let (runs, _server, client) = task_client().await;
     let both = json!({
         "io.modelcontextprotocol/clientCapabilities": {
             "elicitation": {"form": {}},

@@ -29,9 +29,9 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::Script;
 
 use super::memory::FailureCategory;
-use super::runs::{RunClaim, MAX_RUN_BYTES};
+use super::runs::RunClaim;
 use super::store::{
-    now_ms, CallRecord, ConversationFuture, ConversationStore, ConversationStoreBuilder,
+    now_ms, sized, CallRecord, ConversationFuture, ConversationStore, ConversationStoreBuilder,
     ConversationStoreError as Error, Decided, Decision, FailureCounts, Prepare, Prepared, Review,
     Ticket, TicketRequest, TicketState, WaitingPage, WaitingQuery,
 };
@@ -627,13 +627,7 @@ impl ConversationStore for RedisConversationStore {
         ttl: Duration,
     ) -> ConversationFuture<'a, bool> {
         Box::pin(async move {
-            if body.len() > MAX_RUN_BYTES {
-                return Err(Error::TooLarge {
-                    what: "a run",
-                    bytes: body.len(),
-                    limit: MAX_RUN_BYTES,
-                });
-            }
+            sized(body)?;
             let created: i64 = self
                 .inner
                 .create_run
@@ -683,13 +677,7 @@ impl ConversationStore for RedisConversationStore {
         hold: Option<Duration>,
     ) -> ConversationFuture<'a, bool> {
         Box::pin(async move {
-            if body.len() > MAX_RUN_BYTES {
-                return Err(Error::TooLarge {
-                    what: "a run",
-                    bytes: body.len(),
-                    limit: MAX_RUN_BYTES,
-                });
-            }
+            sized(body)?;
             let saved: i64 = self
                 .inner
                 .save_run

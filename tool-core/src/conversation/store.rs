@@ -344,9 +344,7 @@ pub trait ConversationStore: Send + Sync + 'static {
         ttl: Duration,
     ) -> ConversationFuture<'a, bool> {
         let _ = (run, holder, body, lease, ttl);
-        Box::pin(std::future::ready(Err(
-            ConversationStoreError::Unsupported("runs"),
-        )))
+        no_runs()
     }
 
     /// Claims a run for `holder` for `lease`: its body when no one else holds it (or their
@@ -359,9 +357,7 @@ pub trait ConversationStore: Send + Sync + 'static {
         lease: Duration,
     ) -> ConversationFuture<'a, RunClaim> {
         let _ = (run, holder, lease);
-        Box::pin(std::future::ready(Err(
-            ConversationStoreError::Unsupported("runs"),
-        )))
+        no_runs()
     }
 
     /// Saves a run's body, the run then living `ttl` from now, and releases `holder`'s hold
@@ -378,18 +374,33 @@ pub trait ConversationStore: Send + Sync + 'static {
         hold: Option<Duration>,
     ) -> ConversationFuture<'a, bool> {
         let _ = (run, holder, body, ttl, hold);
-        Box::pin(std::future::ready(Err(
-            ConversationStoreError::Unsupported("runs"),
-        )))
+        no_runs()
     }
 
     /// A run's body as last saved (or created with), whoever holds it; `None` for no such run.
     fn load_run<'a>(&'a self, run: &'a str) -> ConversationFuture<'a, Option<String>> {
         let _ = run;
-        Box::pin(std::future::ready(Err(
-            ConversationStoreError::Unsupported("runs"),
-        )))
+        no_runs()
     }
+}
+
+/// What a store that keeps no runs answers.
+fn no_runs<'a, T: Send + 'a>() -> ConversationFuture<'a, T> {
+    Box::pin(std::future::ready(Err(
+        ConversationStoreError::Unsupported("runs"),
+    )))
+}
+
+/// Refuses a run's body over [`MAX_RUN_BYTES`].
+pub(crate) fn sized(body: &str) -> Result<(), ConversationStoreError> {
+    if body.len() > MAX_RUN_BYTES {
+        return Err(ConversationStoreError::TooLarge {
+            what: "a run",
+            bytes: body.len(),
+            limit: MAX_RUN_BYTES,
+        });
+    }
+    Ok(())
 }
 
 /// Milliseconds since the Unix epoch, now (when a ticket was asked, for reviewers).
@@ -753,15 +764,7 @@ impl ConversationStore for MemoryConversationStore {
         lease: Duration,
         ttl: Duration,
     ) -> ConversationFuture<'a, bool> {
-        let created = if body.len() > MAX_RUN_BYTES {
-            Err(ConversationStoreError::TooLarge {
-                what: "a run",
-                bytes: body.len(),
-                limit: MAX_RUN_BYTES,
-            })
-        } else {
-            Ok(self.runs().create(run, holder, body, lease, ttl))
-        };
+        let created = sized(body).map(|()| self.runs().create(run, holder, body, lease, ttl));
         Box::pin(std::future::ready(created))
     }
 
@@ -783,15 +786,7 @@ impl ConversationStore for MemoryConversationStore {
         ttl: Duration,
         hold: Option<Duration>,
     ) -> ConversationFuture<'a, bool> {
-        let saved = if body.len() > MAX_RUN_BYTES {
-            Err(ConversationStoreError::TooLarge {
-                what: "a run",
-                bytes: body.len(),
-                limit: MAX_RUN_BYTES,
-            })
-        } else {
-            Ok(self.runs().save(run, holder, body, ttl, hold))
-        };
+        let saved = sized(body).map(|()| self.runs().save(run, holder, body, ttl, hold));
         Box::pin(std::future::ready(saved))
     }
 
