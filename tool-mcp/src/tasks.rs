@@ -15,6 +15,7 @@
 //! renewing is reported `failed` once the hold passes, never `working` forever.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -119,9 +120,21 @@ struct Book {
 struct Owner {
     principal: Option<String>,
     call: Option<String>,
-    /// When the task is forgotten at the latest: its TTL after it was created, and again after
-    /// it finished (rmcp keeps a finished task a TTL longer).
+    /// When the task is forgotten: its TTL after it was created, and again after it finished
+    /// (a task still working at its TTL is stopped, and rmcp keeps a finished task a TTL longer).
     forget_at: Instant,
+    /// Set when the call's future ends: finished, cancelled, or stopped at its TTL. Counting
+    /// working tasks reads these flags, not rmcp's manager (whose every read walks every task).
+    done: Arc<AtomicBool>,
+}
+
+/// Marks a task done when the future holding it is dropped, however it ends.
+struct Done(Arc<AtomicBool>);
+
+impl Drop for Done {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Release);
+    }
 }
 
 impl Tasks {
@@ -139,19 +152,13 @@ impl Tasks {
         self.book.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn live(&self, id: &str) -> bool {
-        self.manager
-            .get_task(id)
-            .is_ok_and(|task| !task.status().is_terminal())
-    }
-
     /// Forgets owners of tasks rmcp forgot.
-    fn sweep(&self, book: &mut Book) {
+    fn sweep(book: &mut Book) {
         let now = Instant::now();
         let gone: Vec<String> = book
             .owners
             .iter()
-            .filter(|(id, owner)| owner.forget_at <= now && self.manager.get_task(id).is_err())
+            .filter(|(_, owner)| owner.forget_at <= now)
             .map(|(id, _)| id.clone())
             .collect();
         for id in gone {
@@ -177,10 +184,10 @@ impl Tasks {
     /// Refuses a call when its principal, or the server, has as many tasks working as allowed.
     pub(crate) fn admit(&self, principal: Option<&str>) -> Result<(), ErrorData> {
         let mut book = self.book();
-        self.sweep(&mut book);
+        Tasks::sweep(&mut book);
         let (mut working, mut all) = (0, 0);
-        for (id, owner) in &book.owners {
-            if self.live(id) {
+        for owner in book.owners.values() {
+            if !owner.done.load(Ordering::Acquire) {
                 all += 1;
                 if owner.principal.as_deref() == principal {
                     working += 1;
@@ -235,9 +242,12 @@ impl Tasks {
             .with_poll_interval_ms(millis(self.rules.poll_interval).max(1));
         let ended = Arc::new(tokio::sync::Notify::new());
         let ends = Arc::clone(&ended);
+        let done = Arc::new(AtomicBool::new(false));
+        let marks = Done(Arc::clone(&done));
         let task = self.manager.spawn(options, move |ctx| {
             let _ = context.set(ctx.clone());
             Box::pin(async move {
+                let _marks = marks;
                 let exit = tokio::select! {
                     biased;
                     () = ctx.cancelled() => {
@@ -268,6 +278,7 @@ impl Tasks {
                     principal,
                     call: call.map(str::to_owned),
                     forget_at: Instant::now() + self.rules.ttl.saturating_mul(2),
+                    done,
                 },
             );
         }
