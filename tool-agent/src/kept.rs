@@ -2,8 +2,6 @@
 //! approval (or cut off by a crash) continues in another process, on any replica.
 
 use std::fmt;
-use std::hash::{BuildHasher, Hasher};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -122,17 +120,9 @@ impl From<ConversationStoreError> for RunError {
     }
 }
 
-/// A holder id no other drive shares: this process, a random number, a counter.
+/// A holder id no other drive shares: this process and a random number.
 fn holder() -> String {
-    static COUNT: AtomicU64 = AtomicU64::new(0);
-    let random = std::collections::hash_map::RandomState::new()
-        .build_hasher()
-        .finish();
-    format!(
-        "{}-{random:016x}-{}",
-        std::process::id(),
-        COUNT.fetch_add(1, Ordering::Relaxed)
-    )
+    format!("{}-{:016x}", std::process::id(), fastrand::u64(..))
 }
 
 fn body(state: State, principal: Option<&str>, run: &Run) -> String {
@@ -146,7 +136,8 @@ fn body(state: State, principal: Option<&str>, run: &Run) -> String {
     serde_json::to_string(&kept).unwrap_or_default()
 }
 
-fn read(id: &str, body: &str) -> Result<Kept<Run>, RunError> {
+/// The kept run in `body`, if this version reads it and it is `principal`'s.
+fn read(id: &str, body: &str, principal: Option<&str>) -> Result<Kept<Run>, RunError> {
     let unreadable = |error: String| RunError::Unreadable {
         run: id.to_owned(),
         error,
@@ -155,6 +146,7 @@ fn read(id: &str, body: &str) -> Result<Kept<Run>, RunError> {
     struct Format {
         format: u32,
     }
+    // The format first, so a run of another version says so rather than what field it lacks.
     let format: Format = serde_json::from_str(body).map_err(|e| unreadable(e.to_string()))?;
     if format.format != FORMAT {
         return Err(unreadable(format!(
@@ -162,30 +154,51 @@ fn read(id: &str, body: &str) -> Result<Kept<Run>, RunError> {
             format.format
         )));
     }
-    serde_json::from_str(body).map_err(|e| unreadable(e.to_string()))
+    let kept: Kept<Run> = serde_json::from_str(body).map_err(|e| unreadable(e.to_string()))?;
+    if kept.principal.as_deref() != principal {
+        return Err(RunError::NotYours(id.to_owned()));
+    }
+    Ok(kept)
 }
 
-/// What a drive of a kept run saves after each turn: the run so far, the hold kept.
+/// A kept run held by this drive: where it is saved, under which id and hold.
 pub(crate) struct Keeper<'a> {
     store: &'a Arc<dyn ConversationStore>,
     run_id: &'a str,
-    holder: &'a str,
+    holder: String,
     principal: Option<&'a str>,
     lease: Duration,
     ttl: Duration,
 }
 
 impl Keeper<'_> {
+    /// Saves `text` as the run's body, keeping the hold for `hold` or releasing it (`None`);
+    /// `false` when another replica took the run over.
+    async fn save_text(
+        &self,
+        text: &str,
+        hold: Option<Duration>,
+    ) -> Result<bool, ConversationStoreError> {
+        self.store
+            .save_run(self.run_id, &self.holder, text, self.ttl, hold)
+            .await
+    }
+
+    async fn save(
+        &self,
+        state: State,
+        run: &Run,
+        hold: Option<Duration>,
+    ) -> Result<bool, ConversationStoreError> {
+        self.save_text(&body(state, self.principal, run), hold)
+            .await
+    }
+
     /// Saves the run as it is after a turn, holding it a lease more; `false` when another
     /// replica took it over (this one's lease passed). A store that cannot be reached is
     /// logged and the run goes on: its end is saved, or reported unsaved, when it ends.
     pub(crate) async fn checkpoint(&self, run: &Run) -> bool {
-        let body = body(State::Running, self.principal, run);
-        match self
-            .store
-            .save_run(self.run_id, self.holder, &body, self.ttl, Some(self.lease))
-            .await
-        {
+        match self.save(State::Running, run, Some(self.lease)).await {
             Ok(saved) => saved,
             Err(error) => {
                 tracing::warn!(
@@ -235,17 +248,17 @@ impl Agent {
         run_id: &str,
         messages: Vec<Message>,
     ) -> Result<Run, RunError> {
-        let store = session.store().ok_or(RunError::NoStore)?;
-        let holder = holder();
+        let keeper = self.keeper(session, run_id)?;
         let run = Run::start(messages);
-        let first = body(State::Running, session.principal(), &run);
-        if !store
-            .create_run(run_id, &holder, &first, self.lease(), self.run_ttl())
+        let first = body(State::Running, keeper.principal, &run);
+        if !keeper
+            .store
+            .create_run(run_id, &keeper.holder, &first, keeper.lease, keeper.ttl)
             .await?
         {
             return Err(RunError::Exists(run_id.to_owned()));
         }
-        self.drive_kept(session, store, run_id, &holder, run).await
+        self.drive_kept(session, &keeper, run).await
     }
 
     /// Continues the run kept under `run_id`: a run paused for approval goes on once the call
@@ -258,36 +271,28 @@ impl Agent {
     /// agent's [`deadline`](crate::AgentBuilder::deadline) plus [`RUN_LEASE_MARGIN`]; past it,
     /// a replica that died no longer holds the run.
     pub async fn resume_kept(&self, session: &Session, run_id: &str) -> Result<Run, RunError> {
-        let store = session.store().ok_or(RunError::NoStore)?;
-        let holder = holder();
-        let body = match store.claim_run(run_id, &holder, self.lease()).await? {
+        let keeper = self.keeper(session, run_id)?;
+        let body = match keeper
+            .store
+            .claim_run(run_id, &keeper.holder, keeper.lease)
+            .await?
+        {
             RunClaim::Claimed(body) => body,
             RunClaim::Busy => return Err(RunError::Busy(run_id.to_owned())),
             _ => return Err(RunError::Unknown(run_id.to_owned())),
         };
-        let kept = match read(run_id, &body) {
-            Ok(kept) => kept,
-            Err(error) => {
-                let _ = store
-                    .save_run(run_id, &holder, &body, self.run_ttl(), None)
-                    .await;
-                return Err(error);
+        match read(run_id, &body, session.principal()) {
+            Ok(kept) if kept.state != State::Ended => {
+                self.drive_kept(session, &keeper, kept.run).await
             }
-        };
-        if kept.principal.as_deref() != session.principal() {
-            let _ = store
-                .save_run(run_id, &holder, &body, self.run_ttl(), None)
-                .await;
-            return Err(RunError::NotYours(run_id.to_owned()));
+            // Nothing to drive: the hold is released, the body left as it was.
+            read => {
+                let released = keeper.save_text(&body, None).await;
+                let kept = read?;
+                released?;
+                Ok(kept.run)
+            }
         }
-        if kept.state == State::Ended {
-            store
-                .save_run(run_id, &holder, &body, self.run_ttl(), None)
-                .await?;
-            return Ok(kept.run);
-        }
-        self.drive_kept(session, store, run_id, &holder, kept.run)
-            .await
     }
 
     /// The run kept under `run_id` as it was last saved, whoever drives it now; `None` when no
@@ -297,32 +302,30 @@ impl Agent {
         let Some(body) = store.load_run(run_id).await? else {
             return Ok(None);
         };
-        let kept = read(run_id, &body)?;
-        if kept.principal.as_deref() != session.principal() {
-            return Err(RunError::NotYours(run_id.to_owned()));
-        }
-        Ok(Some(kept.run))
+        Ok(Some(read(run_id, &body, session.principal())?.run))
+    }
+
+    /// A new hold on the run kept under `run_id` in the session's store.
+    fn keeper<'a>(&self, session: &'a Session, run_id: &'a str) -> Result<Keeper<'a>, RunError> {
+        Ok(Keeper {
+            store: session.store().ok_or(RunError::NoStore)?,
+            run_id,
+            holder: holder(),
+            principal: session.principal(),
+            lease: self.lease(),
+            ttl: self.run_ttl(),
+        })
     }
 
     async fn drive_kept(
         &self,
         session: &Session,
-        store: &Arc<dyn ConversationStore>,
-        run_id: &str,
-        holder: &str,
+        keeper: &Keeper<'_>,
         run: Run,
     ) -> Result<Run, RunError> {
         let served = self.served(session);
-        let keeper = Keeper {
-            store,
-            run_id,
-            holder,
-            principal: session.principal(),
-            lease: self.lease(),
-            ttl: self.run_ttl(),
-        };
         let run = self
-            .drive(&served, run, Some(&keeper))
+            .drive(&served, run, Some(keeper))
             .instrument(agent_span(&served))
             .await;
         let state = if run.is_pending() {
@@ -330,11 +333,7 @@ impl Agent {
         } else {
             State::Ended
         };
-        let last = body(state, session.principal(), &run);
-        match store
-            .save_run(run_id, holder, &last, self.run_ttl(), None)
-            .await
-        {
+        match keeper.save(state, &run, None).await {
             Ok(true) => Ok(run),
             Ok(false) => Err(RunError::NotSaved {
                 run: Box::new(run),
