@@ -491,13 +491,7 @@ impl ServerHandler for Tools {
             .enable_tool_list_changed()
             .build();
         // Tasks are offered while the registry has a tool that runs as one.
-        if self
-            .shared
-            .registry
-            .specs()
-            .iter()
-            .any(|spec| spec.is_task())
-        {
+        if self.shared.tools().tasks {
             capabilities
                 .extensions
                 .get_or_insert_with(Default::default)
@@ -756,8 +750,8 @@ impl ServerHandler for Tools {
         let call = ToolCall::new(call_id, name, arguments);
         // A long-running tool's call, from a client that takes tasks: a task once it passed
         // its checks.
-        if let Some(spec) = registry.spec(call.name()).filter(|spec| spec.is_task()) {
-            if declares_tasks(&context) {
+        if declares_tasks(&context) {
+            if let Some(spec) = registry.spec(call.name()).filter(|spec| spec.is_task()) {
                 let side_effecting = !spec.idempotent();
                 return self
                     .call_as_task(
@@ -776,12 +770,7 @@ impl ServerHandler for Tools {
             .as_ref()
             .and_then(|meta| meta.get_progress_token())
             .or_else(|| context.meta.get_progress_token());
-        let disconnected = context
-            .extensions
-            .get::<http::request::Parts>()
-            .and_then(|parts| parts.extensions.get::<Disconnected>())
-            .map(|d| d.0.clone())
-            .unwrap_or_default();
+        let disconnected = disconnected(&context);
         // rmcp cancels `ct` on `notifications/cancelled`, on a dropped HTTP response stream and
         // when the connection ends; dropping the registry future here drops the attempt.
         tokio::select! {
@@ -796,18 +785,27 @@ impl ServerHandler for Tools {
                 self.shared.progress_interval,
                 &context.peer,
             ) => {
-                if let Some((requests, state)) = input.and_then(|input| input.asked()) {
-                    let asked = InputRequiredResult::new(Some(requests), Some(state));
-                    return Ok(CallToolResponse::InputRequired(asked));
-                }
-                if listed_before.is_some_and(|before| registry.specs_for(session).count() > before) {
+                let answer = answered(&outcome, input);
+                if matches!(answer, CallToolResponse::Complete(_))
+                    && listed_before.is_some_and(|before| registry.specs_for(session).count() > before)
+                {
                     // Best effort: a client that is gone gets the tools in its next list.
                     let _ = context.peer.notify_tool_list_changed().await;
                 }
-                Ok(call_tool_result(&outcome).into())
+                Ok(answer)
             }
         }
     }
+}
+
+/// Cancelled when the request's HTTP response stream is dropped (never, over stdio).
+fn disconnected(context: &RequestContext<RoleServer>) -> tokio_util::sync::CancellationToken {
+    context
+        .extensions
+        .get::<http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<Disconnected>())
+        .map(|d| d.0.clone())
+        .unwrap_or_default()
 }
 
 /// Whether the client takes tasks (`io.modelcontextprotocol/tasks`), on this request or for its
@@ -891,12 +889,7 @@ impl Tools {
         let mut running = Running(tokio::spawn(
             async move { registry.call_in(&owned, call).await },
         ));
-        let disconnected = context
-            .extensions
-            .get::<http::request::Parts>()
-            .and_then(|parts| parts.extensions.get::<Disconnected>())
-            .map(|d| d.0.clone())
-            .unwrap_or_default();
+        let disconnected = disconnected(context);
         tokio::select! {
             biased;
             outcome = &mut running => return Ok(answered(&outcome?, input)),

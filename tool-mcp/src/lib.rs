@@ -255,6 +255,8 @@ pub(crate) struct Listed {
 pub(crate) struct ListedTools {
     pub(crate) version: u64,
     pub(crate) tools: Vec<Listed>,
+    /// Whether one of them runs as a task (the server then offers tasks).
+    pub(crate) tasks: bool,
 }
 
 /// The MCP definition of every tool of the registry's current tool set. At start an export
@@ -263,6 +265,7 @@ pub(crate) struct ListedTools {
 fn list(registry: &Registry, export: &Export, strict: bool) -> Result<ListedTools, ServeError> {
     let version = registry.version();
     let mut tools = Vec::with_capacity(registry.specs().len());
+    let tasks = registry.specs().iter().any(|spec| spec.is_task());
     for spec in registry.specs() {
         let listed = export
             .tool(spec)
@@ -282,7 +285,11 @@ fn list(registry: &Registry, export: &Export, strict: bool) -> Result<ListedTool
             }
         }
     }
-    Ok(ListedTools { version, tools })
+    Ok(ListedTools {
+        version,
+        tools,
+        tasks,
+    })
 }
 
 /// What one server serves, shared by every session: the registry, its listed tools, the settings.

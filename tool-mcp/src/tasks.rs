@@ -97,6 +97,9 @@ struct Kept {
     task: DetailedTask,
 }
 
+/// Why a task whose replica stopped renewing it failed.
+const STOPPED: &str = "the server running this task stopped before it finished";
+
 fn task_key(id: &str) -> String {
     format!("mcp-task:{id}")
 }
@@ -128,12 +131,17 @@ struct Owner {
     done: Arc<AtomicBool>,
 }
 
-/// Marks a task done when the future holding it is dropped, however it ends.
-struct Done(Arc<AtomicBool>);
+/// Marks a task done when the future holding it is dropped, however it ends, and wakes its
+/// renewal (which then saves the end at once).
+struct Done {
+    flag: Arc<AtomicBool>,
+    ended: Arc<tokio::sync::Notify>,
+}
 
 impl Drop for Done {
     fn drop(&mut self) {
-        self.0.store(true, Ordering::Release);
+        self.flag.store(true, Ordering::Release);
+        self.ended.notify_one();
     }
 }
 
@@ -241,14 +249,16 @@ impl Tasks {
             .with_ttl_ms(millis(self.rules.ttl))
             .with_poll_interval_ms(millis(self.rules.poll_interval).max(1));
         let ended = Arc::new(tokio::sync::Notify::new());
-        let ends = Arc::clone(&ended);
         let done = Arc::new(AtomicBool::new(false));
-        let marks = Done(Arc::clone(&done));
+        let marks = Done {
+            flag: Arc::clone(&done),
+            ended: Arc::clone(&ended),
+        };
         let task = self.manager.spawn(options, move |ctx| {
             let _ = context.set(ctx.clone());
             Box::pin(async move {
                 let _marks = marks;
-                let exit = tokio::select! {
+                tokio::select! {
                     biased;
                     () = ctx.cancelled() => {
                         if side_effecting {
@@ -259,9 +269,7 @@ impl Tasks {
                         Err(TaskExit::Cancelled)
                     }
                     result = run => result.map_err(TaskExit::Error),
-                };
-                ends.notify_one();
-                exit
+                }
             })
         });
         let id = task.task_id.clone();
@@ -320,14 +328,16 @@ impl Tasks {
         kept_body(principal.map(str::to_owned), task)
     }
 
-    /// Whether `principal` owns this replica's task `id`; another's task is answered as an
-    /// unknown one.
-    fn owned(&self, principal: Option<&str>, id: &str) -> Result<(), ErrorData> {
+    /// Whether task `id` is this replica's (`None`: ask the store), and then whether it is
+    /// `principal`'s: another's task is answered as an unknown one.
+    fn local(&self, principal: Option<&str>, id: &str) -> Option<Result<(), ErrorData>> {
         let book = self.book();
-        match book.owners.get(id) {
-            Some(owner) if owner.principal.as_deref() == principal => Ok(()),
-            _ => Err(unknown_task(id)),
-        }
+        let owner = book.owners.get(id)?;
+        Some(if owner.principal.as_deref() == principal {
+            Ok(())
+        } else {
+            Err(unknown_task(id))
+        })
     }
 
     /// `tasks/get`: this replica's task, or, with a store, one another replica runs (or ran).
@@ -336,8 +346,8 @@ impl Tasks {
         principal: Option<&str>,
         id: &str,
     ) -> Result<DetailedTask, ErrorData> {
-        if self.is_local(id) {
-            self.owned(principal, id)?;
+        if let Some(owned) = self.local(principal, id) {
+            owned?;
             return self.manager.get_task(id).map_err(|_| unknown_task(id));
         }
         let Some(store) = &self.rules.store else {
@@ -359,17 +369,12 @@ impl Tasks {
             RunClaim::Claimed(_) => {
                 // No one renews it: its replica stopped.
                 let mut task = kept.task.task.clone();
-                task.status_message = Some(
-                    "the server running this task stopped before it finished; whether its effect happened is unknown"
-                        .to_owned(),
-                );
+                task.status_message =
+                    Some(format!("{STOPPED}; whether its effect happened is unknown"));
                 let failed = DetailedTask::new(
                     task,
                     TaskPayload::Failed {
-                        error: error_object(&ErrorData::internal_error(
-                            "the server running this task stopped before it finished",
-                            None,
-                        )),
+                        error: error_object(&ErrorData::internal_error(STOPPED, None)),
                     },
                 );
                 if let Some(body) = kept_body(kept.principal, failed.clone()) {
@@ -386,8 +391,8 @@ impl Tasks {
     /// `tasks/cancel`: this replica's task is cancelled at once (the call's future dropped, its
     /// attempt with it); another replica's is asked to, and cancels at its next renewal.
     pub(crate) async fn cancel(&self, principal: Option<&str>, id: &str) -> Result<(), ErrorData> {
-        if self.is_local(id) {
-            self.owned(principal, id)?;
+        if let Some(owned) = self.local(principal, id) {
+            owned?;
             return self.manager.cancel_task(id).map_err(|_| unknown_task(id));
         }
         let Some(store) = &self.rules.store else {
@@ -407,10 +412,6 @@ impl Tasks {
                 .map_err(store_error)?;
         }
         Ok(())
-    }
-
-    fn is_local(&self, id: &str) -> bool {
-        self.book().owners.contains_key(id) && self.manager.get_task(id).is_ok()
     }
 
     /// A task another replica keeps in the store, if it is `principal`'s.
@@ -440,7 +441,8 @@ impl Tasks {
         id: &str,
         responses: impl IntoIterator<Item = (String, serde_json::Value)>,
     ) -> Result<(), ErrorData> {
-        self.owned(principal, id)?;
+        self.local(principal, id)
+            .unwrap_or_else(|| Err(unknown_task(id)))?;
         self.manager
             .update_task(id, responses)
             .map_err(|_| unknown_task(id))
