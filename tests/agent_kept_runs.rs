@@ -325,19 +325,21 @@ async fn a_run_written_and_read_back_resumes() {
     assert!(results[1].is_ok());
 }
 
-/// The store's holds, directly: a claim by another holder is busy until its lease passes, and
-/// a holder whose lease passed and whose run another claimed cannot save over it.
-#[tokio::test(start_paused = true)]
-async fn a_hold_is_one_holder_s_until_its_lease_passes() {
-    let store = MemoryConversationStore::new();
-    let (lease, ttl) = (Duration::from_secs(10), Duration::from_secs(3600));
+/// The store's holds, directly: a claim by another holder is busy until its lease passes, a
+/// holder whose lease passed and whose run another claimed cannot save over it, a checkpoint
+/// keeps the hold, a run expires its TTL after its last save, and a body is bounded.
+async fn holds_pass_with_their_lease(
+    store: Arc<dyn ConversationStore>,
+    (lease, ttl): (Duration, Duration),
+    wait: impl AsyncFn(Duration),
+) {
     assert!(store.create_run("r", "a", "{}", lease, ttl).await.unwrap());
     assert!(!store.create_run("r", "b", "{}", lease, ttl).await.unwrap());
     assert_eq!(
         store.claim_run("r", "b", lease).await.unwrap(),
         RunClaim::Busy
     );
-    tokio::time::advance(lease).await;
+    wait(lease).await;
     assert_eq!(
         store.claim_run("r", "b", lease).await.unwrap(),
         RunClaim::Claimed("{}".into())
@@ -347,12 +349,12 @@ async fn a_hold_is_one_holder_s_until_its_lease_passes() {
         .await
         .unwrap());
     // A checkpoint keeps the hold, for a lease from now.
-    tokio::time::advance(lease / 2).await;
+    wait(lease / 2).await;
     assert!(store
         .save_run("r", "b", "{}", ttl, Some(lease))
         .await
         .unwrap());
-    tokio::time::advance(lease * 3 / 4).await;
+    wait(lease * 3 / 4).await;
     assert_eq!(
         store.claim_run("r", "c", lease).await.unwrap(),
         RunClaim::Busy
@@ -372,7 +374,7 @@ async fn a_hold_is_one_holder_s_until_its_lease_passes() {
     );
     // A run expires its TTL after it was last saved.
     assert!(store.save_run("r", "c", "{}", ttl, None).await.unwrap());
-    tokio::time::advance(ttl).await;
+    wait(ttl).await;
     assert_eq!(
         store.claim_run("r", "c", lease).await.unwrap(),
         RunClaim::Unknown
@@ -385,6 +387,14 @@ async fn a_hold_is_one_holder_s_until_its_lease_passes() {
         refused,
         Err(toolwright::conversation::ConversationStoreError::TooLarge { .. })
     ));
+}
+
+/// The holds of the memory store, on tokio's clock (paused).
+#[tokio::test(start_paused = true)]
+async fn a_hold_is_one_holder_s_until_its_lease_passes() {
+    let store = Arc::new(MemoryConversationStore::new());
+    let times = (Duration::from_secs(10), Duration::from_secs(3600));
+    holds_pass_with_their_lease(store, times, tokio::time::advance).await;
 }
 
 #[cfg(feature = "redis")]
@@ -407,40 +417,15 @@ mod redis {
         )
     }
 
-    /// The server's clock times the lease: a claim is busy, then (a real 300 ms later) free.
+    /// The same holds on the server's clock (`TIME`), waited out in real time: a 200 ms lease,
+    /// a 1 s TTL.
     #[tokio::test]
     async fn a_hold_passes_on_the_server_s_clock() {
         let Some(server) = RedisServer::start() else {
             return;
         };
-        let store = store(&server, "t4:").await;
-        let (lease, ttl) = (Duration::from_millis(200), Duration::from_secs(60));
-        assert!(store.create_run("r", "a", "{}", lease, ttl).await.unwrap());
-        assert_eq!(
-            store.claim_run("r", "b", lease).await.unwrap(),
-            RunClaim::Busy
-        );
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        assert_eq!(
-            store.claim_run("r", "b", lease).await.unwrap(),
-            RunClaim::Claimed("{}".into())
-        );
-        assert!(!store
-            .save_run("r", "a", "{\"a\":1}", ttl, None)
-            .await
-            .unwrap());
-        assert!(store
-            .save_run("r", "b", "{\"b\":1}", ttl, None)
-            .await
-            .unwrap());
-        assert_eq!(
-            store.load_run("r").await.unwrap().as_deref(),
-            Some("{\"b\":1}")
-        );
-        assert_eq!(
-            store.claim_run("none", "b", lease).await.unwrap(),
-            RunClaim::Unknown
-        );
+        let times = (Duration::from_millis(200), Duration::from_secs(1));
+        holds_pass_with_their_lease(store(&server, "t4:").await, times, tokio::time::sleep).await;
     }
 
     /// One phase of the killed-process test, run in a child process (this test binary, asked
