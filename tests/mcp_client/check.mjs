@@ -21,7 +21,7 @@ import {
   McpError,
   ToolSchema,
 } from "@modelcontextprotocol/sdk/types.js";
-import { recordWire, reportsBeforeAnswer } from "./wire.mjs";
+import { checkProgress } from "./wire.mjs";
 
 const TOOLS = ["get_order", "refund_order", "report_stats", "search_orders", "slow_report"];
 
@@ -115,28 +115,8 @@ async function refund(client) {
   return envelope(await call(client, "refund_order", { order_id: "A1001", amount: 80.0 }));
 }
 
-async function progress(client, label) {
-  const seen = [];
-  const { wire, restore } = recordWire(client);
-  let result;
-  try {
-    result = await call(client, "slow_report", { seconds: 1 }, {
-      onprogress: (p) => seen.push([p.progress, p.total, p.message]),
-    });
-  } finally {
-    restore();
-  }
-  check(envelope(result).status === "success", `${label}: a call with a progressToken succeeds`);
-  check(seen.length >= 2, `${label}: the SDK handed over progress reports (${seen.length})`);
-  // On the wire (see wire.mjs): the SDK may drop a last report read with the response.
-  const { reports, answered, late } = reportsBeforeAnswer(wire);
-  check(answered && !late, `${label}: every progress notification came before the result (${reports.length})`);
-  check(reports.every((p, i) => i === 0 || reports[i - 1][0] < p[0]), `${label}: progress increases`);
-  const last = reports[reports.length - 1];
-  check(last?.[0] === 10 && last[1] === 10 && last[2] === "step 10 of 10",
-    `${label}: the last progress report (10 of 10) is delivered`);
-  check(reports.length <= 10, `${label}: at most one report per 100 ms step`);
-}
+// The progress checks, shared (wire.mjs), with this script's own helpers.
+const progress = (client, label) => checkProgress(client, label, { call, check, envelope });
 
 async function cancelSlow(client, label) {
   const stats = async () => envelope(await call(client, "report_stats", {})).data;
