@@ -6,23 +6,21 @@ use std::sync::{Arc, OnceLock};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
-    CreateTaskResult, CustomRequest, CustomResult, ErrorCode, GetTaskParams, GetTaskResult,
-    InputRequiredResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
-    RequestMetaObject, ResultType, ServerCapabilities, ServerConfig, SubscriptionFilter,
-    UpdateTaskParams,
+    CustomRequest, CustomResult, ErrorCode, GetTaskParams, GetTaskResult, InputRequiredResult,
+    ListToolsResult, PaginatedRequestParams, ProtocolVersion, RequestMetaObject, ResultType,
+    ServerCapabilities, ServerConfig, SubscriptionFilter, UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext, SubscriptionSink};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{json, Value};
 use toolwright_core::approval::Approver;
-use toolwright_core::progress::ProgressHandle;
 use toolwright_core::{providers, Outcome, Session, Status, ToolCall};
 
 use crate::approval::ElicitingApprover;
 use crate::conversations::{self, Named, CALL_KEY, CONVERSATION_KEY};
 use crate::input::{ElicitingAsker, Input};
 use crate::streamable::{Disconnected, Grant};
-use crate::tasks::TaskSink;
+use crate::tasks::declares_tasks;
 use crate::Served;
 
 /// The registry's tools for one MCP session: `tools/list` and `tools/call` through the pipeline,
@@ -753,16 +751,16 @@ impl ServerHandler for Tools {
         if declares_tasks(&context) {
             if let Some(spec) = registry.spec(call.name()).filter(|spec| spec.is_task()) {
                 let side_effecting = !spec.idempotent();
-                return self
-                    .call_as_task(
-                        call,
-                        session,
-                        resolved.named,
-                        input,
-                        &context,
-                        side_effecting,
-                    )
-                    .await;
+                return crate::tasks::call_as_task(
+                    &self.shared,
+                    call,
+                    session,
+                    resolved.named,
+                    input,
+                    &context,
+                    side_effecting,
+                )
+                .await;
             }
         }
         let progress_token = request
@@ -799,7 +797,9 @@ impl ServerHandler for Tools {
 }
 
 /// Cancelled when the request's HTTP response stream is dropped (never, over stdio).
-fn disconnected(context: &RequestContext<RoleServer>) -> tokio_util::sync::CancellationToken {
+pub(crate) fn disconnected(
+    context: &RequestContext<RoleServer>,
+) -> tokio_util::sync::CancellationToken {
     context
         .extensions
         .get::<http::request::Parts>()
@@ -808,42 +808,9 @@ fn disconnected(context: &RequestContext<RoleServer>) -> tokio_util::sync::Cance
         .unwrap_or_default()
 }
 
-/// Whether the client takes tasks (`io.modelcontextprotocol/tasks`), on this request or for its
-/// session.
-fn declares_tasks(context: &RequestContext<RoleServer>) -> bool {
-    context
-        .client_capabilities()
-        .is_some_and(|capabilities| capabilities.supports_tasks())
-}
-
-/// The call running in a task of its own, aborted when dropped: by a request cancelled before
-/// it became a task, or by `tasks/cancel` after.
-struct Running(tokio::task::JoinHandle<Outcome>);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
-impl std::future::Future for Running {
-    type Output = Result<Outcome, ErrorData>;
-
-    fn poll(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Self::Output> {
-        std::pin::Pin::new(&mut self.0).poll(cx).map(|joined| {
-            joined.map_err(|error| {
-                ErrorData::internal_error(format!("the call stopped abnormally: {error}"), None)
-            })
-        })
-    }
-}
-
 /// What a call that finished within its request answers: the question it asked (2026-07-28,
 /// a client that answers forms), or its result.
-fn answered(outcome: &Outcome, input: Option<Arc<Input>>) -> CallToolResponse {
+pub(crate) fn answered(outcome: &Outcome, input: Option<Arc<Input>>) -> CallToolResponse {
     if let Some((requests, state)) = input.and_then(|input| input.asked()) {
         return CallToolResponse::InputRequired(InputRequiredResult::new(
             Some(requests),
@@ -851,63 +818,6 @@ fn answered(outcome: &Outcome, input: Option<Arc<Input>>) -> CallToolResponse {
         ));
     }
     call_tool_result(outcome).into()
-}
-
-impl Tools {
-    /// A task tool's call: run until its body starts (checks, the idempotency store and
-    /// approval all come first, and what they answer is answered at once), then answered with a
-    /// task that the call's future keeps running in. The same call identity sent again while it
-    /// runs gets the same task.
-    async fn call_as_task(
-        &self,
-        call: ToolCall,
-        session: &Session,
-        named: bool,
-        input: Option<Arc<Input>>,
-        context: &RequestContext<RoleServer>,
-        side_effecting: bool,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let tasks = &self.shared.tasks;
-        let principal = session.principal();
-        // Only a call the client named ([`CALL_KEY`]) has an identity a resent request shares.
-        let identity = (named && call.id().starts_with("call:")).then(|| call.id().to_owned());
-        if let Some(identity) = &identity {
-            if let Some(task) = tasks.running(principal, identity) {
-                return Ok(CallToolResponse::Task(CreateTaskResult::new(task)));
-            }
-        }
-        tasks.admit(principal)?;
-        let (started, mut has_started) = tokio::sync::oneshot::channel();
-        let slot = Arc::new(OnceLock::new());
-        let handle = ProgressHandle::with_interval(
-            TaskSink::new(started, Arc::clone(&slot)),
-            self.shared.progress_interval,
-        );
-        let call = call.with_progress(handle);
-        let registry = self.shared.registry.clone();
-        let owned = session.clone();
-        let mut running = Running(tokio::spawn(
-            async move { registry.call_in(&owned, call).await },
-        ));
-        let disconnected = disconnected(context);
-        tokio::select! {
-            biased;
-            outcome = &mut running => return Ok(answered(&outcome?, input)),
-            begun = &mut has_started => {
-                if begun.is_err() {
-                    // The call ended without its body starting (its handle went with it).
-                    return Ok(answered(&running.await?, input));
-                }
-            }
-            () = context.ct.cancelled() => return Err(cancelled()),
-            () = disconnected.cancelled() => return Err(cancelled()),
-        }
-        let run = async move { running.await.map(|outcome| call_tool_result(&outcome)) };
-        let task = tasks
-            .open(principal, identity.as_deref(), slot, run, side_effecting)
-            .await?;
-        Ok(CallToolResponse::Task(CreateTaskResult::new(task)))
-    }
 }
 
 /// Whether the request is of 2026-07-28 or later: no session, self-contained.
@@ -927,7 +837,7 @@ fn asks_by_input(context: &RequestContext<RoleServer>) -> bool {
 
 /// Never sent: rmcp drops the answer to a cancelled request, and a dropped stream has no
 /// reader.
-fn cancelled() -> ErrorData {
+pub(crate) fn cancelled() -> ErrorData {
     ErrorData::new(ErrorCode::INTERNAL_ERROR, "the request was cancelled", None)
 }
 

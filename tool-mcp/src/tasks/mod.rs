@@ -14,6 +14,10 @@
 //! leaves a request the running replica reads at its next renewal. A task whose replica stopped
 //! renewing is reported `failed` once the hold passes, never `working` forever.
 
+mod call;
+
+pub(crate) use call::{call_as_task, declares_tasks};
+
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
