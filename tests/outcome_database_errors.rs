@@ -113,18 +113,24 @@ async fn a_locked_database_is_transient_and_retried() {
     assert!(outcome.is_ok(), "{}", outcome.to_model_string());
 }
 
-/// A directory of this test's own under the system's temporary directory.
+/// A directory of this test's own under the system's temporary directory: the process id and
+/// a counter, so that two tests of this binary never share a database (a clock read could give
+/// both the same name, and one test's lock would then fail the other's calls).
 fn tempdir() -> std::path::PathBuf {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let dir = std::env::temp_dir().join(format!(
-        "toolwright-db-{}-{}",
+        "toolwright-db-{}-{n}-{}",
         std::process::id(),
-        fastrand_suffix()
+        clock_suffix()
     ));
+    // A directory left by an earlier process of the same id is not reused.
+    let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
 
-fn fastrand_suffix() -> u128 {
+fn clock_suffix() -> u128 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
