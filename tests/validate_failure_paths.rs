@@ -228,9 +228,13 @@ async fn two_violations_in_one_call_are_both_reported_each_with_its_path() {
     assert_eq!(paths(&outcome), ["/query", "/max_results"]);
     let errors = envelope["errors"].as_array().expect("errors");
     assert_eq!(errors.len(), 2);
-    assert!(message(&outcome).starts_with("2 problems with the arguments"));
-    assert!(message(&outcome).contains("`query` must be non-empty"));
-    assert!(message(&outcome).contains("`max_results` must be at most 20, got 50"));
+    // The message says how many and where; each violation says what was expected and what came.
+    assert_eq!(
+        message(&outcome),
+        "2 problems with the arguments, at `query` and `max_results`; `errors` lists each with what was expected and what came"
+    );
+    assert!(sentences(&outcome).contains("`query` must be non-empty"));
+    assert!(sentences(&outcome).contains("`max_results` must be at most 20, got 50"));
 
     // Shape failures are collected too: two wrong types, found by the slow path.
     let outcome = call("schedule", r#"{"start":"9","end":true}"#).await;
@@ -238,8 +242,9 @@ async fn two_violations_in_one_call_are_both_reported_each_with_its_path() {
     let mut found = paths(&outcome);
     found.sort_unstable();
     assert_eq!(found, ["/end", "/start"]);
-    assert!(message(&outcome).contains("`start`: expected an integer, got string \"9\""));
-    assert!(message(&outcome).contains("`end`: expected an integer, got boolean true"));
+    assert!(message(&outcome).contains("`start`") && message(&outcome).contains("`end`"));
+    assert!(sentences(&outcome).contains("`start`: expected an integer, got string \"9\""));
+    assert!(sentences(&outcome).contains("`end`: expected an integer, got boolean true"));
 }
 
 #[tokio::test]
@@ -279,11 +284,15 @@ async fn a_nested_error_inside_a_list_of_structs_has_its_full_path() {
     found.sort_unstable();
     assert_eq!(found, ["/legs/0/from", "/legs/1/to"]);
     assert!(
-        message(&outcome).contains("`legs[0].from`: expected a string, got number 7"),
+        sentences(&outcome).contains("`legs[0].from`: expected a string, got number 7"),
         "{envelope}"
     );
     assert!(
-        message(&outcome).contains("`legs[1].to` is required but missing"),
+        sentences(&outcome).contains("`legs[1].to` is required but missing"),
+        "{envelope}"
+    );
+    assert!(
+        message(&outcome).contains("`legs[0].from`") && message(&outcome).contains("`legs[1].to`"),
         "{envelope}"
     );
 

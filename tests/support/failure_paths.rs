@@ -353,3 +353,15 @@ fn paths(outcome: &Outcome) -> Vec<&str> {
 fn message(outcome: &Outcome) -> &str {
     outcome.message().unwrap_or_default()
 }
+
+/// Every violation's sentence, in order, one per line: what a model reads in `errors` when a
+/// call broke several rules (the failure's message then only says where).
+#[allow(dead_code)]
+fn sentences(outcome: &Outcome) -> String {
+    outcome
+        .violations()
+        .iter()
+        .map(|v| v.message.as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}

@@ -22,6 +22,7 @@ use serde_json::Value;
 
 pub(crate) mod fixes;
 mod record;
+mod text;
 
 pub(crate) use fixes::{Fix, Fixes};
 
@@ -438,9 +439,9 @@ impl Violations {
     /// Records a problem with a top-level field, building the message from its parts:
     /// "`field` must be {expected}, got {got}".
     pub fn field(&mut self, field: &str, rule: &'static str, expected: String, got: String) {
-        let message = format!("`{field}` must be {expected}, got {got}");
+        let message = crate::wording::must_be(field, &expected, &got);
         self.0.push(Violation {
-            path: format!("/{}", escape_pointer(field)),
+            path: crate::wording::concat(&["/", &escape_pointer(field)]),
             rule,
             expected,
             got: Some(got),
@@ -471,6 +472,9 @@ impl Violations {
 
 /// Escapes one JSON Pointer token (RFC 6901).
 pub(crate) fn escape_pointer(token: &str) -> String {
+    if !token.contains(['~', '/']) {
+        return token.to_owned();
+    }
     token.replace('~', "~0").replace('/', "~1")
 }
 
@@ -907,20 +911,12 @@ impl Outcome {
         {
             envelope.expected_schema = Some(SchemaField::Text(text));
         }
-        let text = serde_json::to_string(&envelope);
-        let text = match text {
-            Ok(text) if text.len() > max_bytes && self.failure.is_some() => {
-                fit(&mut envelope, max_bytes);
-                serde_json::to_string(&envelope)
-            }
-            other => other,
-        };
-        text.unwrap_or_else(|e| {
-            format!(
-                r#"{{"status":"error","error_type":"invalid_result","message":{:?}}}"#,
-                e.to_string()
-            )
-        })
+        let text = text::write(&envelope);
+        if text.len() > max_bytes && self.failure.is_some() {
+            fit(&mut envelope, max_bytes);
+            return text::write(&envelope);
+        }
+        text
     }
 }
 

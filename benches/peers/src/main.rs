@@ -31,7 +31,8 @@
 //! times.
 //!
 //! `cargo bench --manifest-path benches/peers/Cargo.toml` (optionally `-- ROUNDS N`; `-- profile
-//! CASE N` runs only N toolwright calls of one case, for a profiler).
+//! CASE N` runs only N toolwright calls of one case, for a profiler; `-- show` prints each case's
+//! envelope).
 
 mod rig_side;
 mod rmcp_side;
@@ -295,6 +296,8 @@ fn main() {
     // `-- profile CASE N`: only N toolwright calls of case CASE (0 to 3, in the order printed),
     // rendered with `to_model_string()`, for a profiler such as callgrind.
     let profile = std::env::args().any(|a| a == "profile");
+    // `-- show`: each case's envelope as toolwright answers it, and nothing timed.
+    let show = std::env::args().any(|a| a == "show");
 
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_time()
@@ -307,6 +310,14 @@ fn main() {
             rig: Rig::new(),
         };
         check(&peers).await;
+        if show {
+            for case in CASES {
+                let call = ToolCall::new("call_1", case.tool, case.text);
+                let outcome = peers.registry.call(call).await;
+                println!("{}:\n{}\n", case.label, outcome.to_model_string());
+            }
+            return;
+        }
         if profile {
             let case = CASES[rounds.min(CASES.len() - 1)];
             let mut out = Vec::with_capacity(1);

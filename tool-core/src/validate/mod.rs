@@ -12,11 +12,11 @@
 //! 3. **semantics**: the tool's cross-field rule (`semantic_invalid`).
 
 pub(crate) mod metered;
+mod report;
 pub mod rules;
 pub(crate) mod shape;
 
 use std::borrow::Cow;
-use std::fmt::Write as _;
 
 use serde_json::Value;
 
@@ -66,57 +66,124 @@ pub(crate) fn bounded_pointer(pointer: &str) -> Cow<'_, str> {
 
 /// Renders a JSON Pointer the way a person reads a field: `/legs/0/from` -> `legs[0].from`.
 pub(crate) fn display_path(pointer: &str) -> String {
+    let mut out = String::with_capacity(pointer.len().max(9));
+    push_display_path(&mut out, pointer);
+    out
+}
+
+/// [`display_path`], written at the end of `out`.
+fn push_display_path(out: &mut String, pointer: &str) {
     if pointer.is_empty() {
-        return "arguments".to_owned();
+        out.push_str("arguments");
+        return;
     }
-    let mut out = String::with_capacity(pointer.len());
+    let start = out.len();
     for token in pointer.split('/').skip(1) {
-        let token = token.replace("~1", "/").replace("~0", "~");
-        if !token.is_empty() && token.bytes().all(|b| b.is_ascii_digit()) && !out.is_empty() {
-            let _ = write!(out, "[{token}]");
+        let token = if token.contains('~') {
+            Cow::Owned(token.replace("~1", "/").replace("~0", "~"))
         } else {
-            if !out.is_empty() {
+            Cow::Borrowed(token)
+        };
+        let first = out.len() == start;
+        if !token.is_empty() && token.bytes().all(|b| b.is_ascii_digit()) && !first {
+            out.push('[');
+            out.push_str(&token);
+            out.push(']');
+        } else {
+            if !first {
                 out.push('.');
             }
             out.push_str(&token);
         }
+    }
+}
+
+/// A sentence about the value at `pointer`: `lead`, the field in backticks, then `rest`, in one
+/// allocation ("`to.city`: expected a string, got number 7").
+pub(crate) fn about(lead: &str, pointer: &str, rest: &[&str]) -> String {
+    let length = lead.len() + pointer.len() + 12 + rest.iter().map(|r| r.len()).sum::<usize>();
+    let mut out = String::with_capacity(length);
+    out.push_str(lead);
+    out.push('`');
+    push_display_path(&mut out, pointer);
+    out.push('`');
+    for part in rest {
+        out.push_str(part);
     }
     out
 }
 
 /// "1 item", "3 items", "1 character": a count with its unit, given in the plural.
 pub(crate) fn counted(n: u64, unit: &str) -> String {
+    let mut out = String::with_capacity(24 + unit.len());
+    push_counted(&mut out, n, unit);
+    out
+}
+
+/// [`counted`], written at the end of `out`.
+fn push_counted(out: &mut String, n: u64, unit: &str) {
+    crate::wording::push_number(out, n);
+    out.push(' ');
     if n != 1 {
-        return format!("{n} {unit}");
+        out.push_str(unit);
+        return;
     }
-    let one = match unit {
+    out.push_str(match unit {
         "entries" => "entry",
         other => other.strip_suffix('s').unwrap_or(other),
-    };
-    format!("1 {one}")
+    });
 }
 
 /// What a broken `length` bound expects: "non-empty", "at least 3 characters long",
 /// "at most 1 item long".
 pub(crate) fn length_expected(at_least: bool, limit: u64, unit: &str) -> String {
-    match (at_least, limit) {
-        (true, 1) => "non-empty".to_owned(),
-        (true, n) => format!("at least {} long", counted(n, unit)),
-        (false, n) => format!("at most {} long", counted(n, unit)),
+    if at_least && limit == 1 {
+        return "non-empty".to_owned();
     }
+    let mut out = String::with_capacity(40 + unit.len());
+    out.push_str(if at_least { "at least " } else { "at most " });
+    push_counted(&mut out, limit, unit);
+    out.push_str(" long");
+    out
 }
 
-/// One message for the whole report: the single problem, or all of them in a row.
+/// Most places [`summarize`] names in one message.
+const PLACES_NAMED: usize = 10;
+
+/// One message for the whole report: the single problem, or how many there are and where, the
+/// problems themselves being in the failure's violations (the envelope's `errors`), each with
+/// what was expected and what came. Repeating every violation's sentence here would double the
+/// report a model reads.
 pub(crate) fn summarize(violations: &[Violation]) -> String {
     match violations {
         [one] => one.message.clone(),
         many => {
-            let all: Vec<&str> = many.iter().map(|v| v.message.as_str()).collect();
-            format!(
-                "{} problems with the arguments: {}",
-                many.len(),
-                all.join("; ")
-            )
+            // Where they are, each place once (one field can break several rules).
+            let mut paths: Vec<&str> = Vec::with_capacity(many.len());
+            for violation in many {
+                if !paths.contains(&violation.path.as_str()) {
+                    paths.push(&violation.path);
+                }
+            }
+            let mut message = String::with_capacity(96 + 24 * paths.len());
+            message.push_str(&many.len().to_string());
+            message.push_str(" problems with the arguments, at ");
+            let shown = paths.len().min(PLACES_NAMED);
+            for (i, path) in paths[..shown].iter().enumerate() {
+                if i > 0 {
+                    message.push_str(if i + 1 == paths.len() { " and " } else { ", " });
+                }
+                message.push('`');
+                push_display_path(&mut message, path);
+                message.push('`');
+            }
+            if shown < paths.len() {
+                message.push_str(" and ");
+                message.push_str(&(paths.len() - shown).to_string());
+                message.push_str(" more places");
+            }
+            message.push_str("; `errors` lists each with what was expected and what came");
+            message
         }
     }
 }
@@ -127,33 +194,59 @@ const PREVIEW_CHARS: usize = 48;
 /// A short, safe rendering of a string value for a message: quoted, and cut with its length
 /// when long, so a 1 MB argument is never echoed back to the model.
 pub fn preview_str(s: &str) -> String {
+    let mut out = String::with_capacity(s.len().min(4 * PREVIEW_CHARS) + 2);
+    push_preview_str(&mut out, s);
+    out
+}
+
+/// [`preview_str`], written at the end of `out`.
+pub(crate) fn push_preview_str(out: &mut String, s: &str) {
+    // Printable ASCII without a quote or a backslash reads the same quoted by `Debug`.
+    if s.len() <= PREVIEW_CHARS
+        && s.bytes()
+            .all(|b| matches!(b, b' '..=b'~') && b != b'"' && b != b'\\')
+    {
+        out.push('"');
+        out.push_str(s);
+        out.push('"');
+        return;
+    }
+    use std::fmt::Write as _;
     let count = s.chars().count();
-    if count <= PREVIEW_CHARS {
-        format!("{s:?}")
+    // Writing into a `String` cannot fail.
+    let _ = if count <= PREVIEW_CHARS {
+        write!(out, "{s:?}")
     } else {
         let head: String = s.chars().take(PREVIEW_CHARS).collect();
-        format!("{head:?}... ({count} characters)")
-    }
+        write!(out, "{head:?}... ({count} characters)")
+    };
 }
 
 /// A short rendering of any JSON value: its type and, for scalars, the value.
 pub(crate) fn preview_json(v: &serde_json::Value) -> String {
+    use crate::wording::concat;
     use serde_json::Value;
     match v {
         Value::Null => "null".to_owned(),
-        Value::Bool(b) => format!("boolean {b}"),
-        Value::Number(n) => format!("number {n}"),
-        Value::String(s) => format!("string {}", preview_str(s)),
-        Value::Array(a) => format!(
-            "an array of {} item{}",
-            a.len(),
-            if a.len() == 1 { "" } else { "s" }
-        ),
-        Value::Object(o) => format!(
-            "an object with {} field{}",
-            o.len(),
-            if o.len() == 1 { "" } else { "s" }
-        ),
+        Value::Bool(true) => "boolean true".to_owned(),
+        Value::Bool(false) => "boolean false".to_owned(),
+        Value::Number(n) => concat(&["number ", &n.to_string()]),
+        Value::String(s) => {
+            let mut out = String::with_capacity(s.len().min(4 * PREVIEW_CHARS) + 9);
+            out.push_str("string ");
+            push_preview_str(&mut out, s);
+            out
+        }
+        Value::Array(a) => concat(&[
+            "an array of ",
+            &a.len().to_string(),
+            if a.len() == 1 { " item" } else { " items" },
+        ]),
+        Value::Object(o) => concat(&[
+            "an object with ",
+            &o.len().to_string(),
+            if o.len() == 1 { " field" } else { " fields" },
+        ]),
     }
 }
 
@@ -375,6 +468,28 @@ mod tests {
             got: got.map(Into::into),
             message: message.into(),
         }
+    }
+
+    #[test]
+    fn a_report_of_many_names_each_place_once_and_leaves_the_sentences_to_its_violations() {
+        let at = |path: &str| violation(path, "type", "x", Some("y"), "a sentence of its own");
+        assert_eq!(summarize(&[at("/a")]), "a sentence of its own");
+        assert_eq!(
+            summarize(&[at("/a"), at("/b/0/c"), at("/a")]),
+            "3 problems with the arguments, at `a` and `b[0].c`; `errors` lists each with what was expected and what came"
+        );
+        assert_eq!(
+            summarize(&[at("/a"), at("/b"), at("/c")]),
+            "3 problems with the arguments, at `a`, `b` and `c`; `errors` lists each with what was expected and what came"
+        );
+        let many: Vec<Violation> = (0..13).map(|i| at(&format!("/f{i}"))).collect();
+        let message = summarize(&many);
+        assert!(
+            message.starts_with("13 problems with the arguments, at `f0`, `f1`,"),
+            "{message}"
+        );
+        assert!(message.contains("`f9` and 3 more places;"), "{message}");
+        assert!(!message.contains("a sentence"), "{message}");
     }
 
     #[test]
