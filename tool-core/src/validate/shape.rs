@@ -28,7 +28,7 @@ use crate::wording::concat;
 
 /// A tool's input-schema validator, built on the first shape failure and kept.
 #[derive(Default)]
-pub(crate) struct ShapeValidator(OnceLock<Option<Compiled>>);
+pub(crate) struct ShapeValidator(OnceLock<Option<Box<Compiled>>>);
 
 /// A schema's validator, and its plan for counting what a check costs.
 pub(crate) struct Compiled {
@@ -41,7 +41,7 @@ pub(crate) struct Compiled {
 impl ShapeValidator {
     /// A validator built ahead of time (a tool defined at run time checks every call with it).
     pub(crate) fn compiled(compiled: Compiled) -> Self {
-        ShapeValidator(OnceLock::from(Some(compiled)))
+        ShapeValidator(OnceLock::from(Some(Box::new(compiled))))
     }
 
     /// Whether `value`, read from `bytes` of argument text, satisfies `schema`, if checking
@@ -60,7 +60,9 @@ impl ShapeValidator {
     }
 
     fn get(&self, schema: &Value) -> Option<&Compiled> {
-        self.0.get_or_init(|| build(schema).ok()).as_ref()
+        self.0
+            .get_or_init(|| build(schema).ok().map(Box::new))
+            .as_deref()
     }
 }
 
@@ -147,6 +149,8 @@ fn opens_object(text: &str) -> bool {
 
 /// Classifies a failed [`parse`] of `text` as `invalid_json`, `unknown_argument` or
 /// `schema_mismatch`, with every violation found.
+#[cold]
+#[inline(never)]
 pub(crate) fn failure(
     text: &str,
     error: Option<&serde_json::Error>,
