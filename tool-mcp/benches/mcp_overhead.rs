@@ -1,4 +1,4 @@
-//! What MCP serving costs per call, and how many calls per second HTTP serves.
+//! What MCP serving costs per call, and how many calls per second streamable HTTP serves.
 //!
 //! One tool (`echo`: the length of a short text), five sides, interleaved round by round so
 //! drift on a shared machine hits every side alike:
@@ -10,11 +10,25 @@
 //!   transports, driven by the same client.
 //!
 //! Prints the median per-call time of each side, MCP's overhead over `registry.call`, and
-//! toolwright's cost over plain rmcp; then calls per second over HTTP with one and two clients
-//! calling back to back.
+//! toolwright's cost over plain rmcp. Then calls per second over streamable HTTP with 1, 2 and
+//! 8 clients (each its own session) calling back to back: for each count, the clients of both
+//! servers connect once, then short windows alternate, toolwright's then plain rmcp's, and each
+//! side's figure is the median of its windows. (rmcp's client does not reuse a connection from
+//! one call to the next here: every HTTP call opens a TCP connection of its own, on both sides.)
 //!
-//! `cargo bench -p toolwright-mcp --bench mcp_overhead` (optionally `-- ROUNDS CALLS`).
-//! Not run in CI.
+//! `cargo bench -p toolwright-mcp --bench mcp_overhead` (optionally
+//! `-- ROUNDS CALLS WINDOWS WINDOW_MS`: per-call rounds, calls per round, throughput windows
+//! per side and count, and each window's length; 30 100 8 500 by default).
+//!
+//! `-- --only SIDE N` (SIDE one of `ours-stdio`, `plain-stdio`, `ours-http`, `plain-http`)
+//! connects that side alone, prints one answer, warms it up, makes N calls and exits, for an
+//! instruction count (`valgrind --tool=callgrind`): the difference of two runs with different
+//! N is the cost of that many calls, client and server, without the setup. Two more sides,
+//! `plain-envelope-stdio` and `plain-envelope-http`, are the plain rmcp server answering with
+//! toolwright's envelope (as text and as `structuredContent`) instead of its own short answer:
+//! what the longer answer costs rmcp's server and client, apart from what toolwright does.
+//!
+//! Not run in CI, nor by `cargo test` (a `harness = false` bench).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -55,6 +69,9 @@ fn registry() -> Registry {
 #[derive(Clone)]
 struct PlainEcho {
     tool: Arc<McpTool>,
+    /// Answer with the envelope toolwright answers (`--only plain-envelope-*`), so that what
+    /// the larger answer costs rmcp (both ends) is told apart from what toolwright adds.
+    envelope: bool,
 }
 
 impl PlainEcho {
@@ -69,6 +86,14 @@ impl PlainEcho {
         };
         PlainEcho {
             tool: Arc::new(McpTool::new("echo", "Return the length of a text.", schema)),
+            envelope: false,
+        }
+    }
+
+    fn with_envelope() -> Self {
+        PlainEcho {
+            envelope: true,
+            ..PlainEcho::new()
         }
     }
 }
@@ -100,6 +125,13 @@ impl ServerHandler for PlainEcho {
         let args: PlainArgs = serde_json::from_value(arguments)
             .map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
         let len = args.text.len();
+        if self.envelope {
+            let envelope = json!({"status": "success", "data": len, "attempts": 1});
+            let mut result =
+                CallToolResult::success(vec![ContentBlock::text(envelope.to_string())]);
+            result.structured_content = Some(envelope);
+            return Ok(result.into());
+        }
         let mut result = CallToolResult::success(vec![ContentBlock::text(len.to_string())]);
         result.structured_content = Some(json!({ "len": len }));
         Ok(result.into())
@@ -125,9 +157,13 @@ async fn ours_over_pipe(registry: Registry) -> Client {
 
 /// The plain rmcp server over a pipe.
 async fn plain_over_pipe() -> Client {
+    plain_handler_over_pipe(PlainEcho::new()).await
+}
+
+async fn plain_handler_over_pipe(handler: PlainEcho) -> Client {
     let (server_io, client_io) = tokio::io::duplex(1 << 20);
     tokio::spawn(async move {
-        if let Ok(running) = PlainEcho::new().serve(tokio::io::split(server_io)).await {
+        if let Ok(running) = handler.serve(tokio::io::split(server_io)).await {
             let _ = running.waiting().await;
         }
     });
@@ -143,8 +179,12 @@ async fn http_client(url: &str) -> Client {
 
 /// The plain rmcp server on streamable HTTP, as rmcp's examples serve it (axum).
 async fn plain_http() -> String {
+    plain_handler_http(PlainEcho::new).await
+}
+
+async fn plain_handler_http(handler: fn() -> PlainEcho) -> String {
     let service: StreamableHttpService<PlainEcho, LocalSessionManager> = StreamableHttpService::new(
-        || Ok(PlainEcho::new()),
+        move || Ok(handler()),
         Arc::new(LocalSessionManager::default()),
         StreamableHttpServerConfig::default(),
     );
@@ -198,24 +238,30 @@ fn median(values: &mut [f64]) -> f64 {
     values[values.len() / 2]
 }
 
-/// Calls per second of `clients` clients calling back to back for `window`.
-async fn throughput(url: &str, clients: usize, window: Duration) -> f64 {
-    let mut connected = Vec::new();
+/// The clients of one throughput measurement, connected once and reused by every window.
+async fn connect(url: &str, clients: usize) -> Vec<Client> {
+    let mut connected = Vec::with_capacity(clients);
     for _ in 0..clients {
         connected.push(http_client(url).await);
     }
-    let deadline = Instant::now() + window;
+    connected
+}
+
+/// Calls per second of `clients` calling back to back, each in a task of its own, for
+/// `window`.
+async fn window(clients: &[Client], window: Duration) -> f64 {
     let start = Instant::now();
-    let mut tasks = Vec::new();
-    for client in connected {
+    let deadline = start + window;
+    let mut tasks = Vec::with_capacity(clients.len());
+    for client in clients {
+        let peer = client.peer().clone();
         tasks.push(tokio::spawn(async move {
             let mut calls = 0u64;
             while Instant::now() < deadline {
-                if client.call_tool(params()).await.is_ok() {
+                if peer.call_tool(params()).await.is_ok() {
                     calls += 1;
                 }
             }
-            let _ = client.cancel().await;
             calls
         }));
     }
@@ -226,17 +272,72 @@ async fn throughput(url: &str, clients: usize, window: Duration) -> f64 {
     total as f64 / start.elapsed().as_secs_f64()
 }
 
+async fn disconnect(clients: Vec<Client>) {
+    for client in clients {
+        let _ = client.cancel().await;
+    }
+}
+
+/// `--only SIDE N`: `N` calls of one side, nothing else measured.
+async fn only(side: &str, calls: usize) {
+    let registry = registry();
+    let mut ours = None;
+    let client = match side {
+        "ours-stdio" => ours_over_pipe(registry).await,
+        "plain-stdio" => plain_over_pipe().await,
+        "ours-http" => {
+            let server = McpServer::new(registry)
+                .bind_http("127.0.0.1:0")
+                .await
+                .unwrap_or_else(|e| panic!("bind: {e}"));
+            let client = http_client(&server.url()).await;
+            ours = Some(server);
+            client
+        }
+        "plain-http" => http_client(&plain_http().await).await,
+        "plain-envelope-stdio" => plain_handler_over_pipe(PlainEcho::with_envelope()).await,
+        "plain-envelope-http" => {
+            http_client(&plain_handler_http(PlainEcho::with_envelope).await).await
+        }
+        other => panic!(
+            "--only {other}: one of ours-stdio, plain-stdio, ours-http, plain-http, \
+             plain-envelope-stdio, plain-envelope-http"
+        ),
+    };
+    let answer = client
+        .call_tool(params())
+        .await
+        .unwrap_or_else(|e| panic!("call: {e}"));
+    println!(
+        "{side} answers {}",
+        serde_json::to_string(&answer).unwrap_or_default()
+    );
+    mcp_round(&client, 20).await;
+    let per_call = mcp_round(&client, calls).await;
+    println!("{side}: {calls} calls, {:.1} us/call", per_call / 1e3);
+    let _ = client.cancel().await;
+    if let Some(server) = ours {
+        let _ = server.shutdown().await;
+    }
+}
+
 fn main() {
-    let args: Vec<usize> = std::env::args()
-        .skip(1)
-        .filter_map(|a| a.parse().ok())
-        .collect();
-    let rounds = args.first().copied().unwrap_or(30);
-    let calls = args.get(1).copied().unwrap_or(100);
+    let raw: Vec<String> = std::env::args().skip(1).collect();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .unwrap_or_else(|e| panic!("runtime: {e}"));
+    if let Some(at) = raw.iter().position(|a| a == "--only") {
+        let side = raw.get(at + 1).map_or("", String::as_str);
+        let calls = raw.get(at + 2).and_then(|n| n.parse().ok()).unwrap_or(1000);
+        runtime.block_on(only(side, calls));
+        return;
+    }
+    let args: Vec<usize> = raw.iter().filter_map(|a| a.parse().ok()).collect();
+    let rounds = args.first().copied().unwrap_or(30);
+    let calls = args.get(1).copied().unwrap_or(100);
+    let windows = args.get(2).copied().unwrap_or(8).max(1);
+    let window_length = Duration::from_millis(args.get(3).copied().unwrap_or(500) as u64);
     runtime.block_on(async move {
         let registry = registry();
         let ours_pipe = ours_over_pipe(registry.clone()).await;
@@ -257,15 +358,27 @@ fn main() {
         }
 
         let mut sides: [Vec<f64>; 5] = Default::default();
+        // toolwright / plain rmcp within each round, stdio and HTTP.
+        let mut ratios: [Vec<f64>; 2] = Default::default();
         for _ in 0..rounds {
             sides[0].push(registry_round(&registry, calls).await);
-            sides[1].push(mcp_round(&ours_pipe, calls).await);
-            sides[2].push(mcp_round(&plain_pipe, calls).await);
-            sides[3].push(mcp_round(&ours_http, calls).await);
-            sides[4].push(mcp_round(&plain_http_client, calls).await);
+            let ours = mcp_round(&ours_pipe, calls).await;
+            let plain = mcp_round(&plain_pipe, calls).await;
+            sides[1].push(ours);
+            sides[2].push(plain);
+            ratios[0].push(ours / plain);
+            let ours = mcp_round(&ours_http, calls).await;
+            let plain = mcp_round(&plain_http_client, calls).await;
+            sides[3].push(ours);
+            sides[4].push(plain);
+            ratios[1].push(ours / plain);
         }
         let [floor, pipe, plain_pipe_ns, http, plain_http_ns] = sides.map(|mut v| median(&mut v));
-        println!("MCP overhead: {rounds} rounds x {calls} calls per side, interleaved (medians)");
+        let [pipe_ratio, http_ratio] = ratios.map(|mut v| median(&mut v));
+        println!(
+            "MCP overhead: {rounds} rounds x {calls} calls per side, interleaved (medians; the \
+             ratio is the median of the rounds' ratios)"
+        );
         println!("  registry.call (in process)        {:>10.1} us/call", floor / 1e3);
         println!(
             "  toolwright MCP, stdio framing     {:>10.1} us/call  (+{:.1} us over registry.call)",
@@ -273,9 +386,8 @@ fn main() {
             (pipe - floor) / 1e3
         );
         println!(
-            "  plain rmcp,    stdio framing     {:>10.1} us/call  (toolwright / rmcp {:.2})",
+            "  plain rmcp,    stdio framing     {:>10.1} us/call  (toolwright / rmcp {pipe_ratio:.2})",
             plain_pipe_ns / 1e3,
-            pipe / plain_pipe_ns
         );
         println!(
             "  toolwright MCP, streamable HTTP   {:>10.1} us/call  (+{:.1} us over registry.call)",
@@ -283,18 +395,42 @@ fn main() {
             (http - floor) / 1e3
         );
         println!(
-            "  plain rmcp,    streamable HTTP   {:>10.1} us/call  (toolwright / rmcp {:.2})",
+            "  plain rmcp,    streamable HTTP   {:>10.1} us/call  (toolwright / rmcp {http_ratio:.2})",
             plain_http_ns / 1e3,
-            http / plain_http_ns
         );
+        for client in [ours_pipe, plain_pipe, ours_http, plain_http_client] {
+            let _ = client.cancel().await;
+        }
 
-        let window = Duration::from_secs(3);
-        for clients in [1, 2] {
-            let ours = throughput(&ours_url, clients, window).await;
-            let plain = throughput(&plain_url, clients, window).await;
+        println!(
+            "HTTP calls/s, back to back: {windows} windows of {} ms per side, alternating (medians; \
+             the ratio is the median of the rounds' ratios)",
+            window_length.as_millis()
+        );
+        for clients in [1, 2, 8] {
+            let ours_clients = connect(&ours_url, clients).await;
+            let plain_clients = connect(&plain_url, clients).await;
+            // Warm up both.
+            window(&ours_clients, window_length / 4).await;
+            window(&plain_clients, window_length / 4).await;
+            let mut ours_rates = Vec::with_capacity(windows);
+            let mut plain_rates = Vec::with_capacity(windows);
+            let mut ratios = Vec::with_capacity(windows);
+            for _ in 0..windows {
+                let ours = window(&ours_clients, window_length).await;
+                let plain = window(&plain_clients, window_length).await;
+                ours_rates.push(ours);
+                plain_rates.push(plain);
+                ratios.push(ours / plain);
+            }
+            let ours_rate = median(&mut ours_rates);
+            let plain_rate = median(&mut plain_rates);
+            let ratio = median(&mut ratios);
             println!(
-                "  HTTP, {clients} client(s) back to back: toolwright {ours:>8.0} calls/s, plain rmcp {plain:>8.0} calls/s"
+                "  {clients} client(s): toolwright {ours_rate:>8.0} calls/s, plain rmcp {plain_rate:>8.0} calls/s  (toolwright / rmcp {ratio:.2})"
             );
+            disconnect(ours_clients).await;
+            disconnect(plain_clients).await;
         }
         let _ = ours.shutdown().await;
     });

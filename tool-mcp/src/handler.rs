@@ -5,10 +5,11 @@ use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
-    CustomRequest, CustomResult, ErrorCode, GetTaskParams, GetTaskResult, InputRequiredResult,
-    ListToolsResult, PaginatedRequestParams, ProtocolVersion, RequestMetaObject, ResultType,
-    ServerCapabilities, ServerConfig, SubscriptionFilter, UpdateTaskParams,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ClientCapabilities,
+    ContentBlock, CustomRequest, CustomResult, ErrorCode, GetTaskParams, GetTaskResult,
+    InputRequiredResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
+    RequestMetaObject, ResultType, ServerCapabilities, ServerConfig, SubscriptionFilter,
+    UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext, SubscriptionSink};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -220,6 +221,16 @@ impl Tools {
         context: &RequestContext<RoleServer>,
         call_meta: Option<&RequestMetaObject>,
     ) -> Result<Resolved<'_>, ErrorData> {
+        self.session_in(context, call_meta, is_stateless(context))
+    }
+
+    /// [`Tools::session_for`], told whether the request is stateless ([`is_stateless`]).
+    fn session_in(
+        &self,
+        context: &RequestContext<RoleServer>,
+        call_meta: Option<&RequestMetaObject>,
+        stateless: bool,
+    ) -> Result<Resolved<'_>, ErrorData> {
         let grant = context
             .extensions
             .get::<http::request::Parts>()
@@ -264,7 +275,7 @@ impl Tools {
             self.open(format!("mcp-{}", uuid::Uuid::new_v4()), grant, context)
                 .0
         };
-        if is_stateless(context) {
+        if stateless {
             // No session: a conversation of this request alone, over HTTP (where the request
             // has a handler of its own) and over stdio (where the connection has one) alike.
             let opened = fresh();
@@ -538,10 +549,15 @@ impl ServerHandler for Tools {
     /// registry's tool set ([`Tools::send_tool_changes`]), until the client cancels it or the
     /// stream closes.
     async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
-        tokio::select! {
-            () = subscription.cancelled() => {}
-            () = self.send_tool_changes(subscription.sink().clone()) => {}
-        }
+        // Boxed: rmcp's future for every request has room for the largest handler future it
+        // may run, so a large one here would be copied with every `tools/call`.
+        Box::pin(async {
+            tokio::select! {
+                () = subscription.cancelled() => {}
+                () = self.send_tool_changes(subscription.sink().clone()) => {}
+            }
+        })
+        .await;
         Ok(())
     }
 
@@ -665,7 +681,8 @@ impl ServerHandler for Tools {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let resolved = self.session_for(&context, request.meta.as_ref())?;
+        let stateless = is_stateless(&context);
+        let resolved = self.session_in(&context, request.meta.as_ref(), stateless)?;
         let name = request.name;
         // A deferred tool the session has not been seen to find may have been found on another
         // replica: the registry decides (and answers `unknown_tool`, telling the model to
@@ -675,7 +692,7 @@ impl ServerHandler for Tools {
             return Err(self.unknown_tool(&resolved.session, &name));
         }
         // A search that finds tools changes what this session's `tools/list` holds.
-        let searching = !is_stateless(&context) && registry.search_tool() == Some(name.as_ref());
+        let searching = !stateless && registry.search_tool() == Some(name.as_ref());
         let listed_before = searching.then(|| registry.specs_for(&resolved.session).count());
         let arguments = match &request.arguments {
             Some(arguments) => serde_json::to_string(arguments)
@@ -699,7 +716,9 @@ impl ServerHandler for Tools {
         // A 2026-07-28 client that can answer a form is asked (for approval, for a tool's
         // questions) by an input-required result, and sends the call again with the answer;
         // a session's client is asked at once (the session's own asker and approver).
-        let input = asks_by_input(&context).then(|| {
+        // Read once: rmcp copies them out of the request or the session on every read.
+        let capabilities = context.client_capabilities();
+        let input = (stateless && answers_forms(capabilities.as_ref())).then(|| {
             Arc::new(Input::new(
                 Arc::clone(&self.shared.sealing),
                 self.shared.approval_timeout,
@@ -748,10 +767,12 @@ impl ServerHandler for Tools {
         let call = ToolCall::new(call_id, name, arguments);
         // A long-running tool's call, from a client that takes tasks: a task once it passed
         // its checks.
-        if declares_tasks(&context) {
+        if declares_tasks(capabilities.as_ref()) {
             if let Some(spec) = registry.spec(call.name()).filter(|spec| spec.is_task()) {
                 let side_effecting = !spec.idempotent();
-                return crate::tasks::call_as_task(
+                // Boxed: the future rmcp spawns for every request holds this one's state only
+                // for the calls that take this path.
+                return Box::pin(crate::tasks::call_as_task(
                     &self.shared,
                     call,
                     session,
@@ -759,7 +780,7 @@ impl ServerHandler for Tools {
                     input,
                     &context,
                     side_effecting,
-                )
+                ))
                 .await;
             }
         }
@@ -768,13 +789,12 @@ impl ServerHandler for Tools {
             .as_ref()
             .and_then(|meta| meta.get_progress_token())
             .or_else(|| context.meta.get_progress_token());
-        let disconnected = disconnected(&context);
         // rmcp cancels `ct` on `notifications/cancelled`, on a dropped HTTP response stream and
         // when the connection ends; dropping the registry future here drops the attempt.
         tokio::select! {
             biased;
             () = context.ct.cancelled() => Err(cancelled()),
-            () = disconnected.cancelled() => Err(cancelled()),
+            () = disconnected(&context) => Err(cancelled()),
             outcome = crate::progress::call_reporting(
                 &self.shared.registry,
                 session,
@@ -788,7 +808,8 @@ impl ServerHandler for Tools {
                     && listed_before.is_some_and(|before| registry.specs_for(session).count() > before)
                 {
                     // Best effort: a client that is gone gets the tools in its next list.
-                    let _ = context.peer.notify_tool_list_changed().await;
+                    // Boxed, as it is rare, to keep every call's future small.
+                    let _ = Box::pin(context.peer.notify_tool_list_changed()).await;
                 }
                 Ok(answer)
             }
@@ -796,16 +817,16 @@ impl ServerHandler for Tools {
     }
 }
 
-/// Cancelled when the request's HTTP response stream is dropped (never, over stdio).
-pub(crate) fn disconnected(
-    context: &RequestContext<RoleServer>,
-) -> tokio_util::sync::CancellationToken {
-    context
+/// Ends when the request's HTTP response stream is dropped (never, over stdio).
+pub(crate) async fn disconnected(context: &RequestContext<RoleServer>) {
+    let token = context
         .extensions
         .get::<http::request::Parts>()
-        .and_then(|parts| parts.extensions.get::<Disconnected>())
-        .map(|d| d.0.clone())
-        .unwrap_or_default()
+        .and_then(|parts| parts.extensions.get::<Disconnected>());
+    match token {
+        Some(Disconnected(token)) => token.cancelled().await,
+        None => std::future::pending().await,
+    }
 }
 
 /// What a call that finished within its request answers: the question it asked (2026-07-28,
@@ -827,12 +848,10 @@ fn is_stateless(context: &RequestContext<RoleServer>) -> bool {
         .is_some_and(|version| version >= ProtocolVersion::V_2026_07_28)
 }
 
-/// Whether the request is of 2026-07-28 or later and its client can answer a form.
-fn asks_by_input(context: &RequestContext<RoleServer>) -> bool {
-    is_stateless(context)
-        && context
-            .client_capabilities()
-            .is_some_and(|capabilities| capabilities.elicitation.is_some())
+/// Whether the request's client can answer a form (elicitation); for a request of 2026-07-28
+/// or later, this means it is asked by an input-required result.
+fn answers_forms(capabilities: Option<&ClientCapabilities>) -> bool {
+    capabilities.is_some_and(|capabilities| capabilities.elicitation.is_some())
 }
 
 /// Never sent: rmcp drops the answer to a cancelled request, and a dropped stream has no

@@ -860,7 +860,18 @@ where
             sessions,
             body_read_timeout: self.body_read_timeout,
         });
-        let router = axum::Router::new().nest_service("/mcp", service).layer(
+        // Served through an `Arc`: axum clones a route's service for each request, and rmcp's
+        // service clones itself again to answer it (its configuration, the allowed hosts among
+        // it); `handle` answers from the shared one.
+        let service = Arc::new(service);
+        let endpoint = axum::handler::Handler::with_state(
+            move |request: axum::extract::Request| {
+                let service = Arc::clone(&service);
+                async move { service.handle(request).await }
+            },
+            (),
+        );
+        let router = axum::Router::new().nest_service("/mcp", endpoint).layer(
             axum::middleware::from_fn_with_state(guard, streamable::guard),
         );
         Ok(match &self.protected_resource {

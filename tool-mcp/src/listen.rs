@@ -38,9 +38,12 @@ pub(crate) async fn serve(
     let max = u32::try_from(limits.max_connections.max(1)).unwrap_or(u32::MAX);
     let connections = Arc::new(Semaphore::new(max as usize));
     let refusals = Arc::new(Semaphore::new(REFUSALS_AT_ONCE));
+    // One wait for the whole loop, not one registered and removed again for every connection.
+    let stopped = shutdown.cancelled();
+    tokio::pin!(stopped);
     loop {
         let stream = tokio::select! {
-            () = shutdown.cancelled() => break,
+            () = &mut stopped => break,
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => stream,
                 Err(e) => {

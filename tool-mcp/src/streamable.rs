@@ -260,14 +260,10 @@ pub(crate) async fn guard(
         }
     }
     let table = &guard.sessions.table;
-    let session = request
-        .headers()
-        .get(SESSION_ID)
-        .map(|id| id.to_str().unwrap_or_default().to_owned());
     let mut activity = None;
     let mut reservation = None;
-    match session {
-        Some(id) => match table.enter(&id, principal.as_deref()) {
+    match request.headers().get(SESSION_ID) {
+        Some(id) => match table.enter(id.to_str().unwrap_or_default(), principal.as_deref()) {
             Some(entered) => activity = Some(entered),
             None => {
                 return refusal(
@@ -309,9 +305,11 @@ pub(crate) async fn guard(
             .insert(header::CONNECTION, HeaderValue::from_static("close"));
         return response;
     }
-    if let (Some(reserved), Some(id)) = (reservation, response.headers().get(SESSION_ID)) {
-        if let Ok(id) = id.to_str() {
-            reserved.commit(id);
+    if let Some(reserved) = reservation {
+        if let Some(id) = response.headers().get(SESSION_ID) {
+            if let Ok(id) = id.to_str() {
+                reserved.commit(id);
+            }
         }
     }
     let (parts, body) = response.into_parts();
@@ -323,7 +321,9 @@ pub(crate) async fn guard(
     Response::from_parts(parts, body)
 }
 
-const SESSION_ID: &str = "mcp-session-id";
+/// A header name, not a `&str`: looked up by a string, a header's name is parsed again on
+/// every request.
+const SESSION_ID: header::HeaderName = header::HeaderName::from_static("mcp-session-id");
 
 fn unavailable(full: &Full, retry_after: u64) -> Response {
     let message = match full {
@@ -388,7 +388,11 @@ struct CancelOnDrop {
 /// connection is closed, instead of holding it open.
 struct ReadDeadline {
     inner: Body,
-    deadline: Pin<Box<tokio::time::Sleep>>,
+    /// When the body must have arrived (the request's arrival plus the timeout).
+    due: tokio::time::Instant,
+    /// The timer, set only once the body is found still on its way (most bodies arrive with
+    /// their headers, and never need one).
+    deadline: Option<Pin<Box<tokio::time::Sleep>>>,
     timeout: Duration,
     /// Set when the deadline passed, so the guard answers 408 whatever the service made of it.
     expired: Arc<AtomicBool>,
@@ -398,11 +402,20 @@ impl ReadDeadline {
     fn new(inner: Body, timeout: Duration, expired: Arc<AtomicBool>) -> Self {
         ReadDeadline {
             inner,
-            deadline: Box::pin(tokio::time::sleep(timeout)),
+            due: due(timeout),
+            deadline: None,
             timeout,
             expired,
         }
     }
+}
+
+/// Now plus `timeout`, or about 30 years from now if that is past what an instant holds (what
+/// `tokio::time::sleep` does).
+fn due(timeout: Duration) -> tokio::time::Instant {
+    let now = tokio::time::Instant::now();
+    now.checked_add(timeout)
+        .unwrap_or_else(|| now + Duration::from_secs(86_400 * 365 * 30))
 }
 
 impl http_body::Body for ReadDeadline {
@@ -416,7 +429,11 @@ impl http_body::Body for ReadDeadline {
         if let Poll::Ready(frame) = Pin::new(&mut self.inner).poll_frame(cx) {
             return Poll::Ready(frame);
         }
-        match self.deadline.as_mut().poll(cx) {
+        let due = self.due;
+        let deadline = self
+            .deadline
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(due)));
+        match deadline.as_mut().poll(cx) {
             Poll::Ready(()) => {
                 self.expired.store(true, Ordering::Relaxed);
                 Poll::Ready(Some(Err(axum::Error::new(format!(

@@ -3,7 +3,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use rmcp::model::{CallToolResponse, CreateTaskResult};
+use rmcp::model::{CallToolResponse, ClientCapabilities, CreateTaskResult};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
 use toolwright_core::progress::ProgressHandle;
@@ -16,10 +16,8 @@ use crate::Served;
 
 /// Whether the client takes tasks (`io.modelcontextprotocol/tasks`), on this request or for its
 /// session.
-pub(crate) fn declares_tasks(context: &RequestContext<RoleServer>) -> bool {
-    context
-        .client_capabilities()
-        .is_some_and(|capabilities| capabilities.supports_tasks())
+pub(crate) fn declares_tasks(capabilities: Option<&ClientCapabilities>) -> bool {
+    capabilities.is_some_and(ClientCapabilities::supports_tasks)
 }
 
 /// The call running in a task of its own, aborted when dropped: by a request cancelled before
@@ -82,7 +80,6 @@ pub(crate) async fn call_as_task(
     let mut running = Running(tokio::spawn(
         async move { registry.call_in(&owned, call).await },
     ));
-    let disconnected = disconnected(context);
     tokio::select! {
         biased;
         outcome = &mut running => return Ok(answered(&outcome?, input)),
@@ -93,7 +90,7 @@ pub(crate) async fn call_as_task(
             }
         }
         () = context.ct.cancelled() => return Err(cancelled()),
-        () = disconnected.cancelled() => return Err(cancelled()),
+        () = disconnected(context) => return Err(cancelled()),
     }
     let run = async move { running.await.map(|outcome| call_tool_result(&outcome)) };
     let task = tasks
