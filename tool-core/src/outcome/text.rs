@@ -304,22 +304,10 @@ mod tests {
     fn every_field_left_out_is_left_out_as_serde_leaves_it() {
         let tree = json!({"type": "object"});
         let empty = Envelope {
-            status: Status::Success,
-            degraded: None,
-            source: None,
-            error_type: None,
-            seam: None,
-            retryable: None,
-            message: None,
-            errors: None,
-            available_tools: None,
             retry_after_ms: Some(0),
             expected_schema: Some(SchemaField::Tree(&tree)),
-            data: None,
             attempts: None,
-            replayed: None,
-            repaired: None,
-            repaired_by: None,
+            ..bare(Status::Success)
         };
         let text = write(&empty);
         assert_eq!(text, serde_json::to_string(&empty).unwrap_or_default());
@@ -331,17 +319,15 @@ mod tests {
             Status::Error,
             Status::Pending,
         ] {
-            let one = Envelope {
-                status,
-                ..empty_like(&empty)
-            };
+            let one = bare(status);
             assert_eq!(write(&one), serde_json::to_string(&one).unwrap_or_default());
         }
     }
 
-    fn empty_like<'a>(e: &Envelope<'a>) -> Envelope<'a> {
+    /// An envelope of `status` with one attempt and nothing else.
+    fn bare<'a>(status: Status) -> Envelope<'a> {
         Envelope {
-            status: e.status,
+            status,
             degraded: None,
             source: None,
             error_type: None,

@@ -222,21 +222,28 @@ pub(crate) fn push_preview_str(out: &mut String, s: &str) {
     };
 }
 
+/// A boolean as `got` shows it.
+pub(crate) fn preview_bool(b: bool) -> String {
+    if b { "boolean true" } else { "boolean false" }.to_owned()
+}
+
+/// A string as `got` shows it: `string "..."`, cut when long (see [`preview_str`]).
+pub(crate) fn preview_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len().min(4 * PREVIEW_CHARS) + 9);
+    out.push_str("string ");
+    push_preview_str(&mut out, s);
+    out
+}
+
 /// A short rendering of any JSON value: its type and, for scalars, the value.
 pub(crate) fn preview_json(v: &serde_json::Value) -> String {
     use crate::wording::concat;
     use serde_json::Value;
     match v {
         Value::Null => "null".to_owned(),
-        Value::Bool(true) => "boolean true".to_owned(),
-        Value::Bool(false) => "boolean false".to_owned(),
+        Value::Bool(b) => preview_bool(*b),
         Value::Number(n) => concat(&["number ", &n.to_string()]),
-        Value::String(s) => {
-            let mut out = String::with_capacity(s.len().min(4 * PREVIEW_CHARS) + 9);
-            out.push_str("string ");
-            push_preview_str(&mut out, s);
-            out
-        }
+        Value::String(s) => preview_string(s),
         Value::Array(a) => concat(&[
             "an array of ",
             &a.len().to_string(),

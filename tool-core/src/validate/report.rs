@@ -25,7 +25,9 @@ use super::shape::{
     article, child, listed, must_be_violation, out_of_range, required_violation, shown_pattern,
     shown_value, type_violation, unknown_violation, valid_arguments,
 };
-use super::{counted, length_expected, pointer_token, push_preview_str, MAX_REPORTED_VIOLATIONS};
+use super::{
+    counted, length_expected, pointer_token, preview_bool, preview_string, MAX_REPORTED_VIOLATIONS,
+};
 use crate::outcome::Violation;
 use crate::tool::schema::IntegerType;
 use crate::wording::concat;
@@ -657,15 +659,9 @@ fn expected_types(checks: &Checks) -> String {
 fn preview(value: &Scalar<'_>) -> String {
     match value {
         Scalar::Null => "null".to_owned(),
-        Scalar::Bool(true) => "boolean true".to_owned(),
-        Scalar::Bool(false) => "boolean false".to_owned(),
+        Scalar::Bool(b) => preview_bool(*b),
         Scalar::Num(n) => concat(&["number ", &n.text()]),
-        Scalar::Str(s) => {
-            let mut out = String::with_capacity(s.len().min(200) + 9);
-            out.push_str("string ");
-            push_preview_str(&mut out, s);
-            out
-        }
+        Scalar::Str(s) => preview_string(s),
     }
 }
 
