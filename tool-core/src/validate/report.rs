@@ -96,6 +96,16 @@ struct Checks {
     valid: String,
 }
 
+impl Checks {
+    /// Checks of nothing: every value passes.
+    fn any() -> Checks {
+        Checks {
+            types: ANY,
+            ..Checks::default()
+        }
+    }
+}
+
 #[derive(Default, Clone, Copy)]
 enum Additional {
     #[default]
@@ -264,7 +274,7 @@ impl<'a> Build<'a> {
         self.nodes.push(Node::Alias(id));
         self.seen.insert(schema as *const Value, id);
         let node = match schema {
-            Value::Bool(true) => Node::Check(Box::default()),
+            Value::Bool(true) => Node::Check(Box::new(Checks::any())),
             Value::Object(map) => self.object(map)?,
             _ => return None,
         };
@@ -296,10 +306,7 @@ impl<'a> Build<'a> {
                 _ => None,
             };
         }
-        let mut checks = Checks {
-            types: ANY,
-            ..Checks::default()
-        };
+        let mut checks = Checks::any();
         for (keyword, value) in map {
             match (keyword.as_str(), value) {
                 (k, _) if is_annotation(k) => {}
@@ -875,5 +882,181 @@ impl<'de> Visitor<'de> for Key {
 
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Cow<'de, str>, E> {
         Ok(Cow::Owned(v.to_owned()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{json, Value};
+
+    use super::*;
+
+    fn plan(schema: Value) -> Option<Plan> {
+        Plan::new(&schema)
+    }
+
+    fn object(property: Value) -> Value {
+        json!({"type": "object", "properties": {"p": property}})
+    }
+
+    /// What a report of `text` against `schema` says: each violation's path and message.
+    fn said(schema: Value, text: &str) -> Vec<(String, String)> {
+        let plan = plan(schema).unwrap_or_else(|| panic!("a plan"));
+        let found = plan.report(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+        found
+            .violations
+            .into_iter()
+            .map(|v| (v.path, v.message))
+            .collect()
+    }
+
+    #[test]
+    fn only_the_shapes_it_checks_as_the_general_validator_does_get_a_plan() {
+        let planned = [
+            object(json!(true)),
+            object(json!({"const": "a"})),
+            object(json!({"enum": [1, "a", null, true]})),
+            object(json!({"type": ["string", "null"], "description": "d", "format": "email"})),
+            object(json!({"anyOf": [{"type": "string"}, {"type": "null"}], "title": "t"})),
+            object(json!({"oneOf": [
+                {"type": "string", "const": "a", "description": "A."},
+                {"type": "number", "const": 1.5},
+                {"type": "integer", "const": 2}
+            ]})),
+            json!({"type": "object", "properties": {"p": {"$ref": "#/$defs/P", "description": "d"}},
+                   "$defs": {"P": {"type": "string"}},
+                   "$schema": "https://json-schema.org/draft/2020-12/schema"}),
+        ];
+        for schema in planned {
+            assert!(plan(schema.clone()).is_some(), "{schema}");
+        }
+        let left_to_the_general_validator = [
+            object(json!({"anyOf": [{"type": "string"}, {"type": "integer"}]})),
+            object(json!({"anyOf": [{"type": "string"}, {"type": "null"}], "minLength": 1})),
+            object(json!({"allOf": [{"type": "string"}]})),
+            object(json!({"not": {"type": "string"}})),
+            object(json!({"$ref": "#/properties/p", "minLength": 1})),
+            object(json!({"enum": [[1]]})),
+            object(json!({"enum": [{"a": 1}]})),
+            object(json!({"oneOf": [{"const": "a", "minLength": 5}]})),
+            object(json!({"oneOf": [{"type": "string", "const": 1}]})),
+            object(json!({"oneOf": [{"type": "integer", "const": 1.5}]})),
+            object(json!({"oneOf": [{"const": "a"}, {"const": "a"}]})),
+            object(json!({"oneOf": [{"type": "string"}]})),
+            object(json!({"type": "strin"})),
+            object(json!({"uniqueItems": true})),
+            json!({"$ref": "#"}),
+            json!({"type": "object", "$schema": "http://json-schema.org/draft-07/schema#"}),
+        ];
+        for schema in left_to_the_general_validator {
+            assert!(plan(schema.clone()).is_none(), "{schema}");
+        }
+    }
+
+    #[test]
+    fn the_bounds_on_a_plans_size_hold_at_their_edge() {
+        let properties = |n: usize| -> Value {
+            let map: Map<String, Value> = (0..n).map(|i| (format!("p{i}"), json!(true))).collect();
+            json!({"type": "object", "properties": map})
+        };
+        assert!(plan(properties(MAX_PROPERTIES)).is_some());
+        assert!(plan(properties(MAX_PROPERTIES + 1)).is_none());
+        let required = |n: usize| -> Value {
+            let names: Vec<String> = (0..n).map(|i| format!("p{i}")).collect();
+            json!({"type": "object", "required": names})
+        };
+        assert!(plan(required(MAX_PROPERTIES)).is_some());
+        assert!(plan(required(MAX_PROPERTIES + 1)).is_none());
+        let allowed = |n: usize| object(json!({"enum": (0..n).collect::<Vec<usize>>()}));
+        assert!(plan(allowed(MAX_ALLOWED)).is_some());
+        assert!(plan(allowed(MAX_ALLOWED + 1)).is_none());
+    }
+
+    #[test]
+    fn integers_beyond_a_double_compare_exactly() {
+        // 2^53 + 1 is 2^53 as a double: only an integer comparison sees it is past the bound.
+        let schema = object(json!({"type": "integer", "maximum": 9_007_199_254_740_992u64}));
+        assert_eq!(said(schema.clone(), r#"{"p":9007199254740992}"#), []);
+        assert_eq!(
+            said(schema, r#"{"p":9007199254740993}"#),
+            [(
+                "/p".to_owned(),
+                "`p` must be at most 9007199254740992, got 9007199254740993".to_owned()
+            )]
+        );
+    }
+
+    #[test]
+    fn a_constant_and_an_empty_schema_are_checked_for_what_they_say() {
+        let schema = json!({"type": "object", "properties": {"c": {"const": "on"}, "t": true}});
+        assert_eq!(said(schema.clone(), r#"{"c":"on","t":[1,{"a":2}]}"#), []);
+        assert_eq!(
+            said(schema, r#"{"c":"off"}"#),
+            [(
+                "/c".to_owned(),
+                "`c` must be \"on\", got string \"off\"".to_owned()
+            )]
+        );
+    }
+
+    #[test]
+    fn an_allowed_value_is_equal_as_json_says() {
+        let schema = object(json!({"enum": [1, true, null, "a"]}));
+        for text in [
+            r#"{"p":1}"#,
+            r#"{"p":1.0}"#,
+            r#"{"p":true}"#,
+            r#"{"p":null}"#,
+            r#"{"p":"a"}"#,
+        ] {
+            assert_eq!(said(schema.clone(), text), [], "{text}");
+        }
+        for text in [
+            r#"{"p":2}"#,
+            r#"{"p":false}"#,
+            r#"{"p":"b"}"#,
+            r#"{"p":[1]}"#,
+            r#"{"p":{}}"#,
+        ] {
+            let said = said(schema.clone(), text);
+            assert_eq!(said.len(), 1, "{text}: {said:?}");
+            assert!(
+                said[0]
+                    .1
+                    .starts_with("`p` must be one of 1, true, null, \"a\", got "),
+                "{said:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_full_report_stops_reading_and_says_so() {
+        let schema = json!({"type": "object", "additionalProperties": {"type": "integer"}});
+        let members: Vec<String> = (0..MAX_REPORTED_VIOLATIONS + 5)
+            .map(|i| format!(r#""k{i}":"x""#))
+            .collect();
+        // Text that is not JSON after the report filled up is not read that far.
+        let text = format!("{{{},", members.join(","));
+        let plan = plan(schema).unwrap_or_else(|| panic!("a plan"));
+        let found = plan.report(&text).unwrap_or_else(|e| panic!("{e}"));
+        assert!(found.truncated);
+        assert_eq!(found.violations.len(), MAX_REPORTED_VIOLATIONS);
+        // Exactly as many as a report lists: all of them, nothing cut.
+        let members: Vec<String> = (0..MAX_REPORTED_VIOLATIONS)
+            .map(|i| format!(r#""k{i}":"x""#))
+            .collect();
+        let found = plan
+            .report(&format!("{{{}}}", members.join(",")))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(!found.truncated);
+        assert_eq!(found.violations.len(), MAX_REPORTED_VIOLATIONS);
+    }
+
+    #[test]
+    fn text_that_is_not_json_past_the_first_problem_is_an_error() {
+        let plan = plan(object(json!({"type": "string"}))).unwrap_or_else(|| panic!("a plan"));
+        assert!(plan.report(r#"{"p":5,"q":}"#).is_err());
+        assert!(plan.report(r#"{"p":5} trailing"#).is_err());
+        assert!(plan.report(r#"{"p":5}"#).is_ok());
     }
 }
