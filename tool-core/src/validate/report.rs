@@ -921,7 +921,8 @@ mod tests {
             object(json!({"oneOf": [
                 {"type": "string", "const": "a", "description": "A."},
                 {"type": "number", "const": 1.5},
-                {"type": "integer", "const": 2}
+                {"type": "integer", "const": 2},
+                {"type": "integer", "const": 3.0}
             ]})),
             json!({"type": "object", "properties": {"p": {"$ref": "#/$defs/P", "description": "d"}},
                    "$defs": {"P": {"type": "string"}},
@@ -1027,6 +1028,23 @@ mod tests {
                 "{said:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_list_at_its_longest_and_a_key_written_with_escapes_are_read_as_they_are() {
+        let schema = object(json!({"type": "array", "maxItems": 2, "minItems": 2}));
+        assert_eq!(said(schema.clone(), r#"{"p":[1,2]}"#), []);
+        assert_eq!(said(schema.clone(), r#"{"p":[1,2,3]}"#).len(), 1);
+        assert_eq!(said(schema, r#"{"p":[1]}"#).len(), 1);
+        // `\u0070` is `p`: a key with an escape is not borrowed from the text, and is the same key.
+        let schema = object(json!({"type": "string"}));
+        assert_eq!(
+            said(schema, r#"{"\u0070":5}"#),
+            [(
+                "/p".to_owned(),
+                "`p`: expected a string, got number 5".to_owned()
+            )]
+        );
     }
 
     #[test]
