@@ -298,9 +298,8 @@ impl<'a> Build<'a> {
                 .map(Node::Alias);
         }
         if let Some(Value::Array(branches)) = map.get("anyOf") {
-            let null = json_null_schema();
             return match branches.as_slice() {
-                [other, n] | [n, other] if *n == null && assertions == 1 => {
+                [other, n] | [n, other] if is_null_schema(n) && assertions == 1 => {
                     Some(Node::OrNull(self.node(other)?))
                 }
                 _ => None,
@@ -391,10 +390,11 @@ impl<'a> Build<'a> {
     }
 }
 
-fn json_null_schema() -> Value {
-    let mut map = Map::new();
-    map.insert("type".to_owned(), Value::String("null".to_owned()));
-    Value::Object(map)
+/// Whether `schema` is `{"type": "null"}`.
+fn is_null_schema(schema: &Value) -> bool {
+    schema.as_object().is_some_and(|map| {
+        map.len() == 1 && map.get("type").and_then(Value::as_str) == Some("null")
+    })
 }
 
 /// Keywords that assert nothing of the value (in draft 2020-12, without a dialect that
@@ -768,15 +768,11 @@ impl<'de> Visitor<'de> for Seed<'_, '_> {
         if let Some(max) = checks.max_items.filter(|&m| (count as u64) > m) {
             length(false, max);
         }
-        if checks.allowed.is_some() {
+        if let Some((_, words)) = &checks.allowed {
             found.push(must_be_violation(
                 path.clone(),
                 "one_of",
-                checks
-                    .allowed
-                    .as_ref()
-                    .map(|a| a.1.clone())
-                    .unwrap_or_default(),
+                words.clone(),
                 container("an array of ", count, "items"),
             ));
         }
