@@ -15,6 +15,7 @@ pub(crate) mod metered;
 mod report;
 pub mod rules;
 pub(crate) mod shape;
+mod words;
 
 use std::borrow::Cow;
 

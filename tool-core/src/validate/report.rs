@@ -21,7 +21,7 @@ use regex::Regex;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
 
-use super::shape::{
+use super::words::{
     article, child, listed, must_be_violation, out_of_range, required_violation, shown_pattern,
     shown_value, type_violation, unknown_violation, valid_arguments,
 };

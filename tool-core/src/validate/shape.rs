@@ -18,9 +18,13 @@ use serde_json::Value;
 
 use super::metered;
 use super::report;
+use super::words::{
+    article, child, listed, must_be_violation, out_of_range, required_violation, shown_pattern,
+    shown_value, type_violation, unknown_violation, valid_arguments,
+};
 use super::{
-    about, bounded_pointer, counted, display_path, length_expected, pointer_token, preview_json,
-    shown_key, summarize, MAX_REPORTED_VIOLATIONS,
+    bounded_pointer, counted, display_path, length_expected, pointer_token, preview_json,
+    summarize, MAX_REPORTED_VIOLATIONS,
 };
 use crate::outcome::{ErrorKind, Failure, ToolSchema, Violation};
 use crate::tool::schema::IntegerType;
@@ -318,80 +322,6 @@ fn type_name(kind: &TypeKind) -> String {
     }
 }
 
-pub(super) fn article(t: &str) -> String {
-    match t {
-        "integer" | "object" | "array" => concat(&["an ", t]),
-        "null" => "null".to_owned(),
-        _ => concat(&["a ", t]),
-    }
-}
-
-pub(super) fn child(parent: &str, key: &str) -> String {
-    concat(&[parent, "/", &pointer_token(key)])
-}
-
-/// "`field`: expected {expected}, got {got}".
-pub(super) fn type_violation(path: String, expected: String, got: String) -> Violation {
-    let message = about("", &path, &[": expected ", &expected, ", got ", &got]);
-    Violation {
-        path,
-        rule: "type",
-        expected,
-        got: Some(got),
-        message,
-    }
-}
-
-/// "`field` must be {expected}, got {got}".
-pub(super) fn must_be_violation(
-    path: String,
-    rule: &'static str,
-    expected: String,
-    got: String,
-) -> Violation {
-    let message = about("", &path, &[" must be ", &expected, ", got ", &got]);
-    Violation {
-        path,
-        rule,
-        expected,
-        got: Some(got),
-        message,
-    }
-}
-
-/// "`field` is required but missing".
-pub(super) fn required_violation(path: String) -> Violation {
-    let message = about("", &path, &[" is required but missing"]);
-    Violation {
-        path,
-        rule: "required",
-        expected: "a value".into(),
-        got: None,
-        message,
-    }
-}
-
-/// "unknown argument `field`; {valid}", `valid` from [`valid_arguments`].
-pub(super) fn unknown_violation(path: String, name: &str, valid: &str) -> Violation {
-    let message = about("unknown argument ", &path, &["; ", valid]);
-    Violation {
-        path,
-        rule: "unknown_argument",
-        expected: valid.to_owned(),
-        got: Some(concat(&["`", &shown_key(name), "`"])),
-        message,
-    }
-}
-
-/// What an unknown argument is told: the arguments there are, or to remove it.
-pub(super) fn valid_arguments(defined: &[String]) -> String {
-    if defined.is_empty() {
-        return "remove it".to_owned();
-    }
-    let quoted = defined.iter().map(|d| concat(&["`", &shown_key(d), "`"]));
-    concat(&["valid arguments are ", &listed(quoted, defined.len())])
-}
-
 /// Names the arguments the tool defines, for unknown-argument messages.
 fn defined_arguments(schema: &Value, parent: &str) -> Vec<String> {
     // Only the top level has a fixed, well-known property list worth naming.
@@ -541,67 +471,6 @@ fn convert(
     out.push(violation);
 }
 
-/// Most values (allowed values, argument names) one `expected` lists.
-const LISTED_VALUES: usize = 20;
-
-/// Most characters of the values one `expected` lists, and of one value or pattern quoted.
-const LISTED_CHARS: usize = 1000;
-
-/// Most characters of one allowed value or pattern quoted whole.
-const QUOTED_CHARS: usize = 200;
-
-/// `items` (of `total`) joined with `, `, cut after [`LISTED_VALUES`] of them or
-/// [`LISTED_CHARS`] characters, saying how many were left out: a schema's 200,000-value `enum`
-/// must not come back whole in every failure.
-pub(super) fn listed(items: impl Iterator<Item = String>, total: usize) -> String {
-    let mut out = String::new();
-    let mut shown = 0;
-    for item in items.take(LISTED_VALUES) {
-        if shown > 0 && out.len() + item.len() > LISTED_CHARS {
-            break;
-        }
-        if shown > 0 {
-            out.push_str(", ");
-        }
-        out.push_str(&item);
-        shown += 1;
-    }
-    if shown < total {
-        out.push_str(&format!(", and {} more", total - shown));
-    }
-    out
-}
-
-/// One allowed value as JSON text, cut with its length when long.
-pub(super) fn shown_value(value: &Value) -> String {
-    match value {
-        Value::String(s) => super::preview_str(s),
-        Value::Array(_) | Value::Object(_) => {
-            let text = value.to_string();
-            match text.char_indices().nth(QUOTED_CHARS) {
-                Some((at, _)) => {
-                    format!("{}... ({} characters)", &text[..at], text.chars().count())
-                }
-                None => text,
-            }
-        }
-        other => other.to_string(),
-    }
-}
-
-/// A schema's pattern as a message quotes it, in backticks: whole up to [`QUOTED_CHARS`]
-/// characters, cut with its length beyond.
-pub(super) fn shown_pattern(pattern: &str) -> String {
-    match pattern.char_indices().nth(QUOTED_CHARS) {
-        Some((at, _)) => format!(
-            "`{}...` (a pattern of {} characters, cut here)",
-            &pattern[..at],
-            pattern.chars().count()
-        ),
-        None => format!("`{pattern}`"),
-    }
-}
-
 /// The values of a `oneOf`/`anyOf` whose every branch failed on one `const` (or `enum`): the
 /// allowed values, in order. `None` when any branch failed otherwise.
 fn constants<'a>(
@@ -704,21 +573,6 @@ fn rust_type(expected: &str) -> RustType {
     match expected {
         "f32" | "f64" => RustType::Float,
         _ => RustType::Other,
-    }
-}
-
-/// "`b` is out of range for a 32-bit unsigned integer (0 to 4294967295), got 4294967296".
-pub(super) fn out_of_range(path: &str, integer: IntegerType, got: String) -> Violation {
-    Violation {
-        message: format!(
-            "`{}` is out of range for {}, got {got}",
-            display_path(path),
-            integer.describe()
-        ),
-        path: path.to_owned(),
-        rule: "range",
-        expected: format!("an integer from {} to {}", integer.min, integer.max),
-        got: Some(got),
     }
 }
 
