@@ -140,7 +140,7 @@ fn memory(c: &mut Criterion) {
             unreachable!()
         };
         store
-            .complete(&lease, &StoredOutcome::from_outcome(&outcome))
+            .complete(&lease, StoredOutcome::from_outcome(&outcome))
             .await
             .unwrap();
     });

@@ -114,7 +114,7 @@ fn parts(registry: &Registry, rounds: usize) {
             else {
                 panic!("a fresh key starts");
             };
-            store.complete(&lease, &outcome).await.unwrap();
+            store.complete(&lease, outcome.clone()).await.unwrap();
         });
     };
     let mut columns: [Vec<f64>; 4] = Default::default();

@@ -369,7 +369,7 @@ impl IdempotencyStore for Unreachable {
     ) -> StoreFuture<'a, Begin> {
         Box::pin(async { Err(StoreError::Corrupt("backend down".into())) })
     }
-    fn complete<'a>(&'a self, _: &'a Lease, _: &'a StoredOutcome) -> StoreFuture<'a, Settled> {
+    fn complete<'a>(&'a self, _: &'a Lease, _: StoredOutcome) -> StoreFuture<'a, Settled> {
         Box::pin(async { Err(StoreError::Corrupt("backend down".into())) })
     }
     fn record_unknown_effect<'a>(&'a self, _: &'a Lease) -> StoreFuture<'a, Settled> {

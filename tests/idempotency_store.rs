@@ -112,7 +112,7 @@ async fn a_completed_key_replays_its_outcome(h: impl Harness) {
     let success = stored(ARGS).await;
     assert_eq!(success.status(), Status::Success);
     assert_eq!(
-        store.complete(&lease, &success).await.unwrap(),
+        store.complete(&lease, success.clone()).await.unwrap(),
         Settled::Recorded
     );
 
@@ -126,7 +126,7 @@ async fn a_completed_key_replays_its_outcome(h: impl Harness) {
 
     // Settling twice is refused: the lease ended with the first settlement.
     assert_eq!(
-        store.complete(&lease, &success).await.unwrap(),
+        store.complete(&lease, success.clone()).await.unwrap(),
         Settled::LeaseLost
     );
 }
@@ -168,7 +168,7 @@ async fn other_arguments_under_one_key_are_a_mismatch(h: impl Harness) {
         begin(&store, &key, &same_differently_written).await,
         Begin::InFlight { .. }
     ));
-    store.complete(&lease, &stored(ARGS).await).await.unwrap();
+    store.complete(&lease, stored(ARGS).await).await.unwrap();
     // After completion too; the same arguments written differently still replay.
     assert_eq!(begin(&store, &key, &other).await, Begin::Mismatch);
     assert!(matches!(
@@ -207,13 +207,13 @@ async fn a_running_key_is_in_flight_until_its_lock_expires(h: impl Harness) {
     // The old holder wakes up: its settlement is fenced off and changes nothing.
     let late = stored(r#"{"order_id":"A1","amount":5,"answer":"not_found"}"#).await;
     assert_eq!(
-        store.complete(&first, &late).await.unwrap(),
+        store.complete(&first, late.clone()).await.unwrap(),
         Settled::LeaseLost
     );
     assert_eq!(store.release(&first).await.unwrap(), Settled::LeaseLost);
     let success = stored(ARGS).await;
     assert_eq!(
-        store.complete(&second, &success).await.unwrap(),
+        store.complete(&second, success.clone()).await.unwrap(),
         Settled::Recorded
     );
     assert_eq!(begin(&store, &key, &fp).await, Begin::Replay(success));
@@ -223,7 +223,7 @@ async fn keys_expire_after_their_ttl(h: impl Harness) {
     let store = h.store();
     let (key, fp) = call("call_1", ARGS);
     let lease = started(begin(&store, &key, &fp).await);
-    store.complete(&lease, &stored(ARGS).await).await.unwrap();
+    store.complete(&lease, stored(ARGS).await).await.unwrap();
 
     // A minute before the key expires (a wide margin: Redis's own clock keeps running).
     h.advance(DEFAULT_KEY_TTL - Duration::from_secs(60)).await;
@@ -265,7 +265,7 @@ async fn an_unknown_effect_goes_downstream_again_with_the_same_key(h: impl Harne
     let third = started(begin(&store, &key, &fp).await);
     assert_eq!(third.unknown_effects(), 2);
     let confirmed = stored(ARGS).await;
-    store.complete(&third, &confirmed).await.unwrap();
+    store.complete(&third, confirmed.clone()).await.unwrap();
     assert_eq!(begin(&store, &key, &fp).await, Begin::Replay(confirmed));
 }
 
@@ -412,7 +412,7 @@ async fn memory_store_stays_within_its_byte_budget() {
     for i in 0..5_000 {
         let (key, fp) = call(&format!("call_{i}"), ARGS);
         let lease = started(begin(&store, &key, &fp).await);
-        store.complete(&lease, &success).await.unwrap();
+        store.complete(&lease, success.clone()).await.unwrap();
         if i < 10 {
             first_keys.push((key, fp));
         }
@@ -441,7 +441,7 @@ async fn memory_store_counts_large_outcomes_against_its_budget() {
     for i in 0..200 {
         let (key, fp) = call(&format!("call_{i}"), ARGS);
         let lease = started(begin(&store, &key, &fp).await);
-        store.complete(&lease, &big).await.unwrap();
+        store.complete(&lease, big.clone()).await.unwrap();
     }
     let size = store.weighted_size();
     assert!(size <= BUDGET, "{size} bytes held, budget {BUDGET}");
@@ -614,7 +614,7 @@ async fn redis_a_successful_call_costs_two_round_trips() {
     for i in 0..CALLS {
         let (key, fp) = call(&format!("call_{i}"), ARGS);
         let lease = started(begin(&store, &key, &fp).await);
-        store.complete(&lease, &success).await.unwrap();
+        store.complete(&lease, success.clone()).await.unwrap();
     }
     let after = h.client_round_trips().await;
     assert_eq!(
@@ -649,7 +649,7 @@ async fn redis_a_record_lives_its_key_ttl_on_the_server_and_its_lock_goes_when_s
     // While the call runs: the lock for the lock TTL, the record for the longer of the two.
     let lock_ms: i64 = raw.pttl(&lock).await.unwrap();
     assert!(lock_ms > 0 && lock_ms <= 90_000, "{lock_ms}");
-    store.complete(&lease, &stored(ARGS).await).await.unwrap();
+    store.complete(&lease, stored(ARGS).await).await.unwrap();
     let exists: bool = raw.exists(&lock).await.unwrap();
     assert!(!exists, "the lock is deleted when the call settles");
     // A minute of margin: the server's clock runs on a loaded machine.
@@ -679,7 +679,7 @@ async fn redis_two_replicas_share_one_key() {
         Begin::InFlight { .. }
     ));
     let success = stored(ARGS).await;
-    replica_a.complete(&lease, &success).await.unwrap();
+    replica_a.complete(&lease, success.clone()).await.unwrap();
     assert_eq!(begin(&replica_b, &key, &fp).await, Begin::Replay(success));
 }
 

@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use std::ops::Range;
 
 use serde_json::Value;
+use smallvec::SmallVec;
 
 /// serde_json's own nesting limit: deeper text never reaches a tool.
 const MAX_DEPTH: usize = 128;
@@ -164,26 +165,43 @@ impl<'s> Compiler<'s> {
 /// The canonical text of `text` under `plan`; `None` when it is not JSON.
 pub(crate) fn canonical(text: &str, plan: &Plan) -> Option<Vec<u8>> {
     let mut scanner = Scanner {
-        text: text.as_bytes(),
+        text,
         pos: 0,
         plan,
+        members: SmallVec::new(),
     };
-    let mut out = Vec::with_capacity(text.len());
+    // An object's members are written twice (as read, then in order) before the first copy is
+    // dropped: room for both, so the buffer is allocated once for the usual text.
+    let mut out = Vec::with_capacity(text.len().saturating_mul(2).saturating_add(16));
     scanner.value(plan.root, 0, &mut out)?;
     scanner.skip_ws();
     (scanner.pos == scanner.text.len()).then_some(out)
 }
 
+/// A member of an object being read: its key, decoded, and where its canonical value was
+/// written.
+type Member<'t> = (Cow<'t, str>, Range<usize>);
+
 /// A single-pass reader of JSON text that writes the canonical form as it goes. Hand-written
 /// because serde_json (without `arbitrary_precision`) turns integers beyond 64 bits into floats
 /// before any visitor sees them; strings are still decoded by serde_json.
 struct Scanner<'t, 'p> {
-    text: &'t [u8],
+    /// The text, valid UTF-8: a slice between two ASCII bytes is a `str` without a second
+    /// check.
+    text: &'t str,
     pos: usize,
     plan: &'p Plan,
+    /// The members of the objects being read, innermost last: one buffer for the whole text,
+    /// not one per object, on the stack while it holds a few.
+    members: SmallVec<[Member<'t>; 8]>,
 }
 
 impl<'t, 'p> Scanner<'t, 'p> {
+    /// The byte at `pos`.
+    fn byte(&self, pos: usize) -> Option<u8> {
+        self.text.as_bytes().get(pos).copied()
+    }
+
     fn node(&self, child: Child) -> Option<&'p Node> {
         match child {
             Child::Unknown => None,
@@ -192,14 +210,14 @@ impl<'t, 'p> Scanner<'t, 'p> {
     }
 
     fn skip_ws(&mut self) {
-        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.text.get(self.pos) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.byte(self.pos) {
             self.pos += 1;
         }
     }
 
     fn eat(&mut self, byte: u8) -> bool {
         self.skip_ws();
-        if self.text.get(self.pos) == Some(&byte) {
+        if self.byte(self.pos) == Some(byte) {
             self.pos += 1;
             true
         } else {
@@ -209,12 +227,12 @@ impl<'t, 'p> Scanner<'t, 'p> {
 
     fn value(&mut self, place: Child, depth: usize, out: &mut Vec<u8>) -> Option<()> {
         self.skip_ws();
-        match *self.text.get(self.pos)? {
+        match self.byte(self.pos)? {
             b'{' if depth < MAX_DEPTH => self.object(place, depth + 1, out),
             b'[' if depth < MAX_DEPTH => self.array(place, depth + 1, out),
             b'"' => {
                 let s = self.string()?;
-                write_string(&s, out);
+                write_text(&s, out);
                 Some(())
             }
             b't' => self.literal(b"true", out),
@@ -222,12 +240,11 @@ impl<'t, 'p> Scanner<'t, 'p> {
             b'n' => self.literal(b"null", out),
             b'-' | b'0'..=b'9' => {
                 let start = self.pos;
-                while let Some(b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E') =
-                    self.text.get(self.pos)
+                while let Some(b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E') = self.byte(self.pos)
                 {
                     self.pos += 1;
                 }
-                let number = std::str::from_utf8(&self.text[start..self.pos]).ok()?;
+                let number = self.text.get(start..self.pos)?;
                 let kind = self.node(place).map_or(NumberKind::Exact, |n| n.number);
                 write_number(number, kind, out)
             }
@@ -237,19 +254,31 @@ impl<'t, 'p> Scanner<'t, 'p> {
 
     fn literal(&mut self, word: &[u8], out: &mut Vec<u8>) -> Option<()> {
         let end = self.pos + word.len();
-        (self.text.get(self.pos..end)? == word).then_some(())?;
+        (self.text.as_bytes().get(self.pos..end)? == word).then_some(())?;
         self.pos = end;
         out.extend_from_slice(word);
         Some(())
     }
 
-    /// The string at the cursor, escapes decoded.
+    /// The string at the cursor, escapes decoded: borrowed exactly when it has no escape (and
+    /// so no byte that needs one, see [`write_text`]).
     fn string(&mut self) -> Option<Cow<'t, str>> {
         let start = self.pos;
+        let body = self.text.as_bytes().get(start + 1..)?;
+        // Most strings have no escape: one tight scan to their end.
+        if let Some(end) = body
+            .iter()
+            .position(|&b| matches!(b, b'"' | b'\\') || b < 0x20)
+        {
+            if body[end] == b'"' {
+                self.pos = start + 1 + end + 1;
+                return self.text.get(start + 1..start + 1 + end).map(Cow::Borrowed);
+            }
+        }
         let mut plain = true;
         self.pos += 1;
         loop {
-            match *self.text.get(self.pos)? {
+            match self.byte(self.pos)? {
                 b'"' => break,
                 b'\\' => {
                     plain = false;
@@ -260,14 +289,12 @@ impl<'t, 'p> Scanner<'t, 'p> {
             }
         }
         self.pos += 1;
-        let quoted = &self.text[start..self.pos];
+        // Both ends are quotes, ASCII: the slice is whole characters.
+        let quoted = self.text.get(start..self.pos)?;
         if plain {
-            let inner = std::str::from_utf8(&quoted[1..quoted.len() - 1]).ok()?;
-            Some(Cow::Borrowed(inner))
+            quoted.get(1..quoted.len() - 1).map(Cow::Borrowed)
         } else {
-            serde_json::from_slice::<String>(quoted)
-                .ok()
-                .map(Cow::Owned)
+            serde_json::from_str::<String>(quoted).ok().map(Cow::Owned)
         }
     }
 
@@ -300,13 +327,14 @@ impl<'t, 'p> Scanner<'t, 'p> {
         self.pos += 1;
         let node = self.node(place);
         // Each member's canonical value is written past the end of `out`, then the members
-        // are put in order: one buffer per object, not one per member.
+        // are written again in order after them and the unordered values dropped: no buffer
+        // of its own per object or per member.
         let start = out.len();
-        let mut members: Vec<(Cow<'t, str>, Range<usize>)> = Vec::new();
+        let base = self.members.len();
         if !self.eat(b'}') {
             loop {
                 self.skip_ws();
-                if self.text.get(self.pos) != Some(&b'"') {
+                if self.byte(self.pos) != Some(b'"') {
                     return None;
                 }
                 let key = self.string()?;
@@ -318,7 +346,7 @@ impl<'t, 'p> Scanner<'t, 'p> {
                 if erases_null && &out[from..] == b"null" {
                     out.truncate(from);
                 } else {
-                    members.push((key, from..out.len()));
+                    self.members.push((key, from..out.len()));
                 }
                 if self.eat(b'}') {
                     break;
@@ -327,11 +355,13 @@ impl<'t, 'p> Scanner<'t, 'p> {
             }
         }
         if let Some(node) = node {
-            self.defaults(node, depth, &mut members, out)?;
+            self.defaults(node, depth, base, out)?;
         }
-        let written = out.split_off(start);
+        let written = out.len();
+        let members = &mut self.members[base..];
         // Sorted by UTF-8 bytes (= code points); of a key given twice, the last one counts, as
-        // serde's maps keep it (a struct refuses the duplicate before any store sees it).
+        // serde's maps keep it (a struct refuses the duplicate before any store sees it). The
+        // sort is stable, so the last of equal keys stays last.
         members.sort_by(|a, b| a.0.cmp(&b.0));
         out.push(b'{');
         let mut first = true;
@@ -343,35 +373,39 @@ impl<'t, 'p> Scanner<'t, 'p> {
                 out.push(b',');
             }
             first = false;
-            write_string(key, out);
+            write_text(key, out);
             out.push(b':');
-            out.extend_from_slice(&written[range.start - start..range.end - start]);
+            out.extend_from_within(range.clone());
         }
         out.push(b'}');
+        out.drain(start..written);
+        self.members.truncate(base);
         Some(())
     }
 
     /// Adds every declared property with a default that the text left out, as the default's
     /// canonical text: serde gives the tool that value, so writing it out changes nothing.
     fn defaults(
-        &self,
+        &mut self,
         node: &'p Node,
         depth: usize,
-        members: &mut Vec<(Cow<'t, str>, Range<usize>)>,
+        base: usize,
         out: &mut Vec<u8>,
     ) -> Option<()> {
         for (name, child, default) in &*node.defaults {
-            if members.iter().any(|(key, _)| **key == **name) {
+            if self.members[base..].iter().any(|(key, _)| **key == **name) {
                 continue;
             }
             let mut nested = Scanner {
-                text: default.as_bytes(),
+                text: default,
                 pos: 0,
                 plan: self.plan,
+                members: SmallVec::new(),
             };
             let from = out.len();
             nested.value(*child, depth, out)?;
-            members.push((Cow::Owned(name.to_string()), from..out.len()));
+            self.members
+                .push((Cow::Owned(name.to_string()), from..out.len()));
         }
         Some(())
     }
@@ -514,6 +548,13 @@ fn write_exact(text: &str, out: &mut Vec<u8>) -> Option<()> {
         Some(rest) => (true, rest),
         None => (false, text),
     };
+    if let Some(integer) = plain_integer(unsigned) {
+        if negative && integer != "0" {
+            out.push(b'-');
+        }
+        out.extend_from_slice(integer.as_bytes());
+        return Some(());
+    }
     let (mantissa, exponent) = match unsigned.find(['e', 'E']) {
         Some(i) => (&unsigned[..i], Some(&unsigned[i + 1..])),
         None => (unsigned, None),
@@ -580,6 +621,37 @@ fn write_exact(text: &str, out: &mut Vec<u8>) -> Option<()> {
         out.extend_from_slice((exp + len - 1).to_string().as_bytes());
     }
     Some(())
+}
+
+/// `unsigned` when it is an integer written as JSON writes one (digits, no leading zero, no
+/// fraction or exponent) that is its own canonical text: at most [`SPELLED_ZEROS`] zeros at
+/// its end. Most numbers a model sends are; they need no rewriting.
+fn plain_integer(unsigned: &str) -> Option<&str> {
+    let bytes = unsigned.as_bytes();
+    let plain = match bytes {
+        [b'0'] => true,
+        [b'1'..=b'9', rest @ ..] => rest.iter().all(u8::is_ascii_digit),
+        _ => false,
+    };
+    let zeros = bytes.iter().rev().take_while(|&&b| b == b'0').count();
+    (plain && (zeros as i64) <= SPELLED_ZEROS).then_some(unsigned)
+}
+
+/// A string [`Scanner::string`] read: a borrowed one had no escape and no control byte (it
+/// would have been refused), so it is its own text between quotes.
+#[allow(
+    clippy::ptr_arg,
+    reason = "the variant is what it reads: a borrowed string needs no escape"
+)]
+fn write_text(s: &Cow<'_, str>, out: &mut Vec<u8>) {
+    match s {
+        Cow::Borrowed(s) => {
+            out.push(b'"');
+            out.extend_from_slice(s.as_bytes());
+            out.push(b'"');
+        }
+        Cow::Owned(s) => write_string(s, out),
+    }
 }
 
 fn write_string(s: &str, out: &mut Vec<u8>) {

@@ -219,7 +219,10 @@ impl MemoryStore {
             }
             RawEntryMut::Vacant(_) => (Prior::Fresh, 0),
         };
-        let token = u128::from(inner.next_token.fetch_add(1, Ordering::Relaxed));
+        // The key's hash rides in the token's high half, so settling the lease finds the key
+        // without hashing it again; the low half, a counter, keeps every token unique.
+        let token =
+            u128::from(hash) << 64 | u128::from(inner.next_token.fetch_add(1, Ordering::Relaxed));
         let record = Record {
             fingerprint: *fingerprint,
             expires_at: now + inner.key_ttl.max(lock_ttl),
@@ -263,7 +266,9 @@ impl MemoryStore {
     ) -> Settled {
         let inner = &*self.inner;
         let key = lease.key();
-        let hash = inner.hasher.hash_one(key);
+        // The hash `begin_now` put in the token; a lease this store did not hand out finds no
+        // record under it (the lookup compares keys too) and is lost, as it should be.
+        let hash = (lease.token() >> 64) as u64;
         let index = shard_of(hash);
         let mut shard = inner.shard(index);
         let now = Instant::now();
@@ -403,12 +408,12 @@ impl IdempotencyStore for MemoryStore {
     fn complete<'a>(
         &'a self,
         lease: &'a Lease,
-        outcome: &'a StoredOutcome,
+        outcome: StoredOutcome,
     ) -> StoreFuture<'a, Settled> {
         let key_ttl = self.inner.key_ttl;
         let settled = self.settle_now(lease, |record, now| {
             record.expires_at = now + key_ttl;
-            record.state = State::Done(outcome.clone());
+            record.state = State::Done(outcome);
             true
         });
         Box::pin(std::future::ready(Ok(settled)))
@@ -555,7 +560,7 @@ mod tests {
         assert_eq!(store.key_ttl(), ttl);
         let (key, fp) = call("call_1");
         let lease = start(&store, &key, &fp).await;
-        store.complete(&lease, &done("R1")).await.unwrap();
+        store.complete(&lease, done("R1")).await.unwrap();
         tokio::time::advance(ttl - MILLI).await;
         assert!(matches!(
             store.begin(&key, &fp, DEFAULT_LOCK_TTL).await.unwrap(),
@@ -608,7 +613,7 @@ mod tests {
         };
         tokio::time::advance(10 * SECOND).await;
         assert_eq!(
-            store.complete(&lease, &done("R1")).await.unwrap(),
+            store.complete(&lease, done("R1")).await.unwrap(),
             Settled::LeaseLost
         );
         assert_eq!(start(&store, &key, &fp).await.prior(), Prior::Fresh);
@@ -634,7 +639,7 @@ mod tests {
         for i in 0..KEYS {
             let (key, fp) = call(&format!("call_{i}"));
             let lease = start(&store, &key, &fp).await;
-            store.complete(&lease, &outcome).await.unwrap();
+            store.complete(&lease, outcome.clone()).await.unwrap();
         }
         assert_eq!(store.entry_count(), KEYS as u64);
         assert!(store.weighted_size() <= DEFAULT_MAX_BYTES);
@@ -653,7 +658,7 @@ mod tests {
         let (key, fp) = call(&"k".repeat(KEY));
         let lease = start(&store, &key, &fp).await;
         store
-            .complete(&lease, &done(&"x".repeat(DATA)))
+            .complete(&lease, done(&"x".repeat(DATA)))
             .await
             .unwrap();
         // Never less than what the store holds for it (the key's text, the outcome's bytes, the
@@ -677,7 +682,7 @@ mod tests {
         let lease = start(&store, &key, &fp).await;
         let running = bytes(&store);
         assert!(running > 0);
-        store.complete(&lease, &done("R1")).await.unwrap();
+        store.complete(&lease, done("R1")).await.unwrap();
         assert_eq!(bytes(&store), weight_of("call_1", "R1"));
         // Released and unknown keys weigh what a running one does; a fresh release frees all.
         let (other, fp2) = call("call_2");
@@ -693,7 +698,7 @@ mod tests {
         assert_eq!(bytes(&store), weight_of("call_1", "R1") + running);
         // A lost lease changes nothing.
         assert_eq!(
-            store.complete(&lease, &done("R3")).await.unwrap(),
+            store.complete(&lease, done("R3")).await.unwrap(),
             Settled::LeaseLost
         );
         assert_eq!(bytes(&store), weight_of("call_1", "R1") + running);
@@ -709,7 +714,7 @@ mod tests {
         for id in &ids[..3] {
             let (key, fp) = call(id);
             let lease = start(&store, &key, &fp).await;
-            store.complete(&lease, &done(&data)).await.unwrap();
+            store.complete(&lease, done(&data)).await.unwrap();
         }
         // The oldest is used again, so the second is now the least recently used.
         let (oldest, fp) = call(&ids[0]);
@@ -719,7 +724,7 @@ mod tests {
         ));
         let (newest, fp) = call(&ids[3]);
         let lease = start(&store, &newest, &fp).await;
-        store.complete(&lease, &done(&data)).await.unwrap();
+        store.complete(&lease, done(&data)).await.unwrap();
         assert!(bytes(&store) <= 3 * one + one / 2);
         for (id, kept) in ids.iter().zip([true, false, true, true]) {
             let (key, fp) = call(id);
@@ -739,11 +744,11 @@ mod tests {
         let first = start(&store, &keys[0].0, &keys[0].1).await;
         for (key, fp) in &keys[1..3] {
             let lease = start(&store, key, fp).await;
-            store.complete(&lease, &done(&data)).await.unwrap();
+            store.complete(&lease, done(&data)).await.unwrap();
         }
-        store.complete(&first, &done(&data)).await.unwrap();
+        store.complete(&first, done(&data)).await.unwrap();
         let lease = start(&store, &keys[3].0, &keys[3].1).await;
-        store.complete(&lease, &done(&data)).await.unwrap();
+        store.complete(&lease, done(&data)).await.unwrap();
         for ((key, fp), kept) in keys.iter().zip([true, false, true, true]) {
             let begin = store.begin(key, fp, DEFAULT_LOCK_TTL).await.unwrap();
             assert_eq!(
@@ -766,7 +771,7 @@ mod tests {
         for id in ids.iter().chain([&elsewhere]) {
             let (key, fp) = call(id);
             let lease = start(&store, &key, &fp).await;
-            store.complete(&lease, &done(&data)).await.unwrap();
+            store.complete(&lease, done(&data)).await.unwrap();
         }
         assert!(bytes(&store) <= 2 * one + one / 2);
         let (key, fp) = call(&elsewhere);
@@ -785,7 +790,7 @@ mod tests {
         let (key, fp) = call("call_1");
         let lease = start(&store, &key, &fp).await;
         store
-            .complete(&lease, &done(&"x".repeat(10_000)))
+            .complete(&lease, done(&"x".repeat(10_000)))
             .await
             .unwrap();
         assert!(bytes(&store) <= 4_096);
@@ -801,7 +806,7 @@ mod tests {
             let lease = start(&store, &key, &fp).await;
             assert!(bytes(&store) <= budget, "after begin {i}");
             store
-                .complete(&lease, &done(&"x".repeat(i % 3_000)))
+                .complete(&lease, done(&"x".repeat(i % 3_000)))
                 .await
                 .unwrap();
             assert!(bytes(&store) <= budget, "after complete {i}");
@@ -820,7 +825,7 @@ mod tests {
                 for i in ids {
                     let (key, fp) = call(&format!("call_{i}"));
                     let lease = start(&store, &key, &fp).await;
-                    store.complete(&lease, &outcome).await.unwrap();
+                    store.complete(&lease, outcome.clone()).await.unwrap();
                 }
             }
         };
@@ -840,7 +845,7 @@ mod tests {
         for i in 0..10 {
             let (key, fp) = call(&format!("call_{i}"));
             let lease = start(&store, &key, &fp).await;
-            store.complete(&lease, &done("R1")).await.unwrap();
+            store.complete(&lease, done("R1")).await.unwrap();
         }
         tokio::time::advance(10 * SECOND - MILLI).await;
         assert_eq!(store.entry_count(), 10);
@@ -859,7 +864,7 @@ mod tests {
             store.begin(&key, &other, DEFAULT_LOCK_TTL).await.unwrap(),
             Begin::Mismatch
         );
-        store.complete(&lease, &done("R1")).await.unwrap();
+        store.complete(&lease, done("R1")).await.unwrap();
         assert_eq!(
             store.begin(&key, &other, DEFAULT_LOCK_TTL).await.unwrap(),
             Begin::Mismatch
@@ -873,7 +878,7 @@ mod tests {
         let lease = start(&store, &key, &fp).await;
         let running = bytes(&store);
         store
-            .complete(&lease, &done(&"x".repeat(5_000)))
+            .complete(&lease, done(&"x".repeat(5_000)))
             .await
             .unwrap();
         tokio::time::advance(10 * SECOND).await;
@@ -890,7 +895,7 @@ mod tests {
         for id in &ids {
             let (key, fp) = call(id);
             let lease = start(&store, &key, &fp).await;
-            store.complete(&lease, &done(&data)).await.unwrap();
+            store.complete(&lease, done(&data)).await.unwrap();
         }
         assert_eq!(bytes(&store), budget);
         for id in &ids {

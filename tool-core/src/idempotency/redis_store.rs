@@ -224,9 +224,9 @@ impl IdempotencyStore for RedisStore {
     fn complete<'a>(
         &'a self,
         lease: &'a Lease,
-        outcome: &'a StoredOutcome,
+        outcome: StoredOutcome,
     ) -> StoreFuture<'a, Settled> {
-        Box::pin(self.settle_with(lease, "d", Some(outcome)))
+        Box::pin(async move { self.settle_with(lease, "d", Some(&outcome)).await })
     }
 
     fn record_unknown_effect<'a>(&'a self, lease: &'a Lease) -> StoreFuture<'a, Settled> {

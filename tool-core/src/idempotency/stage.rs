@@ -71,7 +71,7 @@ pub(crate) async fn settle(
     let settled = match Disposition::of(outcome, true) {
         Disposition::Complete => {
             store
-                .complete(&lease, &StoredOutcome::from_outcome(outcome))
+                .complete(&lease, StoredOutcome::from_outcome(outcome))
                 .await
         }
         Disposition::Release if !uncertain => store.release(&lease).await,

@@ -72,12 +72,10 @@ pub trait IdempotencyStore: Send + Sync + 'static {
         lock_ttl: Duration,
     ) -> StoreFuture<'a, Begin>;
 
-    /// Stores `outcome` under the lease's key for replay, and frees the key.
-    fn complete<'a>(
-        &'a self,
-        lease: &'a Lease,
-        outcome: &'a StoredOutcome,
-    ) -> StoreFuture<'a, Settled>;
+    /// Stores `outcome` under the lease's key for replay, and frees the key. The outcome is the
+    /// store's to keep: an in-memory store holds it as it is, without a copy.
+    fn complete<'a>(&'a self, lease: &'a Lease, outcome: StoredOutcome)
+        -> StoreFuture<'a, Settled>;
 
     /// Records that the call ended with its effect unknown (it timed out after the request may
     /// have reached the dependency, say), and frees the key. The next call with this key
@@ -102,10 +100,7 @@ pub trait IdempotencyStore: Send + Sync + 'static {
         never_started: bool,
     ) -> StoreFuture<'a, Settled> {
         match Disposition::of(outcome, never_started) {
-            Disposition::Complete => Box::pin(async move {
-                let stored = StoredOutcome::from_outcome(outcome);
-                self.complete(lease, &stored).await
-            }),
+            Disposition::Complete => self.complete(lease, StoredOutcome::from_outcome(outcome)),
             Disposition::UnknownEffect => self.record_unknown_effect(lease),
             Disposition::Release => self.release(lease),
         }
@@ -125,7 +120,7 @@ impl<S: IdempotencyStore + ?Sized> IdempotencyStore for Arc<S> {
     fn complete<'a>(
         &'a self,
         lease: &'a Lease,
-        outcome: &'a StoredOutcome,
+        outcome: StoredOutcome,
     ) -> StoreFuture<'a, Settled> {
         (**self).complete(lease, outcome)
     }
