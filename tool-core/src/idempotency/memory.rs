@@ -571,6 +571,45 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
+    async fn a_lease_settles_only_the_record_of_the_store_that_handed_it_out() {
+        let (key, fp) = call("call_1");
+        let (ours, theirs) = (MemoryStore::new(), MemoryStore::new());
+        let lease = start(&ours, &key, &fp).await;
+        // The other store holds the same key under a lease of its own.
+        let their_lease = start(&theirs, &key, &fp).await;
+        assert_ne!(lease.token(), their_lease.token());
+        assert_eq!(
+            theirs.complete(&lease, done("R1")).await.unwrap(),
+            Settled::LeaseLost
+        );
+        assert!(matches!(
+            theirs.begin(&key, &fp, DEFAULT_LOCK_TTL).await.unwrap(),
+            Begin::InFlight { .. }
+        ));
+        // A lease of this store with a token it never handed out is lost too.
+        let forged = Lease::new(key.clone(), fp, lease.token() ^ 1, Prior::Fresh, 0);
+        assert_eq!(
+            ours.complete(&forged, done("R1")).await.unwrap(),
+            Settled::LeaseLost
+        );
+        // Its own lease settles its record, once.
+        assert_eq!(
+            ours.complete(&lease, done("R1")).await.unwrap(),
+            Settled::Recorded
+        );
+        assert!(matches!(
+            ours.begin(&key, &fp, DEFAULT_LOCK_TTL).await.unwrap(),
+            Begin::Replay(_)
+        ));
+        // Two keys begun one after the other have tokens of their own.
+        let (other, other_fp) = call("call_2");
+        let next = start(&ours, &other, &other_fp).await;
+        assert_ne!(next.token(), lease.token());
+        assert_eq!(ours.release(&next).await.unwrap(), Settled::Recorded);
+        assert_eq!(start(&ours, &other, &other_fp).await.prior(), Prior::Fresh);
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn a_key_is_forgotten_exactly_when_its_ttl_ends() {
         kept_for_exactly(
             MemoryStore::builder().key_ttl(600 * SECOND).build(),
