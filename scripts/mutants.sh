@@ -82,7 +82,8 @@ tests_of() {
     # idempotency_promises: the key's hold is the execution seam's deadline.
     # registry_tool_forms: sync tools on the blocking pool (blocking.rs), a panicking one contained;
     # observe_promises: the contained panic's event and message.
-    execute) echo "execute_breaker execute_breaker_promises execute_attempts execute_fallback execute_fallback_promises idempotency_promises registry_tool_forms observe_promises" ;;
+    # outcome_database_errors: classify.rs's rusqlite half, on a real SQLite database.
+    execute) echo "execute_breaker execute_breaker_promises execute_attempts execute_fallback execute_fallback_promises idempotency_promises registry_tool_forms observe_promises outcome_database_errors" ;;
     idempotency) echo "idempotency_store idempotency_pipeline idempotency_promises idempotency_fingerprint_props" ;;
     # registry_dynamic_tools: a tool defined at run time checks every call with the shape validator.
     validate) echo "repair_pass repair_deterministic repair_promises guard_exactness validate_exact_bounds registry_data_types registry_schema registry_dynamic_tools" ;;
@@ -91,6 +92,8 @@ tests_of() {
 features_of() {
   case $1 in
     idempotency | guard) echo "redis" ;;
+    # classify.rs's rusqlite half is compiled only with the feature.
+    execute) echo "rusqlite" ;;
     *) echo "" ;;
   esac
 }
@@ -112,6 +115,11 @@ flock -n 9 || { echo "another scripts/mutants.sh is running in $work" >&2; exit 
 # A copy of the tree (sources only) at a stable path.
 find "$work" -mindepth 1 -maxdepth 1 ! -name target -exec rm -rf {} +
 tar --exclude=./target --exclude=./.git --exclude='./mutants.out*' -cf - . | tar -C "$work" -xf -
+# The copy keeps file times, so crates that did not change are not rebuilt; but the target dir's
+# last build may be of the last mutant of an earlier run, and the copy gives the mutated file its
+# older time back, which cargo would take for that build's source. Touching the core's sources
+# makes every run's first build (the baseline's) the unmutated code.
+find "$work/tool-core/src" -name '*.rs' -exec touch {} +
 
 listing=false
 for a in "${extra[@]}"; do [[ $a == --list ]] && listing=true; done

@@ -113,6 +113,45 @@ async fn a_locked_database_is_transient_and_retried() {
     assert!(outcome.is_ok(), "{}", outcome.to_model_string());
 }
 
+/// The failures a tool meets less often, each from a real SQLite call: a write the database
+/// refuses (`permission_denied`), a database that cannot be opened or is not one
+/// (`unavailable`), a column read as the wrong type (`invalid_result`).
+#[test]
+fn the_rarer_database_failures_have_their_kinds() {
+    let kind = |e: rusqlite::Error| ToolError::from(e).kind();
+    let db = rusqlite::Connection::open_in_memory().unwrap();
+    db.execute_batch("CREATE TABLE members (id TEXT PRIMARY KEY, name TEXT); INSERT INTO members VALUES ('m1', 'Ada'); PRAGMA query_only = ON;")
+        .unwrap();
+    let read_only = db
+        .execute("INSERT INTO members VALUES ('m2', 'Bo')", [])
+        .unwrap_err();
+    assert_eq!(kind(read_only), ErrorKind::PermissionDenied);
+
+    let wrong_type = db
+        .query_row("SELECT name FROM members", [], |row| row.get::<_, i64>(0))
+        .unwrap_err();
+    assert_eq!(kind(wrong_type), ErrorKind::InvalidResult);
+
+    let dir = tempdir();
+    let nowhere = rusqlite::Connection::open_with_flags(
+        dir.join("missing").join("library.db"),
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE,
+    )
+    .unwrap_err();
+    assert_eq!(kind(nowhere), ErrorKind::Unavailable);
+
+    let garbage = dir.join("garbage.db");
+    std::fs::write(&garbage, vec![0x5a_u8; 4096]).unwrap();
+    let not_a_database = rusqlite::Connection::open(&garbage)
+        .and_then(|db| {
+            db.query_row("SELECT count(*) FROM sqlite_master", [], |row| {
+                row.get::<_, i64>(0)
+            })
+        })
+        .unwrap_err();
+    assert_eq!(kind(not_a_database), ErrorKind::Unavailable);
+}
+
 /// A directory of this test's own under the system's temporary directory: the process id and
 /// a counter, so that two tests of this binary never share a database (a clock read could give
 /// both the same name, and one test's lock would then fail the other's calls).
