@@ -266,36 +266,34 @@ impl<'t, 'p> Scanner<'t, 'p> {
         let start = self.pos;
         let body = self.text.as_bytes().get(start + 1..)?;
         // Most strings have no escape: one tight scan to their end.
-        if let Some(end) = body
+        let end = body
             .iter()
-            .position(|&b| matches!(b, b'"' | b'\\') || b < 0x20)
-        {
-            if body[end] == b'"' {
+            .position(|&b| matches!(b, b'"' | b'\\') || b < 0x20)?;
+        match body[end] {
+            b'"' => {
                 self.pos = start + 1 + end + 1;
-                return self.text.get(start + 1..start + 1 + end).map(Cow::Borrowed);
+                self.text.get(start + 1..start + 1 + end).map(Cow::Borrowed)
             }
+            b'\\' => self.escaped(start, start + 1 + end),
+            // A control byte: not JSON.
+            _ => None,
         }
-        let mut plain = true;
-        self.pos += 1;
+    }
+
+    /// The string at `start` whose first escape is at `pos`, decoded by serde_json.
+    fn escaped(&mut self, start: usize, mut pos: usize) -> Option<Cow<'t, str>> {
         loop {
-            match self.byte(self.pos)? {
+            match self.byte(pos)? {
                 b'"' => break,
-                b'\\' => {
-                    plain = false;
-                    self.pos += 2;
-                }
+                b'\\' => pos += 2,
                 b if b < 0x20 => return None,
-                _ => self.pos += 1,
+                _ => pos += 1,
             }
         }
-        self.pos += 1;
+        self.pos = pos + 1;
         // Both ends are quotes, ASCII: the slice is whole characters.
         let quoted = self.text.get(start..self.pos)?;
-        if plain {
-            quoted.get(1..quoted.len() - 1).map(Cow::Borrowed)
-        } else {
-            serde_json::from_str::<String>(quoted).ok().map(Cow::Owned)
-        }
+        serde_json::from_str::<String>(quoted).ok().map(Cow::Owned)
     }
 
     fn array(&mut self, place: Child, depth: usize, out: &mut Vec<u8>) -> Option<()> {

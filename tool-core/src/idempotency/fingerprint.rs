@@ -282,6 +282,15 @@ mod tests {
             canon_with(&schema, r#"{"fields":{},"ratio":9007199254740992}"#),
             r#"{"fields":{},"mode":"fast","ratio":9007199254740992.0}"#
         );
+        // An integer as written: its own text while its trailing zeros are spelled out.
+        let plain = format!("1{}", "0".repeat(40));
+        assert_eq!(canon(&plain), plain);
+        assert_eq!(canon(&format!("-{plain}")), format!("-{plain}"));
+        assert_eq!(canon(&format!("{plain}0")), "1e41");
+        assert_eq!(canon(&format!("-{plain}0")), "-1e41");
+        assert_eq!(canon("-120"), "-120");
+        assert_eq!(canon("-0"), "0");
+        assert_eq!(canon("007"), "7");
         // A space is text, a control character is not valid JSON text.
         assert_eq!(canon(r#""a b""#), r#""a b""#);
         assert!(Fingerprint::canonical_text(r#""\u0001""#).is_some());
@@ -391,6 +400,10 @@ mod tests {
         assert_eq!(canon(r#""\u0001\n\t""#), r#""\u0001\n\t""#);
         assert_eq!(canon(r#"{"\u0041\u0022":"\u00e9"}"#), r#"{"A\"":"é"}"#);
         assert_eq!(canon("\"caf\u{e9} \u{7f}\""), "\"caf\u{e9} \u{7f}\"");
+        // Text on either side of an escape, spaces included, is read whole.
+        assert_eq!(canon(r#""a b\u00e9 c""#), "\"a b\u{e9} c\"");
+        assert_eq!(canon(r#"{"k y\n":"x"}"#), r#"{"k y\n":"x"}"#);
+        assert!(Fingerprint::canonical_text("\"a\\n\x01\"").is_none());
     }
 
     /// Whether `{"p":null}` and `{}` are one call where the optional property `p` has the
