@@ -342,6 +342,25 @@ fn spec() -> toolwright::ToolSpec {
         .clone()
 }
 
+/// The text a fingerprint hashes, as a person debugging a mismatch reads it: members sorted, a
+/// `null` dropped only where the tool cannot tell it from absence, defaults written out, a float
+/// field's number as the float the tool receives.
+#[test]
+fn the_canonical_text_is_what_the_tool_receives_written_one_way() {
+    let spec = spec();
+    let text = r#"{"tags":[1,null],"fields":{"b":"x","a":null},"note":null,"ratio":2.50}"#;
+    let canonical = Fingerprint::canonical_text_for(&spec, text).unwrap();
+    assert_eq!(
+        canonical,
+        r#"{"fields":{"a":null,"b":"x"},"limit":10,"mode":"merge","ratio":2.5,"tags":[1,null]}"#
+    );
+    assert_eq!(
+        Fingerprint::for_tool(&spec, &canonical),
+        Fingerprint::for_tool(&spec, text)
+    );
+    assert_eq!(Fingerprint::canonical_text_for(&spec, "{not json"), None);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
 
