@@ -667,3 +667,25 @@ fn write_string(s: &str, out: &mut Vec<u8>) {
         out.extend_from_slice(s.as_bytes());
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_integer_is_its_own_text_only_as_json_writes_it_and_with_its_zeros_spelled_out() {
+        assert_eq!(plain_integer("0"), Some("0"));
+        assert_eq!(plain_integer("7"), Some("7"));
+        assert_eq!(plain_integer("120"), Some("120"));
+        let forty = format!("1{}", "0".repeat(40));
+        assert_eq!(plain_integer(&forty), Some(forty.as_str()));
+        // These go to the general writer, which spells them its own way.
+        assert_eq!(plain_integer(&format!("{forty}0")), None);
+        assert_eq!(plain_integer("007"), None);
+        assert_eq!(plain_integer("00"), None);
+        assert_eq!(plain_integer("1.5"), None);
+        assert_eq!(plain_integer("1e3"), None);
+        assert_eq!(plain_integer("-1"), None);
+        assert_eq!(plain_integer(""), None);
+    }
+}
