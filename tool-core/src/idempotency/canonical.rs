@@ -280,13 +280,13 @@ impl<'t, 'p> Scanner<'t, 'p> {
         }
     }
 
-    /// The string at `start` whose first escape is at `pos`, decoded by serde_json.
+    /// The string at `start` whose first escape is at `pos`, decoded by serde_json (which also
+    /// refuses a control byte in it).
     fn escaped(&mut self, start: usize, mut pos: usize) -> Option<Cow<'t, str>> {
         loop {
             match self.byte(pos)? {
                 b'"' => break,
                 b'\\' => pos += 2,
-                b if b < 0x20 => return None,
                 _ => pos += 1,
             }
         }
