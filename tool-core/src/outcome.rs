@@ -858,13 +858,30 @@ impl Outcome {
     /// ```
     pub fn to_model_json(&self) -> Value {
         let mut envelope = self.envelope();
-        if self.failure.is_some() && serialized_len(&envelope) > DEFAULT_MAX_ENVELOPE_BYTES {
-            fit(&mut envelope, DEFAULT_MAX_ENVELOPE_BYTES);
+        let schema = self
+            .failure
+            .as_deref()
+            .and_then(|f| f.expected_schema.as_deref());
+        if self.failure.is_some() {
+            // Measured with the schema's text, written once per tool: counting the tree's
+            // escaped text on every failure cost more than building the rest of the envelope.
+            if let Some(text) = schema.and_then(ToolSchema::text) {
+                envelope.expected_schema = Some(SchemaField::Text(text));
+            }
+            if serialized_len(&envelope) > DEFAULT_MAX_ENVELOPE_BYTES {
+                envelope.expected_schema = schema.map(|tree| SchemaField::Tree(tree));
+                fit(&mut envelope, DEFAULT_MAX_ENVELOPE_BYTES);
+                return json_value(envelope);
+            }
         }
-        serde_json::to_value(envelope).unwrap_or_else(|e| {
-            // Unreachable in practice: every field is plain data. Still never panic.
-            serde_json::json!({"status": "error", "error_type": "invalid_result", "message": e.to_string()})
-        })
+        // The schema goes in as a clone of its tree, in its place, rather than built again
+        // through the serializer.
+        envelope.expected_schema = schema.map(|_| SchemaField::Later);
+        let mut value = json_value(envelope);
+        if let (Some(tree), Some(slot)) = (schema, value.get_mut("expected_schema")) {
+            *slot = Value::clone(tree);
+        }
+        value
     }
 
     /// The envelope as compact JSON text, ready for a provider's tool-result message: what to
@@ -1113,6 +1130,8 @@ struct Envelope<'a> {
 enum SchemaField<'a> {
     Tree(&'a Value),
     Text(&'a RawValue),
+    /// `null`, its place kept for the tree that [`Outcome::to_model_json`] puts there.
+    Later,
 }
 
 impl Serialize for SchemaField<'_> {
@@ -1120,8 +1139,17 @@ impl Serialize for SchemaField<'_> {
         match self {
             SchemaField::Tree(tree) => tree.serialize(serializer),
             SchemaField::Text(text) => text.serialize(serializer),
+            SchemaField::Later => serializer.serialize_unit(),
         }
     }
+}
+
+/// The envelope as a tree.
+fn json_value(envelope: Envelope<'_>) -> Value {
+    serde_json::to_value(envelope).unwrap_or_else(|e| {
+        // Unreachable in practice: every field is plain data. Still never panic.
+        serde_json::json!({"status": "error", "error_type": "invalid_result", "message": e.to_string()})
+    })
 }
 
 /// A tool's input schema as a failed call's envelope carries it: the tree, and its compact text,

@@ -31,8 +31,8 @@
 //! times.
 //!
 //! `cargo bench --manifest-path benches/peers/Cargo.toml` (optionally `-- ROUNDS N`; `-- profile
-//! CASE N` runs only N toolwright calls of one case, for a profiler; `-- show` prints each case's
-//! envelope).
+//! CASE N` runs only N toolwright calls of one case, for a profiler, `-- profile json CASE N` the
+//! same rendered with `to_model_json().to_string()`; `-- show` prints each case's envelope).
 
 mod rig_side;
 mod rmcp_side;
@@ -294,8 +294,10 @@ fn main() {
     let rounds = numbers.first().copied().unwrap_or(400);
     let n = numbers.get(1).copied().unwrap_or(200);
     // `-- profile CASE N`: only N toolwright calls of case CASE (0 to 3, in the order printed),
-    // rendered with `to_model_string()`, for a profiler such as callgrind.
+    // rendered with `to_model_string()` (with `json` among the arguments,
+    // `to_model_json().to_string()`), for a profiler such as callgrind.
     let profile = std::env::args().any(|a| a == "profile");
+    let json = std::env::args().any(|a| a == "json");
     // `-- show`: each case's envelope as toolwright answers it, and nothing timed.
     let show = std::env::args().any(|a| a == "show");
 
@@ -321,8 +323,13 @@ fn main() {
         if profile {
             let case = CASES[rounds.min(CASES.len() - 1)];
             let mut out = Vec::with_capacity(1);
+            let side = if json {
+                Side::ToolwrightJson
+            } else {
+                Side::ToolwrightString
+            };
             for _ in 0..n {
-                time(&peers, Side::ToolwrightString, case, 1, &mut out).await;
+                time(&peers, side, case, 1, &mut out).await;
             }
             return;
         }
