@@ -66,6 +66,7 @@ pub(super) fn write(envelope: &Envelope<'_>) -> String {
             SchemaField::Tree(tree) => {
                 out.push_str(&serde_json::to_string(tree).unwrap_or_else(|_| "null".to_owned()))
             }
+            SchemaField::Later => out.push_str("null"),
         }
     }
     if let Some(data) = envelope.data {
@@ -263,6 +264,16 @@ mod tests {
         texts.push("é ü 漢字 \u{2028} \u{7f} 🎉 \"quoted\" back\\slash".to_owned());
         for shift in 0..9 {
             texts.push(format!("{}\"{}\n", "x".repeat(shift), "y".repeat(shift)));
+        }
+        // Every length up to three words, with one byte to escape at every place, and a
+        // multi-byte character at the end.
+        for length in 1..=24 {
+            for at in 0..length {
+                let mut text = vec![b'x'; length];
+                text[at] = if at % 2 == 0 { b'"' } else { 0x1f };
+                texts.push(String::from_utf8(text).unwrap_or_default());
+            }
+            texts.push(format!("{}é", "z".repeat(length)));
         }
         texts
     }

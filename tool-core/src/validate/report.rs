@@ -559,7 +559,8 @@ impl Seed<'_, '_> {
             Scalar::Num(_) => NUMBER,
             Scalar::Str(_) => STRING,
         };
-        let mut found: Vec<Violation> = Vec::new();
+        // Most values break one rule: that one stays on the stack.
+        let mut found: smallvec::SmallVec<[Violation; 1]> = smallvec::SmallVec::new();
         if checks.types & kind == 0 {
             found.push(type_violation(
                 path(),
