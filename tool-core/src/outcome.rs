@@ -472,7 +472,8 @@ impl Violations {
 
 /// Escapes one JSON Pointer token (RFC 6901).
 pub(crate) fn escape_pointer(token: &str) -> String {
-    if !token.contains(['~', '/']) {
+    // By bytes: a char-set pattern cost several times as much on the short keys of a report.
+    if !token.bytes().any(|b| b == b'~' || b == b'/') {
         return token.to_owned();
     }
     token.replace('~', "~0").replace('/', "~1")

@@ -32,6 +32,10 @@ const KEY_CHARS: usize = 64;
 /// A key shortened for a path or a message when it is absurdly long (a model that sends a
 /// megabyte-long field name must not get a megabyte back): its head and its length.
 pub(crate) fn shown_key(key: &str) -> Cow<'_, str> {
+    // No more bytes than the limit: no more characters either, without counting them.
+    if key.len() <= KEY_CHARS {
+        return Cow::Borrowed(key);
+    }
     let count = key.chars().count();
     if count <= KEY_CHARS {
         Cow::Borrowed(key)
