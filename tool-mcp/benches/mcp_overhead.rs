@@ -28,6 +28,13 @@
 //! toolwright's envelope (as text and as `structuredContent`) instead of its own short answer:
 //! what the longer answer costs rmcp's server and client, apart from what toolwright does.
 //!
+//! `-- --stack` takes toolwright's per-call time over streamable HTTP apart, five servers
+//! interleaved round by round: toolwright; the plain rmcp server; the plain handler served by
+//! toolwright's HTTP stack (its listener, guard and session table, no pipeline); a plain handler
+//! that answers through `registry.call` (the pipeline without toolwright's MCP handler); and
+//! the same calling `registry.call` twice per request (what the call costs once its code and
+//! data are in the caches).
+//!
 //! Not run in CI, nor by `cargo test` (a `harness = false` bench).
 
 use std::sync::Arc;
@@ -134,6 +141,43 @@ impl ServerHandler for PlainEcho {
         }
         let mut result = CallToolResult::success(vec![ContentBlock::text(len.to_string())]);
         result.structured_content = Some(json!({ "len": len }));
+        Ok(result.into())
+    }
+}
+
+/// A plain rmcp handler that answers through `registry.call`, rendered as toolwright's handler
+/// renders an outcome: the pipeline's cost over HTTP without toolwright's MCP handler
+/// (`--stack`). With `twice`, each request calls the registry a second time first.
+#[derive(Clone)]
+struct RegistryEcho {
+    registry: Registry,
+    twice: bool,
+}
+
+impl ServerHandler for RegistryEcho {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let arguments = serde_json::to_string(&request.arguments)
+            .map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
+        let id = serde_json::to_string(&context.id).unwrap_or_default();
+        if self.twice {
+            let first = ToolCall::new(id.clone(), request.name.clone(), arguments.clone());
+            std::hint::black_box(self.registry.call(first).await);
+        }
+        let outcome = self
+            .registry
+            .call(ToolCall::new(id, request.name, arguments))
+            .await;
+        let mut result =
+            CallToolResult::success(vec![ContentBlock::text(outcome.to_model_string())]);
+        result.structured_content = Some(outcome.to_model_json());
         Ok(result.into())
     }
 }
@@ -321,6 +365,76 @@ async fn only(side: &str, calls: usize) {
     }
 }
 
+/// toolwright's server with another handler in place of its own.
+async fn ours_with<H: ServerHandler>(
+    registry: &Registry,
+    handler: impl Fn() -> H + Send + Sync + 'static,
+) -> toolwright_mcp::HttpServer {
+    McpServer::new(registry.clone())
+        .with_handler(move |_tools| handler())
+        .bind_http("127.0.0.1:0")
+        .await
+        .unwrap_or_else(|e| panic!("bind: {e}"))
+}
+
+/// `--stack`: toolwright's per-call time over HTTP taken apart (see the module's doc).
+async fn stack(rounds: usize, calls: usize) {
+    let registry = registry();
+    let ours = McpServer::new(registry.clone())
+        .bind_http("127.0.0.1:0")
+        .await
+        .unwrap_or_else(|e| panic!("bind: {e}"));
+    let plain_in_ours = ours_with(&registry, PlainEcho::new).await;
+    let (once, twice) = (registry.clone(), registry.clone());
+    let through_registry = ours_with(&registry, move || RegistryEcho {
+        registry: once.clone(),
+        twice: false,
+    })
+    .await;
+    let through_registry_twice = ours_with(&registry, move || RegistryEcho {
+        registry: twice.clone(),
+        twice: true,
+    })
+    .await;
+    let clients = [
+        http_client(&ours.url()).await,
+        http_client(&plain_http().await).await,
+        http_client(&plain_in_ours.url()).await,
+        http_client(&through_registry.url()).await,
+        http_client(&through_registry_twice.url()).await,
+    ];
+    for client in &clients {
+        mcp_round(client, calls).await;
+    }
+    let mut sides: [Vec<f64>; 5] = Default::default();
+    for _ in 0..rounds {
+        for (side, client) in sides.iter_mut().zip(&clients) {
+            side.push(mcp_round(client, calls).await);
+        }
+    }
+    let [ours_ns, plain, plain_in_ours_ns, once_ns, twice_ns] =
+        sides.map(|mut v| median(&mut v) / 1e3);
+    println!(
+        "streamable HTTP per call, {rounds} rounds x {calls} calls per side, interleaved (medians)"
+    );
+    println!("  toolwright                                   {ours_ns:>8.1} us");
+    println!("  plain rmcp                                   {plain:>8.1} us");
+    println!("  plain handler, toolwright's HTTP stack       {plain_in_ours_ns:>8.1} us");
+    println!("  registry.call in a plain handler, same stack {once_ns:>8.1} us");
+    println!("  the same, registry.call twice per request    {twice_ns:>8.1} us");
+    for client in clients {
+        let _ = client.cancel().await;
+    }
+    for server in [
+        ours,
+        plain_in_ours,
+        through_registry,
+        through_registry_twice,
+    ] {
+        let _ = server.shutdown().await;
+    }
+}
+
 fn main() {
     let raw: Vec<String> = std::env::args().skip(1).collect();
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -336,6 +450,10 @@ fn main() {
     let args: Vec<usize> = raw.iter().filter_map(|a| a.parse().ok()).collect();
     let rounds = args.first().copied().unwrap_or(30);
     let calls = args.get(1).copied().unwrap_or(100);
+    if raw.iter().any(|a| a == "--stack") {
+        runtime.block_on(stack(rounds, calls));
+        return;
+    }
     let windows = args.get(2).copied().unwrap_or(8).max(1);
     let window_length = Duration::from_millis(args.get(3).copied().unwrap_or(500) as u64);
     runtime.block_on(async move {
