@@ -149,6 +149,16 @@ fn strings<'a>(out: &mut String, items: impl Iterator<Item = &'a str>) {
 fn string(out: &mut String, s: &str) {
     out.push('"');
     let bytes = s.as_bytes();
+    // Most strings need no escape: one pass over all their bytes without an early exit, which
+    // the compiler turns into a vector loop, then one copy. A string with a byte to escape is
+    // read again below.
+    if !bytes.iter().fold(false, |found, &b| {
+        found | (b < 0x20) | (b == b'"') | (b == b'\\')
+    }) {
+        out.push_str(s);
+        out.push('"');
+        return;
+    }
     let mut run = 0;
     let mut at = 0;
     while at < bytes.len() {
