@@ -358,6 +358,16 @@ async fn dispatch(peers: &Peers, case: Case, rounds: usize, n: usize) {
     let mut ratios = vec![Vec::with_capacity(rounds); sides.len()];
     // The registry's own work: its call over the structural floor, per round.
     let mut own = Vec::with_capacity(rounds);
+    // toolwright's `to_model_string()` path over rig's `ErasedTool::execute` and over rmcp's
+    // router, per round: the peers' figure in the same round, not the ratio of two medians.
+    let at = |side: Side| sides.iter().position(|s| *s == side).unwrap_or(0);
+    let (ours, rig, rmcp) = (
+        at(Side::ToolwrightString),
+        at(Side::RigExecute),
+        at(Side::Rmcp),
+    );
+    let mut over_rig = Vec::with_capacity(rounds);
+    let mut over_rmcp = Vec::with_capacity(rounds);
     for round in 0..rounds {
         let mut this = vec![0.0; sides.len()];
         for k in 0..sides.len() {
@@ -371,6 +381,8 @@ async fn dispatch(peers: &Peers, case: Case, rounds: usize, n: usize) {
         if case.valid {
             own.push(this[2] / this[1]);
         }
+        over_rig.push(this[ours] / this[rig]);
+        over_rmcp.push(this[ours] / this[rmcp]);
     }
     println!("\n{} ({}):", case.label, case.tool);
     for (i, side) in sides.iter().enumerate() {
@@ -382,6 +394,20 @@ async fn dispatch(peers: &Peers, case: Case, rounds: usize, n: usize) {
             ns,
             percentile(&ratios[i], 0.10),
             percentile(&ratios[i], 0.90)
+        );
+    }
+    for (label, mut ratios) in [
+        (
+            "toolwright to_model_string() path / rig ErasedTool::execute",
+            over_rig,
+        ),
+        ("toolwright to_model_string() path / rmcp ToolRouter::call", over_rmcp),
+    ] {
+        let ratio = median(&mut ratios);
+        println!(
+            "  {label:<60} same round {ratio:>4.2}  (p10 {:.2}, p90 {:.2})",
+            percentile(&ratios, 0.10),
+            percentile(&ratios, 0.90)
         );
     }
     if case.valid {
