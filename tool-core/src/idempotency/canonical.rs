@@ -13,6 +13,8 @@ use std::ops::Range;
 use serde_json::Value;
 use smallvec::SmallVec;
 
+use crate::runtime::needs_escape;
+
 /// serde_json's own nesting limit: deeper text never reaches a tool.
 const MAX_DEPTH: usize = 128;
 
@@ -266,9 +268,7 @@ impl<'t, 'p> Scanner<'t, 'p> {
         let start = self.pos;
         let body = self.text.as_bytes().get(start + 1..)?;
         // Most strings have no escape: one tight scan to their end.
-        let end = body
-            .iter()
-            .position(|&b| matches!(b, b'"' | b'\\') || b < 0x20)?;
+        let end = body.iter().position(|&b| needs_escape(b))?;
         match body[end] {
             b'"' => {
                 self.pos = start + 1 + end + 1;
@@ -655,7 +655,7 @@ fn write_text(s: &Cow<'_, str>, out: &mut Vec<u8>) {
 fn write_string(s: &str, out: &mut Vec<u8>) {
     // Most strings need no escape: serde_json escapes exactly `"`, `\` and the controls below
     // U+0020, so such a string is its own text between quotes.
-    if !s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+    if !s.bytes().any(needs_escape) {
         out.push(b'"');
         out.extend_from_slice(s.as_bytes());
         out.push(b'"');

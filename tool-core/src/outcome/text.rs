@@ -10,6 +10,7 @@
 //! [`Outcome::to_model_string`]: super::Outcome::to_model_string
 
 use super::{Envelope, SchemaField, Violation};
+use crate::runtime::needs_escape;
 use crate::wording::push_number;
 
 /// The envelope's compact JSON text.
@@ -152,9 +153,10 @@ fn string(out: &mut String, s: &str) {
     // Most strings need no escape: one pass over all their bytes without an early exit, which
     // the compiler turns into a vector loop, then one copy. A string with a byte to escape is
     // read again below.
-    if !bytes.iter().fold(false, |found, &b| {
-        found | (b < 0x20) | (b == b'"') | (b == b'\\')
-    }) {
+    if !bytes
+        .iter()
+        .fold(false, |found, &b| found | needs_escape(b))
+    {
         out.push_str(s);
         out.push('"');
         return;
@@ -184,10 +186,6 @@ fn string(out: &mut String, s: &str) {
     }
     out.push_str(&s[run..]);
     out.push('"');
-}
-
-fn needs_escape(b: u8) -> bool {
-    b < 0x20 || b == b'"' || b == b'\\'
 }
 
 fn escape(out: &mut String, b: u8) {

@@ -1,6 +1,6 @@
 //! What every stage uses and none owns: the boxed future of a type-erased stage, containment of
-//! application code's panics, and the registry's clock and random source. A leaf: it imports
-//! nothing else of the crate.
+//! application code's panics, the registry's clock and random source, and which bytes JSON text
+//! escapes. A leaf: it imports nothing else of the crate.
 
 pub(crate) mod clock;
 pub(crate) mod random;
@@ -66,4 +66,13 @@ impl<M: FnOnce() -> F, F: Future> Future for Contain<M, F> {
             }
         }
     }
+}
+
+/// Whether JSON text must escape the byte `b` inside a string (as serde_json does): `"`, `\`
+/// and the controls below U+0020; every other byte, of UTF-8 text, is its own text. Also the
+/// bytes that end a run of plain text when a string is read.
+#[inline]
+pub(crate) fn needs_escape(b: u8) -> bool {
+    // Bitwise, not short-circuit: a pass over a whole string stays one vector loop.
+    (b < 0x20) | (b == b'"') | (b == b'\\')
 }
