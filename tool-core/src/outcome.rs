@@ -870,7 +870,7 @@ impl Outcome {
                 envelope.expected_schema = Some(SchemaField::Text(text));
             }
             if serialized_len(&envelope) > DEFAULT_MAX_ENVELOPE_BYTES {
-                envelope.expected_schema = schema.map(|tree| SchemaField::Tree(tree));
+                // `fit` leaves the schema out first: its text or its tree, the same length.
                 fit(&mut envelope, DEFAULT_MAX_ENVELOPE_BYTES);
                 return json_value(envelope);
             }
