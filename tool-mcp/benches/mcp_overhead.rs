@@ -105,6 +105,11 @@ impl PlainEcho {
     }
 }
 
+/// What both plain handlers offer: tools, nothing else.
+fn tools_only() -> ServerConfig {
+    ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+}
+
 #[derive(serde::Deserialize)]
 struct PlainArgs {
     text: String,
@@ -112,7 +117,7 @@ struct PlainArgs {
 
 impl ServerHandler for PlainEcho {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        tools_only()
     }
 
     async fn list_tools(
@@ -156,7 +161,7 @@ struct RegistryEcho {
 
 impl ServerHandler for RegistryEcho {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        tools_only()
     }
 
     async fn call_tool(
