@@ -50,6 +50,16 @@ pub(crate) fn pointer_token(key: &str) -> String {
     escape_pointer(&shown_key(key))
 }
 
+/// [`pointer_token`], written at the end of `out`: a key short enough to keep whole and with
+/// nothing to escape, nearly every key a report reads, is copied without an allocation.
+pub(crate) fn push_pointer_token(out: &mut String, key: &str) {
+    if key.len() <= KEY_CHARS && !key.bytes().any(|b| b == b'~' || b == b'/') {
+        out.push_str(key);
+    } else {
+        out.push_str(&pointer_token(key));
+    }
+}
+
 /// A JSON Pointer with absurdly long tokens shortened (see [`shown_key`]).
 pub(crate) fn bounded_pointer(pointer: &str) -> Cow<'_, str> {
     // No token of a pointer this short can be over the limit.
@@ -717,6 +727,29 @@ mod tests {
         let limit = "k".repeat(KEY_CHARS);
         let pointer = format!("/{limit}/{limit}/{limit}/{limit}/{limit}");
         assert_eq!(bounded_pointer(&pointer), pointer);
+    }
+
+    #[test]
+    fn a_token_written_in_place_is_the_token() {
+        // Around the length limit (in bytes and in characters), with and without the two
+        // characters a pointer escapes, in one- and multi-byte characters.
+        let mut keys = vec![
+            String::new(),
+            "a/b".to_owned(),
+            "~".to_owned(),
+            "x~1".to_owned(),
+        ];
+        for n in [KEY_CHARS - 1, KEY_CHARS, KEY_CHARS + 1, 2 * KEY_CHARS] {
+            for unit in ["k", "é", "/", "~", "语"] {
+                keys.push(unit.repeat(n));
+                keys.push(format!("{}/", "k".repeat(n)));
+            }
+        }
+        for key in keys {
+            let mut out = "/before".to_owned();
+            push_pointer_token(&mut out, &key);
+            assert_eq!(out, format!("/before{}", pointer_token(&key)), "{key}");
+        }
     }
 
     #[test]

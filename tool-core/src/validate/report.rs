@@ -26,11 +26,12 @@ use super::words::{
     shown_value, type_violation, unknown_violation, valid_arguments,
 };
 use super::{
-    counted, length_expected, pointer_token, preview_bool, preview_string, MAX_REPORTED_VIOLATIONS,
+    counted, length_expected, preview_bool, preview_string, push_pointer_token,
+    MAX_REPORTED_VIOLATIONS,
 };
 use crate::outcome::Violation;
 use crate::tool::schema::IntegerType;
-use crate::wording::concat;
+use crate::wording::{concat, push_number};
 
 /// The most values an `enum` (or a `oneOf` of constants) may list for a plan: each value
 /// checked is compared with each of them.
@@ -71,11 +72,13 @@ enum Node {
 
 #[derive(Default)]
 struct Checks {
-    /// `type`, as bits, and its names in alphabetical order for the message.
+    /// `type`, as bits, and what a value of another type is told it should be ("a string",
+    /// "integer or null"), written once with the plan.
     types: u8,
-    type_names: Vec<&'static str>,
+    type_words: String,
     min_length: Option<u64>,
     max_length: Option<u64>,
+    /// `pattern`: its words ("a string matching `^A[0-9]{4}$`"), written once, and its regex.
     pattern: Option<(String, Regex)>,
     minimum: Option<(Num, String)>,
     maximum: Option<(Num, String)>,
@@ -306,24 +309,26 @@ impl<'a> Build<'a> {
             };
         }
         let mut checks = Checks::any();
+        // `type`'s names, in alphabetical order for the message.
+        let mut type_names: Vec<&'static str> = Vec::new();
         for (keyword, value) in map {
             match (keyword.as_str(), value) {
                 (k, _) if is_annotation(k) => {}
                 ("type", Value::String(t)) => {
                     let (bits, name) = type_bits(t)?;
                     checks.types = bits;
-                    checks.type_names = vec![name];
+                    type_names = vec![name];
                 }
                 ("type", Value::Array(list)) => {
                     checks.types = 0;
                     for t in list {
                         let (bits, name) = type_bits(t.as_str()?)?;
                         checks.types |= bits;
-                        checks.type_names.push(name);
+                        type_names.push(name);
                     }
                     // Named in one order whatever the schema's, as the general validator does.
-                    checks.type_names.sort_unstable();
-                    checks.type_names.dedup();
+                    type_names.sort_unstable();
+                    type_names.dedup();
                 }
                 ("minLength", n) => checks.min_length = Some(n.as_u64()?),
                 ("maxLength", n) => checks.max_length = Some(n.as_u64()?),
@@ -331,7 +336,8 @@ impl<'a> Build<'a> {
                 ("maxItems", n) => checks.max_items = Some(n.as_u64()?),
                 ("pattern", Value::String(p)) => {
                     let translated = jsonschema_regex::to_rust_regex(p).ok()?;
-                    checks.pattern = Some((p.clone(), Regex::new(&translated).ok()?));
+                    let words = concat(&["a string matching ", &shown_pattern(p)]);
+                    checks.pattern = Some((words, Regex::new(&translated).ok()?));
                 }
                 ("minimum", Value::Number(n)) => {
                     checks.minimum = Some((Num::of(n)?, n.to_string()))
@@ -381,6 +387,10 @@ impl<'a> Build<'a> {
                 _ => return None,
             }
         }
+        checks.type_words = match type_names.as_slice() {
+            [one] => article(one),
+            many => many.join(" or "),
+        };
         // `format` names an integer type whose range the bounds may be.
         checks.integer = map
             .get("format")
@@ -564,7 +574,7 @@ impl Seed<'_, '_> {
         if checks.types & kind == 0 {
             found.push(type_violation(
                 path(),
-                expected_types(checks),
+                checks.type_words.clone(),
                 preview(&value),
             ));
         }
@@ -587,12 +597,12 @@ impl Seed<'_, '_> {
                         length(false, max);
                     }
                 }
-                if let Some((source, regex)) = &checks.pattern {
+                if let Some((words, regex)) = &checks.pattern {
                     if !regex.is_match(s) {
                         found.push(must_be_violation(
                             path(),
                             "pattern",
-                            concat(&["a string matching ", &shown_pattern(source)]),
+                            words.clone(),
                             preview(&value),
                         ));
                     }
@@ -652,14 +662,6 @@ impl Seed<'_, '_> {
             self.walk.push(violation)?;
         }
         Ok(())
-    }
-}
-
-/// "a string", "an integer", "string or null".
-fn expected_types(checks: &Checks) -> String {
-    match checks.type_names.as_slice() {
-        [one] => article(one),
-        many => many.join(" or "),
     }
 }
 
@@ -730,7 +732,7 @@ impl<'de> Visitor<'de> for Seed<'_, '_> {
             let mark = self.walk.path.len();
             if items.is_some() {
                 self.walk.path.push('/');
-                self.walk.path.push_str(&count.to_string());
+                push_number(&mut self.walk.path, count as u64);
             }
             let more = seq.next_element_seed(Seed {
                 plan: self.plan,
@@ -751,7 +753,7 @@ impl<'de> Visitor<'de> for Seed<'_, '_> {
         if checks.types & ARRAY == 0 {
             found.push(type_violation(
                 path.clone(),
-                expected_types(checks),
+                checks.type_words.clone(),
                 container("an array of ", count, "items"),
             ));
         }
@@ -823,7 +825,7 @@ impl<'de> Visitor<'de> for Seed<'_, '_> {
             let mark = self.walk.path.len();
             if node.is_some() {
                 self.walk.path.push('/');
-                self.walk.path.push_str(&pointer_token(key));
+                push_pointer_token(&mut self.walk.path, key);
             }
             map.next_value_seed(Seed {
                 plan: self.plan,
@@ -837,7 +839,7 @@ impl<'de> Visitor<'de> for Seed<'_, '_> {
         };
         if checks.types & OBJECT == 0 {
             let got = container("an object with ", count, "fields");
-            let violation = type_violation(self.walk.path.clone(), expected_types(checks), got);
+            let violation = type_violation(self.walk.path.clone(), checks.type_words.clone(), got);
             self.walk.push(violation)?;
         }
         for (at, name) in checks.required.iter().enumerate() {

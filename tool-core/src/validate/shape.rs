@@ -23,7 +23,7 @@ use super::words::{
     shown_value, type_violation, unknown_violation, valid_arguments,
 };
 use super::{
-    bounded_pointer, counted, display_path, length_expected, pointer_token, preview_json,
+    bounded_pointer, counted, display_path, length_expected, preview_json, push_pointer_token,
     summarize, MAX_REPORTED_VIOLATIONS,
 };
 use crate::outcome::{ErrorKind, Failure, ToolSchema, Violation};
@@ -675,10 +675,13 @@ fn path_at(text: &str, at: usize) -> String {
             match frame {
                 Open::Object(Some(key)) => {
                     pointer.push('/');
-                    pointer.push_str(&pointer_token(key));
+                    push_pointer_token(&mut pointer, key);
                 }
                 Open::Object(None) => {}
-                Open::Array(index) => pointer.push_str(&format!("/{index}")),
+                Open::Array(index) => {
+                    pointer.push('/');
+                    crate::wording::push_number(&mut pointer, *index as u64);
+                }
             }
         }
         pointer

@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use super::{about, display_path, pointer_token, shown_key};
+use super::{about, display_path, push_pointer_token, shown_key};
 use crate::outcome::Violation;
 use crate::tool::schema::IntegerType;
 use crate::wording::concat;
@@ -18,8 +18,13 @@ pub(crate) fn article(t: &str) -> String {
     }
 }
 
+/// The pointer of `parent`'s member `key`.
 pub(crate) fn child(parent: &str, key: &str) -> String {
-    concat(&[parent, "/", &pointer_token(key)])
+    let mut out = String::with_capacity(parent.len() + 1 + key.len());
+    out.push_str(parent);
+    out.push('/');
+    push_pointer_token(&mut out, key);
+    out
 }
 
 /// "`field`: expected {expected}, got {got}".
