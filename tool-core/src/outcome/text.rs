@@ -17,7 +17,7 @@ use crate::wording::push_number;
 pub(super) fn write(envelope: &Envelope<'_>) -> String {
     let mut out = String::with_capacity(estimate(envelope));
     out.push_str("{\"status\":");
-    string(&mut out, envelope.status.as_str());
+    name(&mut out, envelope.status.as_str());
     if let Some(degraded) = envelope.degraded {
         boolean(&mut out, ",\"degraded\":", degraded);
     }
@@ -27,11 +27,11 @@ pub(super) fn write(envelope: &Envelope<'_>) -> String {
     }
     if let Some(kind) = envelope.error_type {
         out.push_str(",\"error_type\":");
-        string(&mut out, kind.as_str());
+        name(&mut out, kind.as_str());
     }
     if let Some(seam) = envelope.seam {
         out.push_str(",\"seam\":");
-        string(&mut out, seam.as_str());
+        name(&mut out, seam.as_str());
     }
     if let Some(retryable) = envelope.retryable {
         boolean(&mut out, ",\"retryable\":", retryable);
@@ -143,6 +143,15 @@ fn strings<'a>(out: &mut String, items: impl Iterator<Item = &'a str>) {
         string(out, item);
     }
     out.push(']');
+}
+
+/// One of the envelope's fixed names (a status, an error type, a seam) as a JSON string: they
+/// are lowercase words joined by `_`, nothing to escape, so they are copied without a scan.
+fn name(out: &mut String, name: &'static str) {
+    debug_assert!(!name.bytes().any(needs_escape), "{name}");
+    out.push('"');
+    out.push_str(name);
+    out.push('"');
 }
 
 /// `s` as a JSON string, escaped as serde_json escapes it: `"` and `\` with a backslash, the
@@ -362,6 +371,25 @@ mod tests {
             replayed: None,
             repaired: None,
             repaired_by: None,
+        }
+    }
+
+    #[test]
+    fn the_fixed_names_are_written_as_their_escaped_strings() {
+        let statuses = [
+            Status::Success,
+            Status::Empty,
+            Status::Error,
+            Status::Pending,
+        ]
+        .map(Status::as_str);
+        let seams = [Seam::Validation, Seam::Execution, Seam::Interpretation].map(Seam::as_str);
+        let kinds = ErrorKind::ALL.iter().map(|k| k.as_str());
+        for fixed in statuses.into_iter().chain(seams).chain(kinds) {
+            let (mut written, mut escaped) = (String::new(), String::new());
+            name(&mut written, fixed);
+            string(&mut escaped, fixed);
+            assert_eq!(written, escaped);
         }
     }
 
