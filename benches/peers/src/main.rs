@@ -31,8 +31,10 @@
 //! times.
 //!
 //! `cargo bench --manifest-path benches/peers/Cargo.toml` (optionally `-- ROUNDS N`; `-- profile
-//! CASE N` runs only N toolwright calls of one case, for a profiler, `-- profile json CASE N` the
-//! same rendered with `to_model_json().to_string()`; `-- show` prints each case's envelope).
+//! CASE N` runs only N toolwright calls of one case, for a profiler (`-- profile rig CASE N`, `rmcp`
+//! or `floor`, that side's calls), `-- profile json CASE N` the
+//! same rendered with `to_model_json().to_string()`; `-- show` prints each case's envelope;
+//! `-- keep` keeps a round's outputs until its timer stops instead of dropping each as it comes).
 
 mod rig_side;
 mod rmcp_side;
@@ -169,9 +171,45 @@ struct Peers {
     rig: Rig,
 }
 
-/// Nanoseconds per call of `side` over `n` calls of `case`; outputs go to `out` and are dropped
-/// after the timer stops.
-async fn time(peers: &Peers, side: Side, case: Case, n: usize, out: &mut Vec<String>) -> f64 {
+/// Where the timed calls' outputs go: dropped one by one as they come, each side paying for its
+/// own output's free, as a server that writes an answer and frees it does (the default); or, with
+/// `-- keep`, kept until the round's timer stops. Keeping them grows the heap by a round's outputs
+/// (200 of toolwright's 3.7 KB envelopes are 0.7 MB) and glibc gives it back to the kernel when the
+/// round ends, so the next round pays page faults that outputs of a few hundred bytes do not: a
+/// cost of the batch, not of a call.
+struct Out {
+    kept: Vec<String>,
+    keep: bool,
+}
+
+fn out_kept() -> bool {
+    std::env::args().any(|a| a == "keep")
+}
+
+impl Out {
+    fn new(n: usize) -> Self {
+        let keep = out_kept();
+        Out {
+            kept: Vec::with_capacity(if keep { n } else { 0 }),
+            keep,
+        }
+    }
+
+    fn push(&mut self, output: String) {
+        if self.keep {
+            self.kept.push(output);
+        } else {
+            drop(black_box(output));
+        }
+    }
+
+    fn clear(&mut self) {
+        self.kept.clear();
+    }
+}
+
+/// Nanoseconds per call of `side` over `n` calls of `case`; outputs go to `out`.
+async fn time(peers: &Peers, side: Side, case: Case, n: usize, out: &mut Out) -> f64 {
     out.clear();
     let start;
     match side {
@@ -243,7 +281,7 @@ async fn time(peers: &Peers, side: Side, case: Case, n: usize, out: &mut Vec<Str
 /// Checks once, before timing, that every side answers what it should: a success carries the
 /// tool's result, a malformed call an error, so no side is timed doing something else.
 async fn check(peers: &Peers) {
-    let mut out = Vec::new();
+    let mut out = Out::new(1);
     for case in CASES {
         for side in SIDES {
             if side == Side::Structural && !case.valid {
@@ -295,7 +333,8 @@ fn main() {
     let n = numbers.get(1).copied().unwrap_or(200);
     // `-- profile CASE N`: only N toolwright calls of case CASE (0 to 3, in the order printed),
     // rendered with `to_model_string()` (with `json` among the arguments,
-    // `to_model_json().to_string()`), for a profiler such as callgrind.
+    // `to_model_json().to_string()`; with `rig`, `rmcp` or `floor`, that side's calls instead),
+    // for a profiler such as callgrind.
     let profile = std::env::args().any(|a| a == "profile");
     let json = std::env::args().any(|a| a == "json");
     // `-- show`: each case's envelope as toolwright answers it, and nothing timed.
@@ -322,9 +361,15 @@ fn main() {
         }
         if profile {
             let case = CASES[rounds.min(CASES.len() - 1)];
-            let mut out = Vec::with_capacity(1);
+            let mut out = Out::new(1);
             let side = if json {
                 Side::ToolwrightJson
+            } else if std::env::args().any(|a| a == "rig") {
+                Side::RigExecute
+            } else if std::env::args().any(|a| a == "rmcp") {
+                Side::Rmcp
+            } else if std::env::args().any(|a| a == "floor") {
+                Side::Floor
             } else {
                 Side::ToolwrightString
             };
@@ -333,7 +378,10 @@ fn main() {
             }
             return;
         }
-        println!("peers: {rounds} rounds x {n} calls per side per case; x floor = median of per-round ratios");
+        println!(
+            "peers: {rounds} rounds x {n} calls per side per case; x floor = median of per-round ratios; outputs {}",
+            if out_kept() { "kept until a round's timer stops" } else { "dropped as they come" }
+        );
         for case in CASES {
             dispatch(&peers, case, rounds, n).await;
         }
@@ -347,7 +395,7 @@ async fn dispatch(peers: &Peers, case: Case, rounds: usize, n: usize) {
         .into_iter()
         .filter(|s| case.valid || *s != Side::Structural)
         .collect();
-    let mut out = Vec::with_capacity(n);
+    let mut out = Out::new(n);
     let warm = Instant::now();
     while warm.elapsed() < Duration::from_millis(300) {
         for &side in &sides {
@@ -401,7 +449,10 @@ async fn dispatch(peers: &Peers, case: Case, rounds: usize, n: usize) {
             "toolwright to_model_string() path / rig ErasedTool::execute",
             over_rig,
         ),
-        ("toolwright to_model_string() path / rmcp ToolRouter::call", over_rmcp),
+        (
+            "toolwright to_model_string() path / rmcp ToolRouter::call",
+            over_rmcp,
+        ),
     ] {
         let ratio = median(&mut ratios);
         println!(
