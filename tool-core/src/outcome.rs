@@ -20,11 +20,15 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
+mod envelope;
 pub(crate) mod fixes;
 mod record;
+mod schema;
 mod text;
 
+use envelope::{fit, json_value, serialized_len, Envelope, SchemaField, MIN_ENVELOPE_BYTES};
 pub(crate) use fixes::{Fix, Fixes};
+pub(crate) use schema::ToolSchema;
 
 /// One attempt of a call: its number, the wait before it, how long it ran, and how it ended.
 /// The attempts of a call, in order, are [`Outcome::attempt_history`](crate::Outcome::attempt_history).
@@ -945,134 +949,6 @@ impl Outcome {
 /// [`Outcome::to_model_string_within`] takes another cap.
 pub const DEFAULT_MAX_ENVELOPE_BYTES: usize = 64 * 1024;
 
-/// The smallest cap [`Outcome::to_model_string_within`] honours: room for the envelope's fixed
-/// fields and a cut message.
-const MIN_ENVELOPE_BYTES: usize = 1024;
-
-/// The length of `value`'s compact JSON text, counted without keeping it.
-fn serialized_len<T: Serialize>(value: &T) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0 += bytes.len();
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    match serde_json::to_writer(&mut count, value) {
-        Ok(()) => count.0,
-        Err(_) => usize::MAX,
-    }
-}
-
-/// `text` cut to about `max_chars` characters, saying how many were left out.
-fn cut_text(text: &str, max_chars: usize) -> String {
-    let count = text.chars().count();
-    if count <= max_chars {
-        return text.to_owned();
-    }
-    let head: String = text.chars().take(max_chars).collect();
-    format!("{head}... ({} more characters left out)", count - max_chars)
-}
-
-/// Shrinks a failed call's envelope until its text is at most `max_bytes` long (see
-/// [`Outcome::to_model_string_within`] for the order), noting in its message what was left out.
-fn fit(envelope: &mut Envelope<'_>, max_bytes: usize) {
-    let mut notes: Vec<String> = Vec::new();
-    let original = envelope.message.clone().unwrap_or_default().into_owned();
-    let noted = |envelope: &mut Envelope<'_>, notes: &[String]| {
-        let mut message = original.clone();
-        for note in notes {
-            message.push_str(" (");
-            message.push_str(note);
-            message.push(')');
-        }
-        envelope.message = Some(Cow::Owned(message));
-    };
-    let fits = |envelope: &Envelope<'_>| serialized_len(envelope) <= max_bytes;
-    if let Some(schema) = envelope.expected_schema.take() {
-        notes.push(format!(
-            "expected_schema, {} bytes, is left out to keep this answer under {max_bytes} bytes: read the tool's definition for it",
-            serialized_len(&schema)
-        ));
-        noted(envelope, &notes);
-        if fits(envelope) {
-            return;
-        }
-    }
-    if let Some(tools) = envelope.available_tools.take() {
-        let all = tools.len();
-        let mut keep = all;
-        let mut shown = tools;
-        loop {
-            keep /= 2;
-            shown = Cow::Owned(shown[..keep].to_vec());
-            let mut trial = notes.clone();
-            trial.push(format!(
-                "only {keep} of the {all} available tools are listed"
-            ));
-            envelope.available_tools = Some(shown.clone());
-            noted(envelope, &trial);
-            if fits(envelope) || keep == 0 {
-                notes = trial;
-                break;
-            }
-        }
-        if fits(envelope) {
-            return;
-        }
-    }
-    if let Some(errors) = envelope.errors.take() {
-        let all = errors.len();
-        let mut keep = all;
-        let mut shown = errors;
-        loop {
-            keep = (keep / 2).max(1);
-            let mut kept = shown[..keep.min(shown.len())].to_vec();
-            if keep == 1 {
-                // One problem whose own text is too long (a custom check's message): cut it.
-                let budget = max_bytes / 8;
-                for violation in &mut kept {
-                    violation.expected = cut_text(&violation.expected, budget);
-                    violation.message = cut_text(&violation.message, budget);
-                    violation.got = violation.got.as_deref().map(|g| cut_text(g, budget));
-                    violation.path = cut_text(&violation.path, budget);
-                }
-            }
-            shown = Cow::Owned(kept);
-            let mut trial = notes.clone();
-            if keep < all {
-                trial.push(format!(
-                    "only the first {keep} of the {all} problems are listed: fix them and call again"
-                ));
-            }
-            envelope.errors = Some(shown.clone());
-            noted(envelope, &trial);
-            if fits(envelope) || keep == 1 {
-                notes = trial;
-                break;
-            }
-        }
-        if fits(envelope) {
-            return;
-        }
-    }
-    // The message itself: cut to what is left of the budget, the notes kept whole.
-    let rest =
-        serialized_len(envelope).saturating_sub(envelope.message.as_ref().map_or(0, |m| m.len()));
-    let budget = max_bytes.saturating_sub(rest).saturating_sub(256) / 4;
-    let mut message = cut_text(&original, budget.max(64));
-    for note in &notes {
-        message.push_str(" (");
-        message.push_str(note);
-        message.push(')');
-    }
-    envelope.message = Some(Cow::Owned(message));
-}
-
 /// Facts about how an outcome came to be, one bit each (an `Outcome` stays under 128 bytes).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Marks(u8);
@@ -1089,114 +965,6 @@ impl Marks {
 
     pub(crate) fn set(&mut self, mark: u8) {
         self.0 |= mark;
-    }
-}
-
-#[derive(Serialize)]
-struct Envelope<'a> {
-    status: Status,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    degraded: Option<bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    source: Option<&'static str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    error_type: Option<ErrorKind>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    seam: Option<Seam>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    retryable: Option<bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    message: Option<Cow<'a, str>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    errors: Option<Cow<'a, [Violation]>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    available_tools: Option<Cow<'a, [String]>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    retry_after_ms: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    expected_schema: Option<SchemaField<'a>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    data: Option<&'a RawValue>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    attempts: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    replayed: Option<bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    repaired: Option<bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    repaired_by: Option<Fixes>,
-}
-
-/// A failed call's schema in the envelope: the tree itself, or its compact text written once.
-enum SchemaField<'a> {
-    Tree(&'a Value),
-    Text(&'a RawValue),
-    /// `null`, its place kept for the tree that [`Outcome::to_model_json`] puts there.
-    Later,
-}
-
-impl Serialize for SchemaField<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match self {
-            SchemaField::Tree(tree) => tree.serialize(serializer),
-            SchemaField::Text(text) => text.serialize(serializer),
-            SchemaField::Later => serializer.serialize_unit(),
-        }
-    }
-}
-
-/// The envelope as a tree.
-fn json_value(envelope: Envelope<'_>) -> Value {
-    serde_json::to_value(envelope).unwrap_or_else(|e| {
-        // Unreachable in practice: every field is plain data. Still never panic.
-        serde_json::json!({"status": "error", "error_type": "invalid_result", "message": e.to_string()})
-    })
-}
-
-/// A tool's input schema as a failed call's envelope carries it: the tree, and its compact text,
-/// written on the tool's first failed call and copied into every later envelope. Escaping a
-/// schema of a few hundred bytes again on every failure was about a third of a shape failure's
-/// `to_model_string` (6,000 of 19,000 instructions). A tool's spec and its failures share one.
-/// It also keeps the plan the fingerprint of a call follows, compiled on the tool's first
-/// side-effecting call: reading the schema on every call was a third of the fingerprint's cost.
-#[derive(Debug)]
-pub(crate) struct ToolSchema {
-    tree: Value,
-    text: std::sync::OnceLock<Option<Box<RawValue>>>,
-    plan: std::sync::OnceLock<crate::idempotency::canonical::Plan>,
-}
-
-impl ToolSchema {
-    pub(crate) fn new(tree: Value) -> ToolSchema {
-        ToolSchema {
-            tree,
-            text: std::sync::OnceLock::new(),
-            plan: std::sync::OnceLock::new(),
-        }
-    }
-
-    /// What the schema says about each place of the arguments, for their fingerprint.
-    pub(crate) fn plan(&self) -> &crate::idempotency::canonical::Plan {
-        self.plan
-            .get_or_init(|| crate::idempotency::canonical::Plan::compile(&self.tree))
-    }
-
-    /// Its compact text, written the first time it is asked for.
-    fn text(&self) -> Option<&RawValue> {
-        self.text
-            .get_or_init(|| {
-                let text = serde_json::to_string(&self.tree).ok()?;
-                RawValue::from_string(text).ok()
-            })
-            .as_deref()
-    }
-}
-
-impl std::ops::Deref for ToolSchema {
-    type Target = Value;
-
-    fn deref(&self) -> &Value {
-        &self.tree
     }
 }
 

@@ -9,7 +9,8 @@
 //!
 //! [`Outcome::to_model_string`]: super::Outcome::to_model_string
 
-use super::{Envelope, SchemaField, Violation};
+use super::envelope::{Envelope, SchemaField};
+use super::Violation;
 use crate::runtime::needs_escape;
 use crate::wording::push_number;
 
