@@ -404,3 +404,125 @@ async fn a_store_failure_fails_closed_and_never_counts_against_the_breaker() {
     assert_eq!(breaker.state(), toolwright::execute::BreakerState::Closed);
     assert_eq!((breaker.stats().calls, breaker.stats().failures), (0, 0));
 }
+
+/// The in-memory store behind its trait alone, so the registry cannot tell what it is: every
+/// call reaches it through the boxed futures a store of any kind answers with.
+struct Behind(toolwright::MemoryStore);
+
+impl IdempotencyStore for Behind {
+    fn begin<'a>(
+        &'a self,
+        key: &'a IdempotencyKey,
+        fingerprint: &'a Fingerprint,
+        lock_ttl: Duration,
+    ) -> StoreFuture<'a, Begin> {
+        self.0.begin(key, fingerprint, lock_ttl)
+    }
+    fn complete<'a>(
+        &'a self,
+        lease: &'a Lease,
+        outcome: StoredOutcome,
+    ) -> StoreFuture<'a, Settled> {
+        self.0.complete(lease, outcome)
+    }
+    fn record_unknown_effect<'a>(&'a self, lease: &'a Lease) -> StoreFuture<'a, Settled> {
+        self.0.record_unknown_effect(lease)
+    }
+    fn release<'a>(&'a self, lease: &'a Lease) -> StoreFuture<'a, Settled> {
+        self.0.release(lease)
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_in_memory_store_answers_the_same_reached_directly_or_through_its_trait() {
+    // Every way a call settles its key: stored and replayed, released after a conflict,
+    // recorded as an unknown effect after a timeout, refused as a mismatch, and a duplicate
+    // refused while the first call runs.
+    let steps = || {
+        Script::new(
+            [
+                Step::Answer,
+                Step::Fail(ErrorKind::Conflict),
+                Step::Answer,
+                Step::Hang,
+                Step::Hang,
+                Step::Hang,
+                Step::Answer,
+                // The first delivery of `call_4` hangs while its duplicate arrives.
+                Step::Hang,
+                Step::Hang,
+                Step::Hang,
+            ],
+            Step::Answer,
+        )
+    };
+    let calls = [
+        // Stored, then replayed.
+        ("call_1", REFUND),
+        ("call_1", REFUND),
+        // Released after a conflict: other arguments under the key are a new action.
+        ("call_2", REFUND),
+        ("call_2", OTHER_REFUND),
+        // An unknown effect after a timeout: other arguments are a mismatch, the same ones run.
+        ("call_3", REFUND),
+        ("call_3", OTHER_REFUND),
+        ("call_3", REFUND),
+        ("call_3", REFUND),
+    ];
+    let mut runs = Vec::new();
+    for behind in [false, true] {
+        let script = Arc::new(steps());
+        let store = toolwright::MemoryStore::new();
+        let registry = if behind {
+            builder(&script).idempotency_store(Behind(store))
+        } else {
+            builder(&script).idempotency_store(store)
+        }
+        .build()
+        .unwrap();
+        let session = Session::new("conv-1");
+        let mut seen = Vec::new();
+        for (id, arguments) in calls {
+            let outcome = registry.call_in(&session, refund(id, arguments)).await;
+            seen.push((
+                outcome.status(),
+                outcome.error_kind(),
+                outcome.is_replayed(),
+                outcome.attempts(),
+            ));
+        }
+        // A duplicate while the first delivery of a new call still runs.
+        let (first, duplicate) = tokio::join!(
+            registry.call_in(&session, refund("call_4", REFUND)),
+            registry.call_in(&session, refund("call_4", REFUND)),
+        );
+        seen.push((first.status(), first.error_kind(), false, first.attempts()));
+        seen.push((duplicate.status(), duplicate.error_kind(), false, 0));
+        runs.push((seen, script.entered(), keys(&script)));
+    }
+    let (direct, behind) = (&runs[0], &runs[1]);
+    assert_eq!(direct, behind);
+    // The scenario did what it says.
+    let kinds: Vec<_> = direct.0.iter().map(|s| s.1).collect();
+    use ErrorKind::{Conflict, DuplicateInFlight, IdempotencyMismatch, Timeout};
+    assert_eq!(
+        kinds,
+        [
+            None,
+            None,
+            Some(Conflict),
+            None,
+            Some(Timeout),
+            Some(IdempotencyMismatch),
+            None,
+            None,
+            Some(Timeout),
+            Some(DuplicateInFlight),
+        ]
+    );
+    let replayed: Vec<_> = direct.0.iter().map(|s| s.2).collect();
+    assert_eq!(
+        replayed,
+        [false, true, false, false, false, false, false, true, false, false]
+    );
+}

@@ -181,7 +181,9 @@ impl MemoryStore {
         }
     }
 
-    fn begin_now(
+    /// [`IdempotencyStore::begin`], answered at once: the store never waits, so the call's
+    /// pipeline calls this directly and spares the boxed future.
+    pub(crate) fn begin_now(
         &self,
         key: &IdempotencyKey,
         fingerprint: &Fingerprint,
@@ -394,45 +396,32 @@ impl std::fmt::Debug for MemoryStore {
     }
 }
 
-impl IdempotencyStore for MemoryStore {
-    fn begin<'a>(
-        &'a self,
-        key: &'a IdempotencyKey,
-        fingerprint: &'a Fingerprint,
-        lock_ttl: Duration,
-    ) -> StoreFuture<'a, Begin> {
-        let answer = self.begin_now(key, fingerprint, lock_ttl);
-        Box::pin(std::future::ready(Ok(answer)))
-    }
-
-    fn complete<'a>(
-        &'a self,
-        lease: &'a Lease,
-        outcome: StoredOutcome,
-    ) -> StoreFuture<'a, Settled> {
+impl MemoryStore {
+    /// [`IdempotencyStore::complete`], answered at once.
+    pub(crate) fn complete_now(&self, lease: &Lease, outcome: StoredOutcome) -> Settled {
         let key_ttl = self.inner.key_ttl;
-        let settled = self.settle_now(lease, |record, now| {
+        self.settle_now(lease, |record, now| {
             record.expires_at = now + key_ttl;
             record.state = State::Done(outcome);
             true
-        });
-        Box::pin(std::future::ready(Ok(settled)))
+        })
     }
 
-    fn record_unknown_effect<'a>(&'a self, lease: &'a Lease) -> StoreFuture<'a, Settled> {
+    /// [`IdempotencyStore::record_unknown_effect`], answered at once.
+    pub(crate) fn record_unknown_effect_now(&self, lease: &Lease) -> Settled {
         let key_ttl = self.inner.key_ttl;
-        let settled = self.settle_now(lease, |record, now| {
+        self.settle_now(lease, |record, now| {
             record.expires_at = now + key_ttl;
             record.unknown_effects += 1;
             record.state = State::UnknownEffect;
             true
-        });
-        Box::pin(std::future::ready(Ok(settled)))
+        })
     }
 
-    fn release<'a>(&'a self, lease: &'a Lease) -> StoreFuture<'a, Settled> {
+    /// [`IdempotencyStore::release`], answered at once.
+    pub(crate) fn release_now(&self, lease: &Lease) -> Settled {
         let key_ttl = self.inner.key_ttl;
-        let settled = self.settle_now(lease, |record, now| {
+        self.settle_now(lease, |record, now| {
             if let State::Running {
                 before: Prior::Fresh,
                 ..
@@ -444,8 +433,40 @@ impl IdempotencyStore for MemoryStore {
             record.expires_at = now + key_ttl;
             record.state = State::UnknownEffect;
             true
-        });
-        Box::pin(std::future::ready(Ok(settled)))
+        })
+    }
+}
+
+impl IdempotencyStore for MemoryStore {
+    fn begin<'a>(
+        &'a self,
+        key: &'a IdempotencyKey,
+        fingerprint: &'a Fingerprint,
+        lock_ttl: Duration,
+    ) -> StoreFuture<'a, Begin> {
+        Box::pin(std::future::ready(Ok(self.begin_now(
+            key,
+            fingerprint,
+            lock_ttl,
+        ))))
+    }
+
+    fn complete<'a>(
+        &'a self,
+        lease: &'a Lease,
+        outcome: StoredOutcome,
+    ) -> StoreFuture<'a, Settled> {
+        Box::pin(std::future::ready(Ok(self.complete_now(lease, outcome))))
+    }
+
+    fn record_unknown_effect<'a>(&'a self, lease: &'a Lease) -> StoreFuture<'a, Settled> {
+        Box::pin(std::future::ready(
+            Ok(self.record_unknown_effect_now(lease)),
+        ))
+    }
+
+    fn release<'a>(&'a self, lease: &'a Lease) -> StoreFuture<'a, Settled> {
+        Box::pin(std::future::ready(Ok(self.release_now(lease))))
     }
 }
 

@@ -82,7 +82,10 @@ pub use fingerprint::Fingerprint;
 pub use memory::{MemoryStore, MemoryStoreBuilder, DEFAULT_MAX_BYTES};
 #[cfg(feature = "redis")]
 pub use redis_store::{RedisStore, RedisStoreBuilder};
-pub(crate) use stage::{begin as begin_call, settle as settle_call};
+pub(crate) use stage::{
+    begin as begin_call, begin_now as begin_call_now, settle as settle_call,
+    settle_now as settle_call_now,
+};
 pub use store::{
     Begin, Disposition, IdempotencyStore, Lease, Prior, Settled, StoreError, StoreFuture,
     DEFAULT_KEY_TTL, DEFAULT_LOCK_TTL,

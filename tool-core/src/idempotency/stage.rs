@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::{
-    Disposition, Fingerprint, IdempotencyKey, IdempotencyStore, Lease, Prior, Settled,
-    StoredOutcome,
+    Begin, Disposition, Fingerprint, IdempotencyKey, IdempotencyStore, Lease, MemoryStore, Prior,
+    Settled, StoreError, StoredOutcome,
 };
 use crate::error::ToolError;
 use crate::outcome::Outcome;
@@ -27,13 +27,37 @@ pub(crate) async fn begin(
     (call_id, tool): (&str, &Arc<str>),
     hold: Duration,
 ) -> Result<Lease, Outcome> {
-    // The lock lasts as long as the call can (every attempt, every wait, the approval), and no
-    // longer: a slow call is never taken over while it runs, a duplicate's `retry_after_ms`
-    // (the lock's remaining time) says when the running call must be over, and a key whose
-    // call vanished (a crash, a dropped future) is free again as soon as that call would have
-    // ended.
-    let lock_ttl = hold.saturating_add(LOCK_SLACK);
-    let lease = match store.begin(&key, &fingerprint, lock_ttl).await {
+    let begun = store.begin(&key, &fingerprint, lock_ttl(hold)).await;
+    leased(begun, (call_id, tool))
+}
+
+/// [`begin`] on the in-memory store, which answers at once: no future to box and poll.
+pub(crate) fn begin_now(
+    store: &MemoryStore,
+    key: IdempotencyKey,
+    fingerprint: Fingerprint,
+    (call_id, tool): (&str, &Arc<str>),
+    hold: Duration,
+) -> Result<Lease, Outcome> {
+    let begun = store.begin_now(&key, &fingerprint, lock_ttl(hold));
+    leased(Ok(begun), (call_id, tool))
+}
+
+/// How long a call's lock lasts: as long as the call can (every attempt, every wait, the
+/// approval), and no longer. A slow call is never taken over while it runs, a duplicate's
+/// `retry_after_ms` (the lock's remaining time) says when the running call must be over, and a
+/// key whose call vanished (a crash, a dropped future) is free again as soon as that call would
+/// have ended.
+fn lock_ttl(hold: Duration) -> Duration {
+    hold.saturating_add(LOCK_SLACK)
+}
+
+/// The store's answer to a begin, as the lease to run under or the outcome to answer instead.
+fn leased(
+    begun: Result<Begin, StoreError>,
+    (call_id, tool): (&str, &Arc<str>),
+) -> Result<Lease, Outcome> {
+    let lease = match begun {
         Ok(begin) => begin.into_lease(call_id, tool)?,
         // Fail closed: without the record the framework cannot tell a retry from a new action.
         // The tool did not fail, so its breaker never hears of it.
@@ -68,18 +92,39 @@ pub(crate) async fn settle(
     outcome: &Outcome,
     uncertain: bool,
 ) {
-    let settled = match Disposition::of(outcome, true) {
+    let settled = match settlement(outcome, uncertain) {
         Disposition::Complete => {
             store
                 .complete(&lease, StoredOutcome::from_outcome(outcome))
                 .await
         }
-        Disposition::Release if !uncertain => store.release(&lease).await,
-        Disposition::Release | Disposition::UnknownEffect => {
-            store.record_unknown_effect(&lease).await
-        }
+        Disposition::Release => store.release(&lease).await,
+        Disposition::UnknownEffect => store.record_unknown_effect(&lease).await,
     };
-    let tool = outcome.tool();
+    logged(settled, outcome.tool(), &lease);
+}
+
+/// [`settle`] on the in-memory store, which answers at once.
+pub(crate) fn settle_now(store: &MemoryStore, lease: Lease, outcome: &Outcome, uncertain: bool) {
+    let settled = match settlement(outcome, uncertain) {
+        Disposition::Complete => store.complete_now(&lease, StoredOutcome::from_outcome(outcome)),
+        Disposition::Release => store.release_now(&lease),
+        Disposition::UnknownEffect => store.record_unknown_effect_now(&lease),
+    };
+    logged(Ok(settled), outcome.tool(), &lease);
+}
+
+/// How a finished call settles its key: as [`Disposition::of`] says for a call that never
+/// started, except that a release becomes an unknown effect when some attempt may have acted.
+fn settlement(outcome: &Outcome, uncertain: bool) -> Disposition {
+    match Disposition::of(outcome, true) {
+        Disposition::Release if uncertain => Disposition::UnknownEffect,
+        disposition => disposition,
+    }
+}
+
+/// Logs a settlement that did not record the outcome.
+fn logged(settled: Result<Settled, StoreError>, tool: &str, lease: &Lease) {
     match settled {
         Ok(Settled::Recorded) => {}
         Ok(Settled::LeaseLost) => tracing::warn!(

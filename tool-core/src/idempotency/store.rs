@@ -58,7 +58,8 @@ pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>>
 /// The methods return boxed futures ([`StoreFuture`]) rather than being `async fn`s: an `async
 /// fn` in a trait is not dyn-compatible, and the registry needs `dyn IdempotencyStore` to let
 /// the application choose the store at run time. The box costs one allocation per call, noise
-/// beside a Redis round trip and small beside the in-memory store's own work.
+/// beside a Redis round trip; a registry reaches its [`MemoryStore`](super::MemoryStore)
+/// (given as it is or in an `Arc`) directly, without the box.
 pub trait IdempotencyStore: Send + Sync + 'static {
     /// Starts a call under `key`, or says why it must not start.
     ///

@@ -3,13 +3,14 @@
 //! the store, never asked about again), then the session's approver asked.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use super::finish::{answered_by_store, rejected};
 use super::{Call, Pipeline};
 use crate::approval::{self, ApprovalRequest, Refusal};
 use crate::call::Session;
 use crate::execute::Bounds;
-use crate::idempotency::{self, Fingerprint, Lease};
+use crate::idempotency::{self, Fingerprint, IdempotencyKey, Lease};
 use crate::observe::{self, ToolStats};
 use crate::outcome::{Outcome, Status};
 use crate::tool::spec::{Effect, ToolSpec};
@@ -51,8 +52,36 @@ pub(super) async fn clear(
     Ok(lease)
 }
 
-/// The idempotency stage's begin for a side-effecting call: the key in the session's mode
-/// and scope, held for the call's whole deadline (and its approval, when it needs one).
+/// [`clear`] at once, for a call that waits on nothing there: a side-effecting call that needs
+/// no approval, on the in-memory store. `None`: the call goes through [`clear`].
+pub(super) fn clear_now(
+    (spec, guard, stats): (&ToolSpec, &Bounds, &ToolStats),
+    call: &mut Call,
+    session: &Session,
+    pipeline: &Pipeline,
+) -> Option<Result<Option<Box<Lease>>, Outcome>> {
+    let memory = pipeline.memory.as_ref()?;
+    if spec.requires_approval() || !matches!(spec.effect(), Effect::SideEffecting) {
+        return None;
+    }
+    let (key, fingerprint, hold) = key_of(spec, guard, call, session, pipeline);
+    let begun = idempotency::begin_call_now(memory, key, fingerprint, (&call.id, &spec.name), hold);
+    Some(match begun {
+        Ok(lease) => Ok(Some(Box::new(lease))),
+        Err(outcome) => {
+            let call = call.take();
+            Err(answered_by_store(
+                (spec, stats),
+                call,
+                outcome,
+                session,
+                pipeline,
+            ))
+        }
+    })
+}
+
+/// The idempotency stage's begin for a side-effecting call.
 async fn claim_key(
     spec: &ToolSpec,
     guard: &Bounds,
@@ -60,13 +89,7 @@ async fn claim_key(
     session: &Session,
     pipeline: &Pipeline,
 ) -> Result<Lease, Outcome> {
-    let mode = session.key_mode().unwrap_or(pipeline.key_mode);
-    let fingerprint = Fingerprint::for_tool(spec, &call.arguments);
-    let key = mode.key(&session.call_scope(), spec.name(), &call.id, &fingerprint);
-    let mut hold = guard.deadline();
-    if spec.requires_approval() {
-        hold += pipeline.approval_timeout;
-    }
+    let (key, fingerprint, hold) = key_of(spec, guard, call, session, pipeline);
     idempotency::begin_call(
         &*pipeline.store,
         key,
@@ -75,6 +98,26 @@ async fn claim_key(
         hold,
     )
     .await
+}
+
+/// A side-effecting call's key in the session's mode and scope, the fingerprint of its
+/// arguments, and how long the key is held: the call's whole deadline, and its approval when it
+/// needs one.
+fn key_of(
+    spec: &ToolSpec,
+    guard: &Bounds,
+    call: &Call,
+    session: &Session,
+    pipeline: &Pipeline,
+) -> (IdempotencyKey, Fingerprint, Duration) {
+    let mode = session.key_mode().unwrap_or(pipeline.key_mode);
+    let fingerprint = Fingerprint::for_tool(spec, &call.arguments);
+    let key = mode.key(&session.call_scope(), spec.name(), &call.id, &fingerprint);
+    let mut hold = guard.deadline();
+    if spec.requires_approval() {
+        hold += pipeline.approval_timeout;
+    }
+    (key, fingerprint, hold)
 }
 
 /// The approval stage: the session's approver decides this exact call.

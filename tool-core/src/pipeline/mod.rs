@@ -31,7 +31,7 @@ use crate::conversation::recovery::RecoveryBudget;
 use crate::execute::fallback::{self, Interpreted};
 use crate::execute::Executed;
 use crate::guard::{output, policy};
-use crate::idempotency::{self, IdempotencyKey, IdempotencyStore, KeyMode};
+use crate::idempotency::{self, IdempotencyKey, IdempotencyStore, KeyMode, MemoryStore};
 use crate::observe::{self, ArgumentLog, Quarantine};
 use crate::outcome::{Failure, Fixes, Outcome};
 use crate::progress::ProgressHandle;
@@ -55,6 +55,9 @@ pub(crate) struct Pipeline {
     pub(crate) state: Arc<StateMap>,
     pub(crate) sources: Sources,
     pub(crate) store: Arc<dyn IdempotencyStore>,
+    /// The same store when it is the in-memory one: it answers at once, so a call begins and
+    /// settles its key without a boxed future.
+    pub(crate) memory: Option<MemoryStore>,
     pub(crate) key_mode: KeyMode,
     pub(crate) argument_log: ArgumentLog,
     /// For each kind of id, the tools whose results carry it (replaced when the tool set
@@ -176,14 +179,13 @@ pub(crate) fn run<'a>(
         // a reviewer) run in one boxed future of their own, entered only by calls that need
         // one, so the call's future holds none of their state.
         let lease = if matches!(spec.effect(), Effect::SideEffecting) || spec.requires_approval() {
-            match Box::pin(clear::clear(
-                (spec, tool.guard(), stats),
-                &mut call,
-                session,
-                pipeline,
-            ))
-            .await
-            {
+            let stage = (spec, tool.guard(), stats);
+            // On the in-memory store, a call that needs no approval waits on nothing here.
+            let cleared = match clear::clear_now(stage, &mut call, session, pipeline) {
+                Some(cleared) => cleared,
+                None => Box::pin(clear::clear(stage, &mut call, session, pipeline)).await,
+            };
+            match cleared {
                 Ok(lease) => lease,
                 Err(outcome) => return outcome,
             }
@@ -234,13 +236,18 @@ pub(crate) fn run<'a>(
         let id = std::mem::take(&mut call.id);
         let mut outcome = conclude(spec, id, call.arrived, executed, degraded);
         if let Some(lease) = lease {
-            Box::pin(idempotency::settle_call(
-                &*pipeline.store,
-                *lease,
-                &outcome,
-                uncertain,
-            ))
-            .await;
+            match &pipeline.memory {
+                Some(memory) => idempotency::settle_call_now(memory, *lease, &outcome, uncertain),
+                None => {
+                    Box::pin(idempotency::settle_call(
+                        &*pipeline.store,
+                        *lease,
+                        &outcome,
+                        uncertain,
+                    ))
+                    .await
+                }
+            }
         }
         outcome.repaired_by = repaired_by;
         // The tool is done: a report still waiting out its interval goes now, before the

@@ -30,6 +30,8 @@ pub struct RegistryBuilder {
     breakers: HashMap<String, BreakerPolicy>,
     sources: Sources,
     store: Option<Arc<dyn IdempotencyStore>>,
+    /// The store, typed, when it is a [`MemoryStore`].
+    memory: Option<MemoryStore>,
     key_mode: KeyMode,
     argument_log: ArgumentLog,
     recovery: RecoveryBudget,
@@ -65,6 +67,7 @@ impl Default for RegistryBuilder {
             breakers: HashMap::new(),
             sources: Sources::default(),
             store: None,
+            memory: None,
             key_mode: KeyMode::default(),
             argument_log: ArgumentLog::Off,
             recovery: RecoveryBudget::new(),
@@ -348,6 +351,13 @@ impl RegistryBuilder {
     /// # let _ = registry;
     /// ```
     pub fn idempotency_store(mut self, store: impl IdempotencyStore) -> Self {
+        // The in-memory store, as it is or in an `Arc`, answers at once: calls reach it without
+        // a boxed future.
+        let any: &dyn Any = &store;
+        self.memory = any.downcast_ref::<MemoryStore>().cloned().or_else(|| {
+            any.downcast_ref::<Arc<MemoryStore>>()
+                .map(|store| MemoryStore::clone(store))
+        });
         self.store = Some(Arc::new(store));
         self
     }
@@ -532,13 +542,20 @@ impl RegistryBuilder {
             return Err(BuildError::UnknownBreakerTool(name.clone()));
         }
         let table = Table::new(tools);
+        let (store, memory) = match self.store {
+            Some(store) => (store, self.memory),
+            None => {
+                let memory = MemoryStore::new();
+                let store: Arc<dyn IdempotencyStore> = Arc::new(memory.clone());
+                (store, Some(memory))
+            }
+        };
         let pipeline = Pipeline {
             finders: std::sync::RwLock::new(Arc::new(pipeline::finders(&table.specs))),
             state: Arc::new(self.state),
             sources: self.sources,
-            store: self
-                .store
-                .unwrap_or_else(|| Arc::new(MemoryStore::new()) as Arc<dyn IdempotencyStore>),
+            store,
+            memory,
             key_mode: self.key_mode,
             argument_log: self.argument_log,
             recovery: self.recovery,
@@ -888,3 +905,58 @@ impl fmt::Display for BuildError {
 }
 
 impl std::error::Error for BuildError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whether the registry reaches its store without a boxed future.
+    fn direct(builder: RegistryBuilder) -> bool {
+        builder.build().unwrap().inner.pipeline.memory.is_some()
+    }
+
+    #[test]
+    fn the_in_memory_store_is_reached_directly_as_it_is_or_in_an_arc() {
+        assert!(direct(Registry::builder()), "the default store");
+        assert!(direct(
+            Registry::builder().idempotency_store(MemoryStore::new())
+        ));
+        let shared = Arc::new(MemoryStore::new());
+        assert!(direct(Registry::builder().idempotency_store(shared)));
+
+        /// Any other store, here the in-memory one behind a wrapper.
+        struct Other(MemoryStore);
+        impl IdempotencyStore for Other {
+            fn begin<'a>(
+                &'a self,
+                key: &'a crate::IdempotencyKey,
+                fingerprint: &'a Fingerprint,
+                lock_ttl: Duration,
+            ) -> crate::idempotency::StoreFuture<'a, crate::idempotency::Begin> {
+                self.0.begin(key, fingerprint, lock_ttl)
+            }
+            fn complete<'a>(
+                &'a self,
+                lease: &'a crate::idempotency::Lease,
+                outcome: crate::idempotency::StoredOutcome,
+            ) -> crate::idempotency::StoreFuture<'a, crate::idempotency::Settled> {
+                self.0.complete(lease, outcome)
+            }
+            fn record_unknown_effect<'a>(
+                &'a self,
+                lease: &'a crate::idempotency::Lease,
+            ) -> crate::idempotency::StoreFuture<'a, crate::idempotency::Settled> {
+                self.0.record_unknown_effect(lease)
+            }
+            fn release<'a>(
+                &'a self,
+                lease: &'a crate::idempotency::Lease,
+            ) -> crate::idempotency::StoreFuture<'a, crate::idempotency::Settled> {
+                self.0.release(lease)
+            }
+        }
+        assert!(!direct(
+            Registry::builder().idempotency_store(Other(MemoryStore::new()))
+        ));
+    }
+}
