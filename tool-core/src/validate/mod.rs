@@ -185,8 +185,9 @@ pub(crate) fn summarize(violations: &[Violation]) -> String {
     match violations {
         [one] => one.message.clone(),
         many => {
-            // Where they are, each place once (one field can break several rules).
-            let mut paths: Vec<&str> = Vec::with_capacity(many.len());
+            // Where they are, each place once (one field can break several rules); on the stack
+            // for the usual few.
+            let mut paths: smallvec::SmallVec<[&str; 8]> = smallvec::SmallVec::new();
             for violation in many {
                 if !paths.contains(&violation.path.as_str()) {
                     paths.push(&violation.path);
