@@ -160,13 +160,9 @@ fn name(out: &mut String, name: &'static str) {
 fn string(out: &mut String, s: &str) {
     out.push('"');
     let bytes = s.as_bytes();
-    // Most strings need no escape: one pass over all their bytes without an early exit, which
-    // the compiler turns into a vector loop, then one copy. A string with a byte to escape is
-    // read again below.
-    if !bytes
-        .iter()
-        .fold(false, |found, &b| found | needs_escape(b))
-    {
+    // Most strings need no escape: one pass over their bytes, then one copy. A string with a
+    // byte to escape is read again below.
+    if !has_escape(bytes) {
         out.push_str(s);
         out.push('"');
         return;
@@ -196,6 +192,31 @@ fn string(out: &mut String, s: &str) {
     }
     out.push_str(&s[run..]);
     out.push('"');
+}
+
+/// Whether any of `bytes` needs escaping: eight at a time, the last word overlapping the one
+/// before it, with no early exit. (The vector loop the compiler makes of a pass byte by byte
+/// runs as many instructions, but an envelope's strings are short, and its byte-wise tail's
+/// branches made a failed call's whole path 5% to 7% slower.)
+fn has_escape(bytes: &[u8]) -> bool {
+    let Some(last) = bytes.len().checked_sub(8) else {
+        return bytes
+            .iter()
+            .fold(false, |found, &b| found | needs_escape(b));
+    };
+    let word = |at: usize| {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(&bytes[at..at + 8]);
+        escapes(u64::from_le_bytes(word))
+    };
+    let mut found = 0;
+    let mut at = 0;
+    while at < last {
+        found |= word(at);
+        at += 8;
+    }
+    // A word marks no lane unless one of its lanes needs escaping.
+    found | word(last) != 0
 }
 
 fn escape(out: &mut String, b: u8) {
