@@ -476,11 +476,27 @@ impl Violations {
 
 /// Escapes one JSON Pointer token (RFC 6901).
 pub(crate) fn escape_pointer(token: &str) -> String {
+    let mut out = String::with_capacity(token.len());
+    push_escaped_pointer(&mut out, token);
+    out
+}
+
+/// [`escape_pointer`], written at the end of `out`: a token with nothing to escape (nearly
+/// every key) is copied as it is.
+#[inline]
+pub(crate) fn push_escaped_pointer(out: &mut String, token: &str) {
     // By bytes: a char-set pattern cost several times as much on the short keys of a report.
     if !token.bytes().any(|b| b == b'~' || b == b'/') {
-        return token.to_owned();
+        out.push_str(token);
+        return;
     }
-    token.replace('~', "~0").replace('/', "~1")
+    for c in token.chars() {
+        match c {
+            '~' => out.push_str("~0"),
+            '/' => out.push_str("~1"),
+            c => out.push(c),
+        }
+    }
 }
 
 /// The failure half of an [`Outcome`].

@@ -73,6 +73,6 @@ impl<M: FnOnce() -> F, F: Future> Future for Contain<M, F> {
 /// bytes that end a run of plain text when a string is read.
 #[inline]
 pub(crate) fn needs_escape(b: u8) -> bool {
-    // Bitwise, not short-circuit: a pass over a whole string stays one vector loop.
+    // Bitwise, not short-circuit: a pass that does not stop early has no branch per byte.
     (b < 0x20) | (b == b'"') | (b == b'\\')
 }

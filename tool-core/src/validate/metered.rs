@@ -259,7 +259,10 @@ pub(crate) fn unfollowed_reference(schema: &Value) -> Option<(String, String)> {
                 }
                 (Position::Map, Value::Object(members)) => {
                     for (name, child) in members {
-                        path.push_str(&format!("/{keyword}/{}", pointer_token(name)));
+                        path.push('/');
+                        path.push_str(keyword);
+                        path.push('/');
+                        super::push_escaped_pointer(path, name);
                         let found = find(child, path);
                         path.truncate(at);
                         if found.is_some() {
@@ -273,10 +276,6 @@ pub(crate) fn unfollowed_reference(schema: &Value) -> Option<(String, String)> {
         None
     }
     find(schema, &mut String::new())
-}
-
-fn pointer_token(name: &str) -> String {
-    name.replace('~', "~0").replace('/', "~1")
 }
 
 /// Where a keyword's value holds subschemas (draft 2020-12, and the older drafts' forms).

@@ -24,18 +24,25 @@ use serde_json::Value;
 use crate::outcome::{Failure, Violation};
 use crate::tool::spec::FieldMeta;
 
-pub(crate) use crate::outcome::escape_pointer;
+pub(crate) use crate::outcome::{escape_pointer, push_escaped_pointer};
 
 /// Longest object key kept whole in a path or message, in characters.
 const KEY_CHARS: usize = 64;
 
 /// A key shortened for a path or a message when it is absurdly long (a model that sends a
 /// megabyte-long field name must not get a megabyte back): its head and its length.
+#[inline]
 pub(crate) fn shown_key(key: &str) -> Cow<'_, str> {
     // No more bytes than the limit: no more characters either, without counting them.
     if key.len() <= KEY_CHARS {
         return Cow::Borrowed(key);
     }
+    shortened_key(key)
+}
+
+/// [`shown_key`] of a key over the limit in bytes.
+#[cold]
+fn shortened_key(key: &str) -> Cow<'_, str> {
     let count = key.chars().count();
     if count <= KEY_CHARS {
         Cow::Borrowed(key)
@@ -47,17 +54,15 @@ pub(crate) fn shown_key(key: &str) -> Cow<'_, str> {
 
 /// One JSON Pointer token for an object key: escaped, and shortened when absurdly long.
 pub(crate) fn pointer_token(key: &str) -> String {
-    escape_pointer(&shown_key(key))
+    let mut out = String::with_capacity(key.len());
+    push_pointer_token(&mut out, key);
+    out
 }
 
-/// [`pointer_token`], written at the end of `out`: a key short enough to keep whole and with
-/// nothing to escape, nearly every key a report reads, is copied without an allocation.
+/// [`pointer_token`], written at the end of `out` (a key short enough to keep whole and with
+/// nothing to escape, nearly every key a report reads, is copied without an allocation).
 pub(crate) fn push_pointer_token(out: &mut String, key: &str) {
-    if key.len() <= KEY_CHARS && !key.bytes().any(|b| b == b'~' || b == b'/') {
-        out.push_str(key);
-    } else {
-        out.push_str(&pointer_token(key));
-    }
+    push_escaped_pointer(out, &shown_key(key));
 }
 
 /// A JSON Pointer with absurdly long tokens shortened (see [`shown_key`]).
@@ -731,7 +736,7 @@ mod tests {
     }
 
     #[test]
-    fn a_token_written_in_place_is_the_token() {
+    fn a_token_is_the_key_as_shown_escaped_as_rfc_6901_says() {
         // Around the length limit (in bytes and in characters), with and without the two
         // characters a pointer escapes, in one- and multi-byte characters.
         let mut keys = vec![
@@ -747,9 +752,12 @@ mod tests {
             }
         }
         for key in keys {
+            // RFC 6901's escaping, of the key as a report shows it.
+            let defined = shown_key(&key).replace('~', "~0").replace('/', "~1");
             let mut out = "/before".to_owned();
             push_pointer_token(&mut out, &key);
-            assert_eq!(out, format!("/before{}", pointer_token(&key)), "{key}");
+            assert_eq!(out, format!("/before{defined}"), "{key}");
+            assert_eq!(pointer_token(&key), defined, "{key}");
         }
     }
 
