@@ -838,9 +838,14 @@ impl Outcome {
             retry_after_ms: failure
                 .and_then(|f| f.retry_after)
                 .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+            // A failed call's envelope repeats its tool's schema: the text written once per
+            // schema is copied rather than the tree escaped again for every failure.
             expected_schema: failure
                 .and_then(|f| f.expected_schema.as_deref())
-                .map(|schema| SchemaField::Tree(schema)),
+                .map(|schema| match schema.text() {
+                    Some(text) => SchemaField::Text(text),
+                    None => SchemaField::Tree(schema),
+                }),
             data: self.data.as_deref(),
             attempts: (self.attempts > 0).then_some(u32::from(self.attempts)),
             replayed: self.is_replayed().then_some(true),
@@ -879,22 +884,16 @@ impl Outcome {
     /// ```
     pub fn to_model_json(&self) -> Value {
         let mut envelope = self.envelope();
+        // Measured with the schema's text (see `envelope`), the envelope fits or is cut as
+        // `to_model_string` cuts it.
+        if self.failure.is_some() && serialized_len(&envelope) > DEFAULT_MAX_ENVELOPE_BYTES {
+            fit(&mut envelope, DEFAULT_MAX_ENVELOPE_BYTES);
+            return json_value(envelope);
+        }
         let schema = self
             .failure
             .as_deref()
             .and_then(|f| f.expected_schema.as_deref());
-        if self.failure.is_some() {
-            // Measured with the schema's text, written once per tool: counting the tree's
-            // escaped text on every failure cost more than building the rest of the envelope.
-            if let Some(text) = schema.and_then(ToolSchema::text) {
-                envelope.expected_schema = Some(SchemaField::Text(text));
-            }
-            if serialized_len(&envelope) > DEFAULT_MAX_ENVELOPE_BYTES {
-                // `fit` leaves the schema out first: its text or its tree, the same length.
-                fit(&mut envelope, DEFAULT_MAX_ENVELOPE_BYTES);
-                return json_value(envelope);
-            }
-        }
         // The schema goes in as a clone of its tree, in its place, rather than built again
         // through the serializer.
         envelope.expected_schema = schema.map(|_| SchemaField::Later);
@@ -939,16 +938,6 @@ impl Outcome {
     pub fn to_model_string_within(&self, max_bytes: usize) -> String {
         let max_bytes = max_bytes.max(MIN_ENVELOPE_BYTES);
         let mut envelope = self.envelope();
-        // A failed call's envelope repeats its tool's schema: copy the text written once per
-        // schema rather than escape the whole tree again for every failure.
-        if let Some(text) = self
-            .failure
-            .as_deref()
-            .and_then(|f| f.expected_schema.as_deref())
-            .and_then(ToolSchema::text)
-        {
-            envelope.expected_schema = Some(SchemaField::Text(text));
-        }
         let text = text::write(&envelope);
         if text.len() > max_bytes && self.failure.is_some() {
             fit(&mut envelope, max_bytes);
