@@ -405,34 +405,6 @@ async fn a_store_failure_fails_closed_and_never_counts_against_the_breaker() {
     assert_eq!((breaker.stats().calls, breaker.stats().failures), (0, 0));
 }
 
-/// The in-memory store behind its trait alone, so the registry cannot tell what it is: every
-/// call reaches it through the boxed futures a store of any kind answers with.
-struct Behind(toolwright::MemoryStore);
-
-impl IdempotencyStore for Behind {
-    fn begin<'a>(
-        &'a self,
-        key: &'a IdempotencyKey,
-        fingerprint: &'a Fingerprint,
-        lock_ttl: Duration,
-    ) -> StoreFuture<'a, Begin> {
-        self.0.begin(key, fingerprint, lock_ttl)
-    }
-    fn complete<'a>(
-        &'a self,
-        lease: &'a Lease,
-        outcome: StoredOutcome,
-    ) -> StoreFuture<'a, Settled> {
-        self.0.complete(lease, outcome)
-    }
-    fn record_unknown_effect<'a>(&'a self, lease: &'a Lease) -> StoreFuture<'a, Settled> {
-        self.0.record_unknown_effect(lease)
-    }
-    fn release<'a>(&'a self, lease: &'a Lease) -> StoreFuture<'a, Settled> {
-        self.0.release(lease)
-    }
-}
-
 #[tokio::test(start_paused = true)]
 async fn the_in_memory_store_answers_the_same_reached_directly_or_through_its_trait() {
     // Every way a call settles its key: stored and replayed, released after a conflict,
@@ -474,7 +446,10 @@ async fn the_in_memory_store_answers_the_same_reached_directly_or_through_its_tr
         let script = Arc::new(steps());
         let store = toolwright::MemoryStore::new();
         let registry = if behind {
-            builder(&script).idempotency_store(Behind(store))
+            // Behind its trait alone, the registry cannot tell what the store is: every call
+            // reaches it through the boxed futures a store of any kind answers with.
+            let behind: Arc<dyn IdempotencyStore> = Arc::new(store);
+            builder(&script).idempotency_store(behind)
         } else {
             builder(&script).idempotency_store(store)
         }
