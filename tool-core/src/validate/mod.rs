@@ -14,6 +14,7 @@
 pub(crate) mod metered;
 mod report;
 pub mod rules;
+mod serde_error;
 pub(crate) mod shape;
 mod words;
 
