@@ -1,20 +1,24 @@
 //! What MCP serving costs per call, and how many calls per second streamable HTTP serves.
 //!
-//! One tool (`echo`: the length of a short text), five sides, interleaved round by round so
+//! One tool (`echo`: the length of a short text), seven sides, interleaved round by round so
 //! drift on a shared machine hits every side alike:
 //!
 //! - `registry.call`: in process, no protocol (the floor);
 //! - toolwright over stdio framing (an in-process pipe, what a child process's stdio is) and
 //!   over streamable HTTP on 127.0.0.1, each driven by rmcp's client;
 //! - the same tool served by a plain rmcp `ServerHandler` (no toolwright), over the same two
-//!   transports, driven by the same client.
+//!   transports, driven by the same client;
+//! - that plain server answering with toolwright's envelope (as text and as
+//!   `structuredContent`) instead of its own short answer, over the same two transports: what
+//!   the longer answer alone costs rmcp's server and client.
 //!
 //! Prints the median per-call time of each side, MCP's overhead over `registry.call`, and
 //! toolwright's cost over plain rmcp. Then calls per second over streamable HTTP with 1, 2 and
-//! 8 clients (each its own session) calling back to back: for each count, the clients of both
-//! servers connect once, then short windows alternate, toolwright's then plain rmcp's, and each
-//! side's figure is the median of its windows. (rmcp's client does not reuse a connection from
-//! one call to the next here: every HTTP call opens a TCP connection of its own, on both sides.)
+//! 8 clients (each its own session) calling back to back: for each count, the clients of the
+//! three servers connect once, then short windows alternate (toolwright's, plain rmcp's, the
+//! enveloped one's), and each side's figure is the median of its windows. (rmcp's client does
+//! not reuse a connection from one call to the next here: every HTTP call opens a TCP
+//! connection of its own, on every side.)
 //!
 //! `cargo bench -p toolwright-mcp --bench mcp_overhead` (optionally
 //! `-- ROUNDS CALLS WINDOWS WINDOW_MS`: per-call rounds, calls per round, throughput windows
@@ -23,10 +27,8 @@
 //! `-- --only SIDE N` (SIDE one of `ours-stdio`, `plain-stdio`, `ours-http`, `plain-http`)
 //! connects that side alone, prints one answer, warms it up, makes N calls and exits, for an
 //! instruction count (`valgrind --tool=callgrind`): the difference of two runs with different
-//! N is the cost of that many calls, client and server, without the setup. Two more sides,
-//! `plain-envelope-stdio` and `plain-envelope-http`, are the plain rmcp server answering with
-//! toolwright's envelope (as text and as `structuredContent`) instead of its own short answer:
-//! what the longer answer costs rmcp's server and client, apart from what toolwright does.
+//! N is the cost of that many calls, client and server, without the setup. The enveloped
+//! server's sides are `plain-envelope-stdio` and `plain-envelope-http`.
 //!
 //! `-- --stack` takes toolwright's per-call time over streamable HTTP apart, five servers
 //! interleaved round by round: toolwright; the plain rmcp server; the plain handler served by
@@ -471,89 +473,125 @@ fn main() {
             .unwrap_or_else(|e| panic!("bind: {e}"));
         let ours_url = ours.url();
         let plain_url = plain_http().await;
+        let enveloped_url = plain_handler_http(PlainEcho::with_envelope).await;
+        let enveloped_pipe = plain_handler_over_pipe(PlainEcho::with_envelope()).await;
         let ours_http = http_client(&ours_url).await;
         let plain_http_client = http_client(&plain_url).await;
+        let enveloped_http = http_client(&enveloped_url).await;
+        let clients = [
+            &ours_pipe,
+            &plain_pipe,
+            &enveloped_pipe,
+            &ours_http,
+            &plain_http_client,
+            &enveloped_http,
+        ];
 
         // Warm up every side.
         registry_round(&registry, calls).await;
-        for client in [&ours_pipe, &plain_pipe, &ours_http, &plain_http_client] {
+        for client in clients {
             mcp_round(client, calls).await;
         }
 
-        let mut sides: [Vec<f64>; 5] = Default::default();
-        // toolwright / plain rmcp within each round, stdio and HTTP.
-        let mut ratios: [Vec<f64>; 2] = Default::default();
-        for _ in 0..rounds {
+        // registry.call, then per transport: toolwright, plain rmcp, plain rmcp answering
+        // with toolwright's envelope.
+        let mut sides: [Vec<f64>; 7] = Default::default();
+        // Per transport, the same round's toolwright / plain, enveloped / plain and
+        // toolwright / enveloped (what toolwright adds beyond the answer it sends).
+        let mut ratios: [Vec<f64>; 6] = Default::default();
+        for round in 0..rounds {
             sides[0].push(registry_round(&registry, calls).await);
-            let ours = mcp_round(&ours_pipe, calls).await;
-            let plain = mcp_round(&plain_pipe, calls).await;
-            sides[1].push(ours);
-            sides[2].push(plain);
-            ratios[0].push(ours / plain);
-            let ours = mcp_round(&ours_http, calls).await;
-            let plain = mcp_round(&plain_http_client, calls).await;
-            sides[3].push(ours);
-            sides[4].push(plain);
-            ratios[1].push(ours / plain);
+            // Each transport's three sides in turn, the first of them rotating from round to
+            // round: the side that runs first after a change of transport meets its shared
+            // code (rmcp's client and server, the transport's) cold.
+            for transport in 0..2 {
+                for turn in 0..3 {
+                    let i = transport * 3 + (round + turn) % 3;
+                    sides[i + 1].push(mcp_round(clients[i], calls).await);
+                }
+            }
+            for transport in 0..2 {
+                let [ours, plain, enveloped] = [1, 2, 3].map(|k| sides[transport * 3 + k][round]);
+                ratios[transport * 3].push(ours / plain);
+                ratios[transport * 3 + 1].push(enveloped / plain);
+                ratios[transport * 3 + 2].push(ours / enveloped);
+            }
         }
-        let [floor, pipe, plain_pipe_ns, http, plain_http_ns] = sides.map(|mut v| median(&mut v));
-        let [pipe_ratio, http_ratio] = ratios.map(|mut v| median(&mut v));
+        let [floor, pipe, plain_pipe_ns, enveloped_pipe_ns, http, plain_http_ns, enveloped_http_ns] =
+            sides.map(|mut v| median(&mut v));
+        let [pipe_ratio, pipe_envelope, pipe_own, http_ratio, http_envelope, http_own] =
+            ratios.map(|mut v| median(&mut v));
         println!(
             "MCP overhead: {rounds} rounds x {calls} calls per side, interleaved (medians; the \
              ratio is the median of the rounds' ratios)"
         );
-        println!("  registry.call (in process)        {:>10.1} us/call", floor / 1e3);
-        println!(
-            "  toolwright MCP, stdio framing     {:>10.1} us/call  (+{:.1} us over registry.call)",
-            pipe / 1e3,
-            (pipe - floor) / 1e3
-        );
-        println!(
-            "  plain rmcp,    stdio framing     {:>10.1} us/call  (toolwright / rmcp {pipe_ratio:.2})",
-            plain_pipe_ns / 1e3,
-        );
-        println!(
-            "  toolwright MCP, streamable HTTP   {:>10.1} us/call  (+{:.1} us over registry.call)",
-            http / 1e3,
-            (http - floor) / 1e3
-        );
-        println!(
-            "  plain rmcp,    streamable HTTP   {:>10.1} us/call  (toolwright / rmcp {http_ratio:.2})",
-            plain_http_ns / 1e3,
-        );
-        for client in [ours_pipe, plain_pipe, ours_http, plain_http_client] {
+        println!("  registry.call (in process)           {:>10.1} us/call", floor / 1e3);
+        for (transport, [ours, plain, enveloped], [ratio, envelope, own]) in [
+            (
+                "stdio framing",
+                [pipe, plain_pipe_ns, enveloped_pipe_ns],
+                [pipe_ratio, pipe_envelope, pipe_own],
+            ),
+            (
+                "streamable HTTP",
+                [http, plain_http_ns, enveloped_http_ns],
+                [http_ratio, http_envelope, http_own],
+            ),
+        ] {
+            println!(
+                "  toolwright MCP, {transport:<16}     {:>10.1} us/call  (+{:.1} us over registry.call)",
+                ours / 1e3,
+                (ours - floor) / 1e3
+            );
+            println!(
+                "  plain rmcp,    {transport:<16}     {:>10.1} us/call  (toolwright / rmcp {ratio:.2})",
+                plain / 1e3,
+            );
+            println!(
+                "  plain rmcp + the envelope, {transport:<16} {:>6.1} us/call  (/ plain rmcp {envelope:.2}; toolwright / this {own:.2})",
+                enveloped / 1e3,
+            );
+        }
+        for client in [ours_pipe, plain_pipe, enveloped_pipe, ours_http, plain_http_client, enveloped_http] {
             let _ = client.cancel().await;
         }
 
         println!(
             "HTTP calls/s, back to back: {windows} windows of {} ms per side, alternating (medians; \
-             the ratio is the median of the rounds' ratios)",
+             the ratio is the median of the rounds' ratios); the third server is plain rmcp \
+             answering with toolwright's envelope",
             window_length.as_millis()
         );
         for clients in [1, 2, 8] {
-            let ours_clients = connect(&ours_url, clients).await;
-            let plain_clients = connect(&plain_url, clients).await;
-            // Warm up both.
-            window(&ours_clients, window_length / 4).await;
-            window(&plain_clients, window_length / 4).await;
-            let mut ours_rates = Vec::with_capacity(windows);
-            let mut plain_rates = Vec::with_capacity(windows);
-            let mut ratios = Vec::with_capacity(windows);
-            for _ in 0..windows {
-                let ours = window(&ours_clients, window_length).await;
-                let plain = window(&plain_clients, window_length).await;
-                ours_rates.push(ours);
-                plain_rates.push(plain);
-                ratios.push(ours / plain);
+            let sides = [
+                connect(&ours_url, clients).await,
+                connect(&plain_url, clients).await,
+                connect(&enveloped_url, clients).await,
+            ];
+            // Warm up every side.
+            for side in &sides {
+                window(side, window_length / 4).await;
             }
-            let ours_rate = median(&mut ours_rates);
-            let plain_rate = median(&mut plain_rates);
-            let ratio = median(&mut ratios);
+            let mut rates: [Vec<f64>; 3] = Default::default();
+            let mut ratios: [Vec<f64>; 2] = Default::default();
+            for w in 0..windows {
+                let mut round = [0.0; 3];
+                for turn in 0..3 {
+                    let i = (w + turn) % 3;
+                    round[i] = window(&sides[i], window_length).await;
+                    rates[i].push(round[i]);
+                }
+                ratios[0].push(round[0] / round[1]);
+                ratios[1].push(round[2] / round[1]);
+            }
+            let [ours_rate, plain_rate, enveloped_rate] = rates.map(|mut v| median(&mut v));
+            let [ratio, envelope] = ratios.map(|mut v| median(&mut v));
             println!(
-                "  {clients} client(s): toolwright {ours_rate:>8.0} calls/s, plain rmcp {plain_rate:>8.0} calls/s  (toolwright / rmcp {ratio:.2})"
+                "  {clients} client(s): toolwright {ours_rate:>8.0} calls/s, plain rmcp {plain_rate:>8.0} calls/s  (toolwright / rmcp {ratio:.2}); plain rmcp + the envelope {enveloped_rate:>8.0} calls/s (/ plain rmcp {envelope:.2})"
             );
-            disconnect(ours_clients).await;
-            disconnect(plain_clients).await;
+            for side in sides {
+                disconnect(side).await;
+            }
         }
         let _ = ours.shutdown().await;
     });
