@@ -1,7 +1,8 @@
 //! What MCP serving costs per call, and how many calls per second streamable HTTP serves.
 //!
 //! One tool (`echo`: the length of a short text), seven sides, interleaved round by round so
-//! drift on a shared machine hits every side alike:
+//! drift on a shared machine hits every side alike (each transport's sides take turns at going
+//! first, so none always meets the transport's code cold):
 //!
 //! - `registry.call`: in process, no protocol (the floor);
 //! - toolwright over stdio framing (an in-process pipe, what a child process's stdio is) and
@@ -16,7 +17,7 @@
 //! toolwright's cost over plain rmcp. Then calls per second over streamable HTTP with 1, 2 and
 //! 8 clients (each its own session) calling back to back: for each count, the clients of the
 //! three servers connect once, then short windows alternate (toolwright's, plain rmcp's, the
-//! enveloped one's), and each side's figure is the median of its windows. (rmcp's client does
+//! enveloped one's, the first rotating), and each side's figure is the median of its windows. (rmcp's client does
 //! not reuse a connection from one call to the next here: every HTTP call opens a TCP
 //! connection of its own, on every side.)
 //!
@@ -31,7 +32,7 @@
 //! server's sides are `plain-envelope-stdio` and `plain-envelope-http`.
 //!
 //! `-- --stack` takes toolwright's per-call time over streamable HTTP apart, five servers
-//! interleaved round by round: toolwright; the plain rmcp server; the plain handler served by
+//! interleaved round by round, the first rotating: toolwright; the plain rmcp server; the plain handler served by
 //! toolwright's HTTP stack (its listener, guard and session table, no pipeline); a plain handler
 //! that answers through `registry.call` (the pipeline without toolwright's MCP handler); and
 //! the same calling `registry.call` twice per request (what the call costs once its code and
@@ -414,9 +415,11 @@ async fn stack(rounds: usize, calls: usize) {
         mcp_round(client, calls).await;
     }
     let mut sides: [Vec<f64>; 5] = Default::default();
-    for _ in 0..rounds {
-        for (side, client) in sides.iter_mut().zip(&clients) {
-            side.push(mcp_round(client, calls).await);
+    for round in 0..rounds {
+        // The first server of a round rotates, as in the main run.
+        for turn in 0..clients.len() {
+            let i = (round + turn) % clients.len();
+            sides[i].push(mcp_round(&clients[i], calls).await);
         }
     }
     let [ours_ns, plain, plain_in_ours_ns, once_ns, twice_ns] =
