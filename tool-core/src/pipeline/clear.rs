@@ -52,8 +52,9 @@ pub(super) async fn clear(
     Ok(lease)
 }
 
-/// [`clear`] at once, for a call that waits on nothing there: a side-effecting call that needs
-/// no approval, on the in-memory store. `None`: the call goes through [`clear`].
+/// [`clear`] at once, for a call that waits on nothing there: one that needs no approval, on
+/// the in-memory store. Only for a call that [`clear`] would see: side-effecting or needing
+/// approval, so one that needs none is side-effecting. `None`: the call goes through [`clear`].
 pub(super) fn clear_now(
     (spec, guard, stats): (&ToolSpec, &Bounds, &ToolStats),
     call: &mut Call,
@@ -61,9 +62,10 @@ pub(super) fn clear_now(
     pipeline: &Pipeline,
 ) -> Option<Result<Option<Box<Lease>>, Outcome>> {
     let memory = pipeline.memory.as_ref()?;
-    if spec.requires_approval() || !matches!(spec.effect(), Effect::SideEffecting) {
+    if spec.requires_approval() {
         return None;
     }
+    debug_assert!(matches!(spec.effect(), Effect::SideEffecting));
     let (key, fingerprint, hold) = key_of(spec, guard, call, session, pipeline);
     let begun = idempotency::begin_call_now(memory, key, fingerprint, (&call.id, &spec.name), hold);
     Some(match begun {
