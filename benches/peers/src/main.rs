@@ -31,10 +31,10 @@
 //! times.
 //!
 //! `cargo bench --manifest-path benches/peers/Cargo.toml` (optionally `-- ROUNDS N`; `-- profile
-//! CASE N` runs only N toolwright calls of one case, for a profiler (`-- profile rig CASE N`, `rmcp`
-//! or `floor`, that side's calls), `-- profile json CASE N` the
-//! same rendered with `to_model_json().to_string()`; `-- show` prints each case's envelope;
-//! `-- keep` keeps a round's outputs until its timer stops instead of dropping each as it comes).
+//! CASE N` runs only N toolwright calls of one case, for a profiler (`-- profile rig CASE N`,
+//! `rmcp` or `floor`, that side's calls), `-- profile json CASE N` the same rendered with
+//! `to_model_json().to_string()`; `-- show` prints each case's envelope; `-- keep` keeps a
+//! round's outputs until its timer stops instead of dropping each as it comes).
 
 mod rig_side;
 mod rmcp_side;
