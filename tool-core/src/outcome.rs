@@ -864,11 +864,11 @@ impl Outcome {
     ///  "expected_schema":{...}}
     /// ```
     ///
-    /// To send the envelope as text, use [`Outcome::to_model_string`]: the same envelope,
-    /// written without the tree. Building the tree parses the tool's result again and copies the schema of a
-    /// failed call node by node, so `to_model_json().to_string()` took 1.6x to 4.2x the time of
-    /// `to_model_string()` (measured beside each other in one process; the most for a failed
-    /// call, whose schema `to_model_string` copies as text written once per tool).
+    /// To send the envelope as text, use [`Outcome::to_model_string`]: the same envelope, written
+    /// without the tree. Building the tree parses the tool's result again and copies the schema of
+    /// a failed call node by node, so `to_model_json().to_string()` took 1.6x to 4.2x the time of
+    /// `to_model_string()` (measured beside each other in one process; the most for a failed call,
+    /// whose schema `to_model_string` copies as text written once per tool).
     ///
     /// ```
     /// use toolwright_core::Outcome;
@@ -904,9 +904,10 @@ impl Outcome {
         value
     }
 
-    /// The envelope as compact JSON text, ready for a provider's tool-result message: what to
-    /// hand the model. The same envelope as `to_model_json()`, at a fraction of the cost of
-    /// `to_model_json().to_string()` (see [`Outcome::to_model_json`]): the tool's data is copied, never re-parsed.
+    /// The envelope as compact JSON text, ready for a provider's tool-result message: what to hand
+    /// the model. The same envelope as `to_model_json()`, at a fraction of the cost of
+    /// `to_model_json().to_string()` (see [`Outcome::to_model_json`]): the tool's data is copied,
+    /// never re-parsed.
     ///
     /// ```
     /// use toolwright_core::Outcome;

@@ -12,14 +12,13 @@
 //! - [`Session::ground`](crate::Session::ground): the application grounds ids it knows itself
 //!   (the signed-in customer's account, what the user clicked).
 //!
-//! The ids live in the session's
-//! `ConversationMemory`, one conversation each (the
-//! default memory keeps at most
-//! [`MAX_IDS_PER_KIND`](crate::conversation::MAX_IDS_PER_KIND) per kind, the oldest forgotten
-//! first), or in its [`ConversationStore`](crate::conversation::ConversationStore) when it has
-//! one ([`Session::with_store`](crate::Session::with_store)), so an id grounded on one replica
-//! is accepted on another and after a restart. A call outside a session ([`Registry::call`](crate::Registry::call)) belongs to no
-//! conversation: nothing it returns is remembered, and a grounded argument is refused there.
+//! The ids live in the session's `ConversationMemory`, one conversation each (the default memory
+//! keeps at most [`MAX_IDS_PER_KIND`](crate::conversation::MAX_IDS_PER_KIND) per kind, the oldest
+//! forgotten first), or in its [`ConversationStore`](crate::conversation::ConversationStore) when
+//! it has one ([`Session::with_store`](crate::Session::with_store)), so an id grounded on one
+//! replica is accepted on another and after a restart. A call outside a session
+//! ([`Registry::call`](crate::Registry::call)) belongs to no conversation: nothing it returns is
+//! remembered, and a grounded argument is refused there.
 
 use std::borrow::Cow;
 

@@ -18,10 +18,11 @@
 //! - **Open**: calls fail at once with `circuit_open` and `retry_after_ms` (the rest of the
 //!   cooldown) instead of queueing on a dependency that is down. The cooldown grows by a factor
 //!   each time a probe fails (re-open), up to a maximum, and starts over once the breaker closes.
-//! - **HalfOpen**: exactly `probes` calls (default 1: one probe is enough to learn whether the dependency is back) are
-//!   let through, each holding an atomic permit. A probe that is cancelled (its future dropped)
-//!   or ends in a failure that says nothing about the dependency's health gives its permit back;
-//!   one that fails re-opens the breaker; when all `probes` succeeded, the breaker closes.
+//! - **HalfOpen**: exactly `probes` calls (default 1: one probe is enough to learn whether the
+//!   dependency is back) are let through, each holding an atomic permit. A probe that is cancelled
+//!   (its future dropped) or ends in a failure that says nothing about the dependency's health
+//!   gives its permit back; one that fails re-opens the breaker; when all `probes` succeeded, the
+//!   breaker closes.
 //!
 //! What counts: a failure of a kind for which
 //! [`ErrorKind::counts_against_breaker`](crate::ErrorKind::counts_against_breaker) is true

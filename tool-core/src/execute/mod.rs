@@ -13,9 +13,10 @@
 //! ```
 //!
 //! Each concept has its type: [`RetryPolicy`] (attempt cap, capped full-jitter backoff, which
-//! failures are retried), a pure decision after each failed attempt (`decide`), [`RetryBudget`] (retries as a share of calls), [`BreakerPolicy`] (closed, open,
-//! half-open), [`classify`] (HTTP statuses, `Retry-After`, `reqwest` and `io` errors), and the
-//! two parameters that make all of it testable on paused time: [`Clock`] and [`RandomSource`].
+//! failures are retried), a pure decision after each failed attempt (`decide`), [`RetryBudget`]
+//! (retries as a share of calls), [`BreakerPolicy`] (closed, open, half-open), [`classify`] (HTTP
+//! statuses, `Retry-After`, `reqwest` and `io` errors), and the two parameters that make all of it
+//! testable on paused time: [`Clock`] and [`RandomSource`].
 //!
 //! # Configuration
 //!

@@ -1,6 +1,6 @@
 //! Model providers: export a tool set to OpenAI, Anthropic, Gemini or MCP, parse the tool calls
-//! their responses carry into [`ToolCall`](crate::ToolCall)s, and format [`Outcome`](crate::Outcome)s back into the messages
-//! each provider expects.
+//! their responses carry into [`ToolCall`](crate::ToolCall)s, and format
+//! [`Outcome`](crate::Outcome)s back into the messages each provider expects.
 //!
 //! ```
 //! use std::future::Future;
