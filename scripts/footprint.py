@@ -33,6 +33,7 @@ import argparse
 import collections
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -130,7 +131,22 @@ def main():
     if args.n2 <= args.n1:
         parser.error("--n2 must be larger than --n1")
     calls = args.n2 - args.n1
+    if shutil.which("valgrind") is None:
+        print("footprint.py: valgrind is not on PATH (Debian: apt-get install valgrind)", file=sys.stderr)
+        return 2
 
+    try:
+        a, z, names, misses = measure(command, args, calls)
+    except subprocess.CalledProcessError as e:
+        print(f"footprint.py: the command failed under valgrind (exit {e.returncode}): "
+              f"{' '.join(command)}", file=sys.stderr)
+        return 1
+    report(a, z, names, misses, calls, args.top)
+    return 0
+
+
+def measure(command, args, calls):
+    """The two profiles' per-instruction costs and names, and the misses per `--i1` cache."""
     with tempfile.TemporaryDirectory() as tmp:
         first, second = os.path.join(tmp, "a"), os.path.join(tmp, "z")
         run(command, args.n1, first, [])
@@ -145,7 +161,11 @@ def main():
                 _, _, events, totals = load(out)
                 found.append(dict(zip(events, totals)))
             misses.append((geometry, (found[1]["I1mr"] - found[0]["I1mr"]) / calls))
+    return a, z, names, misses
 
+
+def report(a, z, names, misses, calls, top):
+    """Prints the per-call figures of the N2 - N1 extra calls."""
     executed = 0.0
     lines = collections.defaultdict(collections.Counter)
     for key, values in z.items():
@@ -179,10 +199,9 @@ def main():
     print("lines (distinct instructions) by crate:")
     for crate, count in by_crate.most_common():
         print(f"  {count:5} ({instructions[crate]:5,})  {crate}")
-    print(f"functions with the most lines (top {args.top}):")
-    for name, count in by_function.most_common(args.top):
+    print(f"functions with the most lines (top {top}):")
+    for name, count in by_function.most_common(top):
         print(f"  {count:5}  {name[:140]}")
-    return 0
 
 
 if __name__ == "__main__":
