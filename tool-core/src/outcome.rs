@@ -807,6 +807,18 @@ impl Outcome {
         self.raw_arguments.as_deref()
     }
 
+    /// The data of a success whose envelope has nothing but its status, data and attempts
+    /// (no fallback, replay or repair): most calls' outcome, written by [`text::success`].
+    #[inline]
+    fn plain_success(&self) -> Option<&RawValue> {
+        let plain = self.status == Status::Success
+            && self.failure.is_none()
+            && self.degraded.is_none()
+            && !self.is_replayed()
+            && self.repaired_by.is_empty();
+        self.data.as_deref().filter(|_| plain)
+    }
+
     fn envelope(&self) -> Envelope<'_> {
         let failure = self.failure.as_deref();
         Envelope {
@@ -937,6 +949,9 @@ impl Outcome {
     /// }
     /// ```
     pub fn to_model_string_within(&self, max_bytes: usize) -> String {
+        if let Some(data) = self.plain_success() {
+            return text::success(data, self.attempts);
+        }
         let max_bytes = max_bytes.max(MIN_ENVELOPE_BYTES);
         let mut envelope = self.envelope();
         let text = text::write(&envelope);

@@ -165,3 +165,46 @@ fn an_outcome_written_out_reads_back_whole() {
     let broken = r#"{"call_id":"c","tool":"t","status":"error","attempts":1,"elapsed_us":0}"#;
     assert!(serde_json::from_str::<Outcome>(broken).is_err());
 }
+
+/// A plain success is written by its own short path: the same text as the envelope's writer,
+/// its tree and serde write of it. Every other success (a fallback's, a replay's, a repaired
+/// call's, an empty result's) takes the envelope's path and keeps what it says.
+#[test]
+fn a_plain_success_is_written_as_its_envelope_says() {
+    let data =
+        |text: &str| RawValue::from_string(text.to_owned()).unwrap_or_else(|e| panic!("{e}"));
+    let success = |status, text: &str| {
+        Outcome::success("call_1".to_owned(), Arc::from("lookup"), status, data(text))
+    };
+    let mut plain = Vec::new();
+    for attempts in [0, 1, 7, u16::MAX] {
+        let mut outcome = success(Status::Success, r#"{"a":"x\"y\n","n":[1,2.5,null]}"#);
+        outcome.attempts = attempts;
+        plain.push(outcome);
+    }
+    plain.push(success(Status::Success, r#""café \" \\ \n""#));
+    let mut degraded = success(Status::Success, "1");
+    degraded.degraded = Some(ErrorKind::Timeout);
+    let mut replayed = success(Status::Success, "2");
+    replayed.marks = Marks(Marks::REPLAYED);
+    let mut repaired = success(Status::Success, "3");
+    repaired.repaired_by = Fixes::default().with(Fix::CodeFence);
+    let others = [degraded, replayed, repaired, success(Status::Empty, "[]")];
+    for outcome in &plain {
+        assert!(outcome.plain_success().is_some());
+    }
+    for outcome in &others {
+        assert!(outcome.plain_success().is_none());
+    }
+    for outcome in plain.iter().chain(&others) {
+        let text = outcome.to_model_string();
+        let written = serde_json::to_string(&outcome.envelope()).unwrap_or_default();
+        assert_eq!(text, written);
+        assert_eq!(text, outcome.to_model_json().to_string());
+    }
+    assert_eq!(
+        plain[1].to_model_string(),
+        r#"{"status":"success","data":{"a":"x\"y\n","n":[1,2.5,null]},"attempts":1}"#
+    );
+    assert!(!plain[0].to_model_string().contains("attempts"));
+}

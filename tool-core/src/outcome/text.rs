@@ -9,6 +9,8 @@
 //!
 //! [`Outcome::to_model_string`]: super::Outcome::to_model_string
 
+use serde_json::value::RawValue;
+
 use super::envelope::{Envelope, SchemaField};
 use super::Violation;
 use crate::runtime::needs_escape;
@@ -88,6 +90,21 @@ pub(super) fn write(envelope: &Envelope<'_>) -> String {
     if let Some(fixes) = envelope.repaired_by {
         out.push_str(",\"repaired_by\":");
         strings(&mut out, fixes.iter().map(super::Fix::as_str));
+    }
+    out.push('}');
+    out
+}
+
+/// The envelope of a plain success, `{"status":"success","data":..,"attempts":N}`: the text
+/// [`write`] makes of it, without its checks of every other field.
+pub(super) fn success(data: &RawValue, attempts: u16) -> String {
+    let data = data.get();
+    let mut out = String::with_capacity(data.len() + 48);
+    out.push_str("{\"status\":\"success\",\"data\":");
+    out.push_str(data);
+    if attempts > 0 {
+        out.push_str(",\"attempts\":");
+        push_number(&mut out, u64::from(attempts));
     }
     out.push('}');
     out
