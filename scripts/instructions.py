@@ -21,7 +21,7 @@ Exits 1 when any path costs more than TOLERANCE (3%) above its figure in the fil
 table: old, new, change. `--update` rewrites the file with the new counts. Needs valgrind
 (callgrind_annotate) and cargo; honours CARGO_TARGET_DIR. The ten callgrind runs take under
 10 seconds on a 2-core machine; a clean release build of the benches first takes 4 to 5 minutes.
-Repeated runs agree within 0.2% on every path but `non_idempotent` (within 1.6%: the store's
+Repeated runs agree within 0.2% on every path but `non_idempotent` (within 1.9%: the store's
 hash map is seeded afresh per process); a binary at another path counts up to 0.2% differently.
 
 Usage: scripts/instructions.py [--update] [--file PATH] [--dispatch-bin BIN]
