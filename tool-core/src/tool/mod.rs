@@ -101,9 +101,8 @@ pub trait Tool: Send + Sync + 'static {
     }
 
     /// Runs one attempt of the tool; a retry calls it again with the same arguments and the same
-    /// idempotency key. The future is dropped when the attempt times out or the caller gives up:
-    /// see [what cancellation means for a tool
-    /// body](crate::execute#cancellation-what-a-tool-author-must-know).
+    /// idempotency key. The future is dropped when the attempt times out or the caller gives up
+    /// ([what that means for a body](crate::execute#cancellation-what-a-tool-author-must-know)).
     fn invoke(
         &self,
         args: Self::Args,
