@@ -146,21 +146,25 @@ def main():
 
 
 def measure(command, args, calls):
-    """The two profiles' per-instruction costs and names, and the misses per `--i1` cache."""
+    """The two profiles' per-instruction costs and names, and the misses per `--i1` cache.
+
+    One pair of runs per cache (a cache simulation still counts every instruction, `Ir` first),
+    or one plain pair without `--i1`; the footprint comes from the first pair."""
+    a = z = names = None
+    misses = []
     with tempfile.TemporaryDirectory() as tmp:
         first, second = os.path.join(tmp, "a"), os.path.join(tmp, "z")
-        run(command, args.n1, first, [])
-        run(command, args.n2, second, [])
-        a, _, _, _ = load(first)
-        z, names, _, _ = load(second)
-        misses = []
-        for geometry in args.i1:
-            found = []
-            for n, out in ((args.n1, first), (args.n2, second)):
-                run(command, n, out, ["--cache-sim=yes", f"--I1={geometry}"])
-                _, _, events, totals = load(out)
-                found.append(dict(zip(events, totals)))
-            misses.append((geometry, (found[1]["I1mr"] - found[0]["I1mr"]) / calls))
+        for geometry in args.i1 or [None]:
+            extra = [] if geometry is None else ["--cache-sim=yes", f"--I1={geometry}"]
+            run(command, args.n1, first, extra)
+            run(command, args.n2, second, extra)
+            costs_a, _, events, totals_a = load(first)
+            costs_z, names_z, _, totals_z = load(second)
+            if a is None:
+                a, z, names = costs_a, costs_z, names_z
+            if geometry is not None:
+                i1mr = events.index("I1mr")
+                misses.append((geometry, (totals_z[i1mr] - totals_a[i1mr]) / calls))
     return a, z, names, misses
 
 
