@@ -17,6 +17,7 @@ use std::collections::HashSet;
 use serde_json::{Map, Value};
 
 use super::{Construct, Unsupported};
+use crate::validate::escape_pointer;
 
 /// The schema dialects toolwright writes. Non-strict OpenAI, non-strict Anthropic and MCP take
 /// the schema as it is and need no rewrite.
@@ -255,10 +256,6 @@ fn is_null_schema(schema: &Value) -> bool {
     })
 }
 
-fn pointer_escape(key: &str) -> String {
-    key.replace('~', "~0").replace('/', "~1")
-}
-
 fn show(value: &Value) -> String {
     match value {
         Value::String(s) => format!("`{s}`"),
@@ -437,7 +434,7 @@ pub(crate) fn rewrite(
         let name = rewriter.used_defs[done].clone();
         done += 1;
         if let Some(def) = defs.get(&name) {
-            let path = format!("/$defs/{}", pointer_escape(&name));
+            let path = format!("/$defs/{}", escape_pointer(&name));
             let rewritten = rewriter.node(def, &path, false);
             out_defs.insert(name, rewritten);
         }
@@ -757,7 +754,7 @@ impl Rewriter<'_> {
                         "properties" => {
                             let mut props = Map::new();
                             for (name, schema) in value.as_object().into_iter().flatten() {
-                                let p = format!("{}/{}", child("properties"), pointer_escape(name));
+                                let p = format!("{}/{}", child("properties"), escape_pointer(name));
                                 props.insert(name.clone(), self.node(schema, &p, false));
                             }
                             Value::Object(props)
@@ -835,7 +832,7 @@ impl Rewriter<'_> {
                 for name in names {
                     if !gemini_parameter_name(&name) {
                         self.refuse(
-                            &format!("/properties/{}", pointer_escape(&name)),
+                            &format!("/properties/{}", escape_pointer(&name)),
                             Construct::ParameterName { name },
                         );
                     }
