@@ -595,3 +595,51 @@ async fn a_method_tool_exports_exactly_as_its_free_function_twin() {
         free.spec("get_order").map(|s| s.output_schema())
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Shared state, read back by a test
+
+/// Reminders a tool has sent, as a fake mail service keeps them.
+#[derive(Default)]
+struct Outbox {
+    sent: Mutex<Vec<String>>,
+}
+
+/// Send a reminder.
+#[tool(idempotent = true)]
+async fn send_reminder(to: String, outbox: State<Outbox>) -> Result<String, ToolError> {
+    outbox
+        .sent
+        .lock()
+        .map_err(|_| ToolError::unavailable("outbox poisoned"))?
+        .push(to.clone());
+    Ok(format!("sent to {to}"))
+}
+
+#[tokio::test]
+async fn the_registry_hands_back_the_state_its_tools_wrote_to() {
+    let registry = Registry::builder()
+        .tool(SendReminder)
+        .state(Outbox::default())
+        .build()
+        .unwrap();
+    let first = ToolCall::new("c1", "send_reminder", r#"{"to":"ada@example.com"}"#);
+    let outcome = registry.call(first).await;
+    assert_eq!(outcome.status(), Status::Success);
+
+    let outbox: State<Outbox> = registry.state::<Outbox>().expect("the registry's Outbox");
+    assert_eq!(*outbox.sent.lock().unwrap(), ["ada@example.com"]);
+    // The same value, not a copy: what the test writes the next call sees.
+    outbox.sent.lock().unwrap().clear();
+    let second = ToolCall::new("c2", "send_reminder", r#"{"to":"bo@example.com"}"#);
+    assert_eq!(registry.call(second).await.status(), Status::Success);
+    assert_eq!(
+        *registry.state::<Outbox>().unwrap().sent.lock().unwrap(),
+        ["bo@example.com"]
+    );
+    assert!(Arc::ptr_eq(
+        &outbox.0,
+        &registry.state::<Outbox>().unwrap().0
+    ));
+    assert!(registry.state::<String>().is_none(), "a type never given");
+}

@@ -267,7 +267,9 @@ impl RegistryBuilder {
         self
     }
 
-    /// Adds shared state, handed to tools that take a [`State<T>`](crate::State) parameter.
+    /// Adds shared state, handed to tools that take a [`State<T>`](crate::State) parameter;
+    /// [`Registry::state`] reads the same value back (one value per type: a second `T`
+    /// replaces the first).
     pub fn state<T: Send + Sync + 'static>(mut self, value: T) -> Self {
         let value: Arc<dyn Any + Send + Sync> = Arc::new(value);
         self.state.insert(std::any::TypeId::of::<T>(), value);

@@ -27,7 +27,7 @@ pub use search::{
     MAX_SEARCH_RESULTS,
 };
 
-use std::any::Any;
+use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
@@ -41,7 +41,7 @@ use futures_util::future::Either;
 use tokio::time::Instant;
 
 use crate::approval::{Approvals, DecideError};
-use crate::call::{Session, StateMap, ToolCall};
+use crate::call::{Session, State, StateMap, ToolCall};
 use crate::conversation::RecoveryBudget;
 use crate::conversation::{Decision, TicketState, FOUND_KIND};
 use crate::execute::{
@@ -236,6 +236,28 @@ impl Registry {
                 .filter
                 .as_ref()
                 .is_none_or(|filter| filter(slot.tool.spec(), session))
+    }
+
+    /// The shared state of type `T` given to [`RegistryBuilder::state`]: the same value the
+    /// tools read through their `State<T>` parameter (not a copy), or `None` when the registry
+    /// has no `T`. What a test reads to see what its tools did to a shared store.
+    ///
+    /// ```
+    /// # use std::sync::Mutex;
+    /// # use toolwright_core::Registry;
+    /// struct Outbox {
+    ///     sent: Mutex<Vec<String>>,
+    /// }
+    ///
+    /// let empty = Outbox { sent: Mutex::new(Vec::new()) };
+    /// let registry = Registry::builder().state(empty).build().unwrap();
+    /// let outbox = registry.state::<Outbox>().unwrap();
+    /// assert!(outbox.sent.lock().unwrap().is_empty());
+    /// assert!(registry.state::<String>().is_none());
+    /// ```
+    pub fn state<T: Send + Sync + 'static>(&self) -> Option<State<T>> {
+        let any = self.inner.pipeline.state.get(&TypeId::of::<T>())?;
+        Arc::clone(any).downcast::<T>().ok().map(State)
     }
 
     /// One tool's spec.
