@@ -673,9 +673,11 @@ impl ServerHandler for Tools {
     }
 
     /// The call through the registry in this session's [`Session`]: every outcome a result
-    /// with the envelope (`isError` when it failed), a tool the session cannot see or
-    /// arguments over the limit `-32602`; approval by elicitation, progress for a
-    /// `progressToken`, cancellation by `notifications/cancelled` or a dropped stream.
+    /// with the envelope (`isError` when it failed; a tool whose scopes the session lacks is
+    /// `unauthorized`, as in process), a tool that does not exist for the session (none such,
+    /// or hidden by a predicate) or arguments over the limit `-32602`; approval by
+    /// elicitation, progress for a `progressToken`, cancellation by `notifications/cancelled`
+    /// or a dropped stream.
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
@@ -684,11 +686,13 @@ impl ServerHandler for Tools {
         let stateless = is_stateless(&context);
         let resolved = self.session_in(&context, request.meta.as_ref(), stateless)?;
         let name = request.name;
-        // A deferred tool the session has not been seen to find may have been found on another
-        // replica: the registry decides (and answers `unknown_tool`, telling the model to
-        // search, if it was not).
+        // A name that does not exist for this session (none such, or a predicate hides it) is
+        // the spec's unknown tool. Every other call is the registry's to answer, as in
+        // process: a tool whose scopes the session lacks is `unauthorized`, and a deferred tool
+        // the session has not been seen to find may have been found on another replica (if it
+        // was not, `unknown_tool` telling the model to search).
         let registry = &self.shared.registry;
-        if !registry.is_visible(&name, &resolved.session) && !registry.is_deferred(&name) {
+        if !registry.exists_for(&name, &resolved.session) {
             return Err(self.unknown_tool(&resolved.session, &name));
         }
         // A search that finds tools changes what this session's `tools/list` holds.

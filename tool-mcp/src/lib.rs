@@ -46,8 +46,10 @@
 //! - **`tools/call`** runs [`Registry::call_in`]. Every outcome, a failure included, is a
 //!   result: the envelope as text and as `structuredContent`, `isError: true` when the call
 //!   failed, so the model reads why and recovers (MCP 2025-11-25, "Tool Execution Errors";
-//!   invalid arguments are in this class since that revision).
-//! - **Protocol errors** are what the spec makes them: a tool the session cannot see is
+//!   invalid arguments are in this class since that revision). A tool whose scopes the session
+//!   lacks is not listed, and a call of it is such a result, `unauthorized`, as in process.
+//! - **Protocol errors** are what the spec makes them: a tool that does not exist for the
+//!   session ([`Registry::exists_for`]: no such name, or a predicate hides it) is
 //!   JSON-RPC `-32602` (the spec's example for an unknown tool), its message and `data`
 //!   listing the tools it can call; arguments over [`McpServer::max_argument_bytes`] are
 //!   `-32602` naming the limit, and so are `tools/call` params of the wrong shape (non-object

@@ -442,9 +442,18 @@ async fn a_narrower_token_on_an_open_session_gets_the_narrower_tools() {
         )
         .await;
     assert_eq!(status, 200);
+    // Not listed for the narrow token, and refused when called anyway: `unauthorized`, as in
+    // process, naming the scope it lacks.
+    let refused = &answer(&purge, &json!(9))["result"];
+    assert_eq!(refused["isError"], true, "{purge}");
     assert_eq!(
-        answer(&purge, &json!(9))["error"]["code"],
-        -32602,
+        refused["structuredContent"]["error_type"], "unauthorized",
+        "{purge}"
+    );
+    assert!(
+        refused["structuredContent"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("`admin`")),
         "{purge}"
     );
     assert_eq!(

@@ -66,24 +66,42 @@ async fn tools_list_is_the_registry_export_with_annotations_and_schemas() {
 }
 
 #[tokio::test]
-async fn tools_a_session_lacks_the_scopes_for_are_not_listed_nor_callable() {
+async fn a_tool_a_session_lacks_the_scopes_for_is_not_listed_and_unauthorized_as_in_process() {
+    let registry = registry(Counters::default());
     let client = duplex(
-        McpServer::new(registry(Counters::default())),
+        McpServer::new(registry.clone()),
         Elicitor::without_elicitation(),
     )
     .await;
     let tools = client.list_all_tools().await.expect("tools/list");
     assert!(tools.iter().all(|t| t.name != "refund_order"));
-    let error = protocol_error(
-        client
-            .call_tool(call(
-                "refund_order",
-                json!({"order_id": "A1001", "amount": 5.0}),
-            ))
-            .await,
+    let arguments = json!({"order_id": "A1001", "amount": 5.0});
+    let result = client
+        .call_tool(call("refund_order", arguments.clone()))
+        .await
+        .expect("a result, not a protocol error");
+    assert_eq!(result.is_error, Some(true));
+    let over_mcp = envelope(&result);
+    assert_eq!(over_mcp["error_type"], "unauthorized", "{over_mcp}");
+    assert!(
+        over_mcp["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("`refunds:write`")),
+        "names the scope: {over_mcp}"
     );
-    assert_eq!(error.code, ErrorCode::INVALID_PARAMS);
-    assert!(!error.message.contains("refund_order, "));
+
+    // The same call in process, in a session without the scope: the same classification.
+    let in_process = registry
+        .call_in(
+            &toolwright::Session::new("conv-1"),
+            toolwright::ToolCall::new("c1", "refund_order", arguments.to_string()),
+        )
+        .await;
+    assert_eq!(
+        in_process.to_model_json()["error_type"],
+        over_mcp["error_type"]
+    );
+    assert_eq!(in_process.to_model_json()["message"], over_mcp["message"]);
 }
 
 #[tokio::test]
@@ -93,7 +111,7 @@ async fn tools_a_predicate_hides_from_the_session_are_not_listed_nor_callable() 
         .build()
         .unwrap();
     let client = duplex(
-        McpServer::new(registry).session_factory(|session| session.with_principal("guest")),
+        McpServer::new(registry.clone()).session_factory(|session| session.with_principal("guest")),
         Elicitor::without_elicitation(),
     )
     .await;
@@ -107,6 +125,18 @@ async fn tools_a_predicate_hides_from_the_session_are_not_listed_nor_callable() 
         error.message
     );
     assert!(!error.message.contains("echo,"), "{}", error.message);
+    // In process, the same session's call is the same classification, listing the same tools.
+    let guest = toolwright::Session::new("conv-1").with_principal("guest");
+    let in_process = registry
+        .call_in(
+            &guest,
+            toolwright::ToolCall::new("c1", "echo", r#"{"text":"hi"}"#),
+        )
+        .await
+        .to_model_json();
+    let data = error.data.unwrap_or_default();
+    assert_eq!(in_process["error_type"], data["error_type"]);
+    assert_eq!(in_process["available_tools"], data["available_tools"]);
 
     let vip = duplex(
         McpServer::new(

@@ -206,6 +206,37 @@ impl Registry {
             .is_some_and(|slot| self.shows(slot, session))
     }
 
+    /// Whether the tool `name` exists for `session`: the registry has it and no predicate
+    /// ([`visible_when`](RegistryBuilder::visible_when),
+    /// [`tool_filter`](RegistryBuilder::tool_filter)) hides it. A call of a name that does not
+    /// exist for the session is `unknown_tool`; one that does reaches the pipeline, which
+    /// refuses a tool whose scopes the session lacks as `unauthorized` (such a tool exists but
+    /// is not shown, see [`Registry::is_visible`]) and answers a deferred tool the
+    /// conversation has not found yet by telling the model to search.
+    ///
+    /// ```
+    /// # use toolwright_core::{Registry, Session, dynamic::DynamicTool};
+    /// # use serde_json::json;
+    /// let close = DynamicTool::builder("close_books")
+    ///     .description("Closes the books.")
+    ///     .input_schema(json!({"type": "object", "properties": {}}))
+    ///     .scopes(["finance"])
+    ///     .handler(|_args, _ctx| async { Ok(json!("closed")) })
+    ///     .build()
+    ///     .unwrap();
+    /// let registry = Registry::builder().dynamic_tool(close).build().unwrap();
+    /// let clerk = Session::new("conv-1");
+    /// assert!(!registry.is_visible("close_books", &clerk)); // not listed for the clerk
+    /// assert!(registry.exists_for("close_books", &clerk)); // but refused when called, not unknown
+    /// assert!(!registry.exists_for("open_books", &clerk));
+    /// ```
+    pub fn exists_for(&self, name: &str, session: &Session) -> bool {
+        self.table()
+            .tools
+            .get(name)
+            .is_some_and(|slot| self.predicates_allow(slot, session))
+    }
+
     /// Whether `session` is shown the tool in `slot`: its scopes, then the predicates, and
     /// for a deferred tool, whether the conversation found it.
     fn shows(&self, slot: &Slot, session: &Session) -> bool {
