@@ -15,8 +15,11 @@ use support::fake_provider::{chat, FakeProvider, Reply};
 use toolwright::approval::ApprovalQueue;
 use toolwright::execute::RetryPolicy;
 use toolwright::prelude::*;
-use toolwright_agent::http::{AnthropicMessages, GeminiGenerate, OpenAiChat, OpenAiResponses};
-use toolwright_agent::{Agent, AgentEvent, ChatModel, End, Message};
+use toolwright_agent::http::{
+    AnthropicMessages, GeminiGenerate, OpenAiChat, OpenAiResponses, ReceivedRequest, ScriptedReply,
+    ScriptedServer,
+};
+use toolwright_agent::{Agent, AgentEvent, ChatModel, End, Message, Turn};
 
 #[derive(Default)]
 struct Counts {
@@ -632,4 +635,171 @@ async fn a_stream_that_sends_each_call_whole_without_index_or_id_is_read() {
     assert_eq!(ids, ["call_0", "call_1"]);
     assert!(run.steps()[0].outcomes.iter().all(|o| o.is_ok()));
     is_chat_request(&server.received()[1].body);
+}
+
+// ---- The public scripted server: turns in each provider's wire format ----------------------
+
+/// A call of `lookup`, then the answer: the script every client below plays.
+fn scripted_turns() -> Vec<ScriptedReply> {
+    vec![
+        Turn::calls([ToolCall::new("call_a", "lookup", r#"{"order_id":"A1"}"#)])
+            .with_usage(50, 10)
+            .into(),
+        Turn::text("A1 was delivered.").with_usage(80, 6).into(),
+    ]
+}
+
+/// Runs the agent with `model` against `server`'s script; checks the run; the requests sent.
+async fn plays_the_script(
+    model: impl ChatModel,
+    server: &ScriptedServer,
+    events: Option<Arc<Mutex<Vec<String>>>>,
+) -> Vec<ReceivedRequest> {
+    let counts = Arc::new(Counts::default());
+    let mut builder = agent(model, &counts);
+    if let Some(events) = events {
+        builder = builder.on_event(move |e| {
+            let line = match e {
+                AgentEvent::TextDelta(t) => format!("text {t}"),
+                AgentEvent::ToolCallStarted { id, name } => format!("call {id} {name}"),
+                _ => return,
+            };
+            events.lock().unwrap().push(line);
+        });
+    }
+    let run = builder
+        .build()
+        .unwrap()
+        .run(&Session::new("scripted"), vec![Message::user("A1?")])
+        .await;
+    assert!(
+        matches!(run.end(), End::Final(t) if t == "A1 was delivered."),
+        "{:?}",
+        run.end()
+    );
+    assert_eq!(run.steps()[0].calls[0].id(), "call_a");
+    assert!(run.steps()[0].outcomes[0].is_ok());
+    assert_eq!(counts.lookups.load(Ordering::SeqCst), 1);
+    assert_eq!(run.usage().total(), 146);
+    assert_eq!(server.remaining(), 0);
+    let sent = server.received();
+    assert_eq!(sent.len(), 2);
+    sent
+}
+
+#[tokio::test]
+async fn the_scripted_server_speaks_chat_completions_whole_and_streamed() {
+    let server = ScriptedServer::start(scripted_turns()).await.unwrap();
+    let model = OpenAiChat::new("gpt-test")
+        .base_url(server.url())
+        .api_key("k");
+    let sent = plays_the_script(model, &server, None).await;
+    assert_eq!(sent[0].path, "/chat/completions");
+    assert_eq!(sent[0].headers["authorization"], "Bearer k");
+    assert_eq!(sent[0].body["tools"][0]["function"]["name"], "lookup");
+    let messages = sent[1].body["messages"].as_array().unwrap();
+    let last = messages.last().unwrap();
+    assert_eq!(last["role"], "tool");
+    assert_eq!(last["tool_call_id"], "call_a");
+    for request in &sent {
+        is_chat_request(&request.body);
+    }
+
+    let streamed = ScriptedServer::start(scripted_turns()).await.unwrap();
+    let model = OpenAiChat::new("gpt-test")
+        .base_url(streamed.url())
+        .streaming(true);
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let sent = plays_the_script(model, &streamed, Some(Arc::clone(&events))).await;
+    assert_eq!(sent[0].body["stream"], true);
+    assert_eq!(
+        *events.lock().unwrap(),
+        [
+            "call call_a lookup",
+            "text A1 ",
+            "text was ",
+            "text delivered."
+        ]
+    );
+}
+
+#[tokio::test]
+async fn the_scripted_server_speaks_responses_anthropic_and_gemini() {
+    let server = ScriptedServer::start(scripted_turns()).await.unwrap();
+    let model = OpenAiResponses::new("gpt-test").base_url(server.url());
+    let sent = plays_the_script(model, &server, None).await;
+    assert_eq!(sent[0].path, "/responses");
+    let input = sent[1].body["input"].as_array().unwrap();
+    assert_eq!(input[1]["type"], "function_call");
+    assert_eq!(input[2]["call_id"], "call_a");
+
+    let server = ScriptedServer::start(scripted_turns()).await.unwrap();
+    let model = AnthropicMessages::new("claude-test")
+        .base_url(server.url())
+        .api_key("k");
+    let sent = plays_the_script(model, &server, None).await;
+    assert_eq!(sent[0].path, "/v1/messages");
+    assert_eq!(sent[0].headers["x-api-key"], "k");
+    assert_eq!(
+        sent[1].body["messages"][2]["content"][0]["tool_use_id"],
+        "call_a"
+    );
+
+    let server = ScriptedServer::start(scripted_turns()).await.unwrap();
+    let model = GeminiGenerate::new("gemini-test")
+        .base_url(server.url())
+        .api_key("k");
+    let sent = plays_the_script(model, &server, None).await;
+    assert_eq!(sent[0].path, "/models/gemini-test:generateContent");
+    let response = &sent[1].body["contents"][2]["parts"][0]["functionResponse"];
+    assert_eq!(response["name"], "lookup");
+}
+
+#[tokio::test]
+async fn the_scripted_server_answers_provider_errors_and_says_when_its_script_is_used_up() {
+    let server = ScriptedServer::start([
+        ScriptedReply::error(429, "slow down").header("retry-after", "1"),
+        Turn::text("Fine.").into(),
+        ScriptedReply::error(400, "`model` is not a model we serve"),
+    ])
+    .await
+    .unwrap();
+    let model = OpenAiChat::new("gpt-test").base_url(server.url());
+    let agent = agent(model, &Arc::new(Counts::default())).build().unwrap();
+    let started = Instant::now();
+    let run = agent
+        .run(&Session::new("e1"), vec![Message::user("Hi")])
+        .await;
+    assert!(
+        matches!(run.end(), End::Final(t) if t == "Fine."),
+        "{:?}",
+        run.end()
+    );
+    assert!(
+        started.elapsed() >= Duration::from_millis(900),
+        "Retry-After waited out"
+    );
+
+    let refused = agent
+        .run(&Session::new("e2"), vec![Message::user("Hi")])
+        .await;
+    let End::ModelError(e) = refused.end() else {
+        panic!("{:?}", refused.end());
+    };
+    assert_eq!((e.kind(), e.attempts()), (ErrorKind::BadRequest, 1));
+    assert!(
+        e.message().contains("is not a model we serve"),
+        "{}",
+        e.message()
+    );
+
+    let used_up = agent
+        .run(&Session::new("e3"), vec![Message::user("Hi")])
+        .await;
+    let End::ModelError(e) = used_up.end() else {
+        panic!("{:?}", used_up.end());
+    };
+    assert_eq!(e.kind(), ErrorKind::BadRequest);
+    assert!(e.message().contains("script is used up"), "{}", e.message());
+    assert_eq!(server.received().len(), 4);
 }

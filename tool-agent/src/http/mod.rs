@@ -17,6 +17,10 @@
 //! stream that ends before the answer does `unavailable`; the [`Agent`](crate::Agent) retries
 //! the transient ones.
 //!
+//! To test code that uses these clients without a key or a network, point them at a
+//! [`ScriptedServer`]: scripted turns served on loopback in each API's wire format, every
+//! request recorded.
+//!
 //! ```no_run
 //! use toolwright_agent::http::OpenAiChat;
 //!
@@ -31,11 +35,13 @@ mod anthropic;
 mod gemini;
 mod openai;
 mod responses;
+mod scripted;
 
 pub use anthropic::AnthropicMessages;
 pub use gemini::GeminiGenerate;
 pub use openai::OpenAiChat;
 pub use responses::OpenAiResponses;
+pub use scripted::{ReceivedRequest, ScriptedReply, ScriptedServer};
 
 use serde_json::Value;
 use toolwright_core::execute::classify;

@@ -1,139 +1,59 @@
-//! A fake model provider on loopback: answers each request with the next scripted reply, in the
-//! provider's real wire format (JSON or server-sent events), and records every request.
+//! A fake model provider on loopback: the public `ScriptedServer` with raw replies, so a test
+//! gives the provider's exact JSON or server-sent events (malformed ones included), and every
+//! request is recorded.
 
 #![allow(dead_code)]
 
-use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
-
-use axum::body::Body;
-use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode, Uri};
-use axum::response::Response;
-use axum::Router;
 use serde_json::Value;
+use toolwright_agent::http::{ReceivedRequest, ScriptedReply, ScriptedServer};
 
-/// One scripted reply.
-#[derive(Debug, Clone)]
-pub struct Reply {
-    pub status: u16,
-    pub headers: Vec<(&'static str, String)>,
-    pub content_type: &'static str,
-    pub body: String,
-}
+/// A request the server received.
+pub type Received = ReceivedRequest;
+
+/// Raw replies, exactly as given.
+pub struct Reply;
 
 impl Reply {
-    pub fn json(body: Value) -> Self {
-        Reply {
-            status: 200,
-            headers: Vec::new(),
-            content_type: "application/json",
-            body: body.to_string(),
-        }
+    pub fn json(body: Value) -> ScriptedReply {
+        ScriptedReply::raw(200, "application/json", body.to_string())
     }
 
     /// A stream of `data:` events (each a JSON chunk or `[DONE]`), as given: leave out the
     /// finish and `[DONE]` to cut it short.
-    pub fn sse(events: &[String]) -> Self {
+    pub fn sse(events: &[String]) -> ScriptedReply {
         let body: String = events.iter().map(|e| format!("data: {e}\n\n")).collect();
-        Reply {
-            status: 200,
-            headers: Vec::new(),
-            content_type: "text/event-stream",
-            body,
-        }
+        ScriptedReply::raw(200, "text/event-stream", body)
     }
 
-    pub fn status(status: u16, body: Value) -> Self {
-        Reply {
-            status,
-            ..Reply::json(body)
-        }
+    pub fn status(status: u16, body: Value) -> ScriptedReply {
+        ScriptedReply::raw(status, "application/json", body.to_string())
     }
-
-    pub fn header(mut self, name: &'static str, value: &str) -> Self {
-        self.headers.push((name, value.to_owned()));
-        self
-    }
-}
-
-/// A request the server received.
-#[derive(Debug, Clone)]
-pub struct Received {
-    pub path: String,
-    pub headers: HeaderMap,
-    pub body: Value,
-}
-
-#[derive(Default)]
-struct Script {
-    replies: Mutex<VecDeque<Reply>>,
-    received: Mutex<Vec<Received>>,
 }
 
 /// The running server.
 pub struct FakeProvider {
     pub base: String,
-    script: Arc<Script>,
+    server: ScriptedServer,
 }
 
 impl FakeProvider {
-    pub async fn start(replies: impl IntoIterator<Item = Reply>) -> Self {
-        let script = Arc::new(Script {
-            replies: Mutex::new(replies.into_iter().collect()),
-            received: Mutex::new(Vec::new()),
-        });
-        let app = Router::new()
-            .fallback(answer)
-            .with_state(Arc::clone(&script));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+    pub async fn start(replies: impl IntoIterator<Item = ScriptedReply>) -> Self {
+        let server = ScriptedServer::start(replies)
             .await
             .expect("a loopback port");
-        let address = listener.local_addr().expect("the bound address");
-        tokio::spawn(async move { axum::serve(listener, app).await });
         FakeProvider {
-            base: format!("http://{address}"),
-            script,
+            base: server.url(),
+            server,
         }
     }
 
     pub fn received(&self) -> Vec<Received> {
-        self.script.received.lock().unwrap().clone()
+        self.server.received()
     }
 
     pub fn remaining(&self) -> usize {
-        self.script.replies.lock().unwrap().len()
+        self.server.remaining()
     }
-}
-
-async fn answer(
-    State(script): State<Arc<Script>>,
-    uri: Uri,
-    headers: HeaderMap,
-    body: axum::body::Bytes,
-) -> Response {
-    let body = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    script.received.lock().unwrap().push(Received {
-        path: uri.path().to_owned(),
-        headers,
-        body,
-    });
-    let reply = script.replies.lock().unwrap().pop_front();
-    let Some(reply) = reply else {
-        return Response::builder()
-            .status(StatusCode::GONE)
-            .body(Body::from(
-                r#"{"error":{"message":"the fake provider's script is used up"}}"#,
-            ))
-            .unwrap();
-    };
-    let mut response = Response::builder()
-        .status(reply.status)
-        .header("content-type", reply.content_type);
-    for (name, value) in reply.headers {
-        response = response.header(name, value);
-    }
-    response.body(Body::from(reply.body)).unwrap()
 }
 
 /// Chat Completions wire format.
