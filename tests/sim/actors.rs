@@ -505,6 +505,8 @@ fn completed_payments(world: &World, run: &toolwright::agent::Run) {
 fn note_run(world: &World, on: &str, ended: &Option<Result<toolwright::agent::Run, RunError>>) {
     let how = match ended {
         None => "crashed".to_owned(),
+        // A ticket is random: its presence is what a replay compares.
+        Some(Ok(run)) if matches!(run.end(), End::Pending { .. }) => "pending".to_owned(),
         Some(Ok(run)) => format!("{:?}", run.end()),
         Some(Err(RunError::NotSaved { error, .. })) => {
             world.history.push(Event::RunNotSaved);
