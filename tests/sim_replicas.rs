@@ -17,6 +17,8 @@
 //! - agents keeping a run in the store: it pays, waits for approval, crashes or has a save
 //!   refused, is resumed on another replica (two at once), and another principal tries it;
 //! - records read back changed (another version, a torn write);
+//! - a runtime tool whose output is grounded under the kind found tools are kept under (one
+//!   seed in four);
 //! - the memory store's bound on runs (one seed in twenty-five).
 //!
 //! A crash drops a caller's future at an await point: after a seeded number of polls, or at a
@@ -111,6 +113,12 @@ const KNOWN_DEFECTS: &[Known] = &[
         defect: "refused resume: the refusal re-saves the run with the refused agent's TTL",
     },
     Known {
+        invariant: "internal_kinds_reserved",
+        surface: "registry",
+        defect: "reserved kind: a runtime tool may ground its output under the kind found tools \
+                 are kept under, and a deferred tool is then callable without a search",
+    },
+    Known {
         invariant: "bounds_hold",
         surface: "memory-runs",
         defect: "memory runs bound: MAX_MEMORY_RUNS yields only to runs no one holds",
@@ -172,6 +180,7 @@ struct Plan {
     tasks: bool,
     kept_runs: bool,
     changed_records: bool,
+    reserved_kinds: bool,
     memory_runs_bound: bool,
 }
 
@@ -184,6 +193,7 @@ impl Plan {
             tasks: rng.bool(),
             kept_runs: rng.bool(),
             changed_records: rng.bool(),
+            reserved_kinds: rng.u8(..4) == 0,
             memory_runs_bound: rng.u8(..25) == 0,
         };
         if !(plan.idempotency
@@ -220,9 +230,10 @@ fn run_seed(seed: u64) -> (Vec<Violation>, String) {
             let mut actors = Vec::new();
             // Each surface's stream is forked whether it runs or not, so a surface's plan does
             // not change with the others'.
-            let mut streams = (0..6).map(|_| rng.fork()).collect::<Vec<_>>().into_iter();
-            let mut next = || streams.next().expect("six streams");
+            let mut streams = (0..7).map(|_| rng.fork()).collect::<Vec<_>>().into_iter();
+            let mut next = || streams.next().expect("seven streams");
             let (s0, s1, s2, s3, s4, s5) = (next(), next(), next(), next(), next(), next());
+            let s6 = next();
             if plan.idempotency {
                 actors.push(tokio::spawn(actors::idempotency(Arc::clone(&w), s0)));
             }
@@ -243,6 +254,9 @@ fn run_seed(seed: u64) -> (Vec<Violation>, String) {
             }
             if plan.changed_records {
                 actors.push(tokio::spawn(actors::changed_records(Arc::clone(&w), s5)));
+            }
+            if plan.reserved_kinds {
+                actors.push(tokio::spawn(actors::reserved_kinds(Arc::clone(&w), s6)));
             }
             if plan.memory_runs_bound {
                 actors.push(tokio::spawn(actors::memory_runs_bound(Arc::clone(&w))));

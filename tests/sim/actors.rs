@@ -19,6 +19,7 @@ use toolwright::conversation::{ConversationStore, MemoryConversationStore, MAX_M
 use toolwright::mcp::{McpServer, CALL_KEY, CONVERSATION_KEY};
 use toolwright::prelude::*;
 use toolwright::providers::Export;
+use toolwright::DynamicTool;
 
 use super::history::Event;
 use super::mcp::{self, Server};
@@ -701,6 +702,56 @@ pub async fn memory_runs_bound(world: Arc<World>) {
             surface: "memory-runs",
             kept,
             bound: MAX_MEMORY_RUNS,
+        });
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Kinds the registry keeps for itself, reached from a tool's output
+// ---------------------------------------------------------------------------------------------
+
+/// A runtime tool whose output is grounded under the kind found tools are recorded under echoes
+/// a name the model chose; the deferred tool of that name is then called without a search. A
+/// registry that takes the declaration must not let its output stand for a search.
+pub async fn reserved_kinds(world: Arc<World>, mut rng: fastrand::Rng) {
+    let echo = DynamicTool::builder("echo_name")
+        .description("Echo a name back.")
+        .input_schema(json!({"type": "object", "properties": {"name": {"type": "string"}}}))
+        .grounds("toolwright.found_tool", "name")
+        .handler(|args, _ctx| async move { Ok(json!({"name": args["name"].clone()})) })
+        .build();
+    let secret = DynamicTool::builder("secret_op")
+        .description("An operation found only by search.")
+        .input_schema(json!({"type": "object", "properties": {}}))
+        .handler(|_args, _ctx| async move { Ok(json!("done")) })
+        .build();
+    let (Ok(echo), Ok(secret)) = (echo, secret) else {
+        return;
+    };
+    let Ok(registry) = Registry::builder()
+        .dynamic_tool(echo)
+        .dynamic_tool(secret)
+        .deferred(["secret_op"])
+        .build()
+    else {
+        // Refused at build time: the kind is reserved.
+        return;
+    };
+    let mut session = Session::new("conv-kinds").with_principal("mallory");
+    if rng.bool() {
+        session = session.with_store(world.conversations());
+    }
+    let echoed = ToolCall::new("e1", "echo_name", r#"{"name":"secret_op"}"#);
+    if registry.call_in(&session, echoed).await.status() != Status::Success {
+        return;
+    }
+    let called = registry
+        .call_in(&session, ToolCall::new("s1", "secret_op", "{}"))
+        .await;
+    if called.status() == Status::Success {
+        world.history.push(Event::Reached {
+            surface: "registry",
+            what: "secret_op called without a search, found by a tool's output".into(),
         });
     }
 }

@@ -53,6 +53,8 @@ pub enum Event {
     TaskBegan { what: String, ttl: Duration },
     /// A refused request by another principal took something of the owner's away.
     Interfered { surface: &'static str, what: String },
+    /// A tool's output reached what only the registry may record.
+    Reached { surface: &'static str, what: String },
     /// A store kept more records than its documented bound.
     Unbounded {
         surface: &'static str,
@@ -61,6 +63,11 @@ pub enum Event {
     },
     /// A panic anywhere in the schedule (a caller, a spawned task, a drop).
     Panic(String),
+    /// The action under idempotency key `key` is `what` (a body says so when it starts).
+    KeyOf { key: String, what: String },
+    /// A settlement of `key` failed before it was written: the key stays held until its lock
+    /// passes, then the action may run again under it (the documented takeover).
+    SettleFailed { key: String },
     /// A kept run's drive ended with its last turn not saved.
     RunNotSaved,
     /// What a client was answered, for a reader of the history (no invariant reads it).
@@ -144,6 +151,9 @@ pub fn check(events: &[(Instant, Event)]) -> Vec<Violation> {
                 panic_surface(message),
                 format!("a panic: {message}"),
             )),
+            Event::Reached { surface, what } => {
+                found.push(violation("internal_kinds_reserved", surface, what.clone()))
+            }
             Event::Stalled => found.push(violation(
                 "schedule_ends",
                 "any",
@@ -217,9 +227,20 @@ fn effects_at_most_once(events: &[(Instant, Event)], found: &mut Vec<Violation>)
         .collect();
     let mut earlier: HashMap<&str, Vec<u64>> = HashMap::new();
     let mut not_saved = false;
+    let mut whats: HashMap<&str, &str> = HashMap::new();
+    let mut unsettled: HashSet<&str> = HashSet::new();
     for (_, event) in events {
-        if let Event::RunNotSaved = event {
-            not_saved = true;
+        match event {
+            Event::RunNotSaved => not_saved = true,
+            Event::KeyOf { key, what } => {
+                whats.insert(key, what);
+            }
+            Event::SettleFailed { key } => {
+                if let Some(what) = whats.get(key.as_str()) {
+                    unsettled.insert(what);
+                }
+            }
+            _ => {}
         }
         let Event::Effect {
             surface,
@@ -235,7 +256,8 @@ fn effects_at_most_once(events: &[(Instant, Event)], found: &mut Vec<Violation>)
             continue;
         }
         let before = earlier.entry(what.as_str()).or_default();
-        let excused = before.iter().all(|d| *d != 0 && crashed.contains(d));
+        let excused = unsettled.contains(what.as_str())
+            || before.iter().all(|d| *d != 0 && crashed.contains(d));
         if !before.is_empty() && !excused {
             let invariant = if surface.starts_with("approval") {
                 "approval_runs_one_call"

@@ -18,28 +18,34 @@ use toolwright::prelude::*;
 use toolwright::MemoryStore;
 
 use history::{Event, History, Slot};
-use store::{Faults, FaultyStore};
+use store::{Faults, FaultyKeys, FaultyStore};
 
 /// One seed's world: the stores the replicas share and the history they write.
 pub struct World {
     pub seed: u64,
     pub history: History,
     pub store: Arc<FaultyStore>,
-    pub idempotency: MemoryStore,
+    pub idempotency: Arc<FaultyKeys>,
 }
 
 impl World {
     pub fn new(seed: u64, rng: &mut fastrand::Rng) -> World {
         let faults = Faults::draw(rng);
+        let history = History::new();
         World {
             seed,
-            history: History::new(),
             store: Arc::new(FaultyStore::new(
                 Arc::new(MemoryConversationStore::new()),
                 faults,
                 rng.u64(..),
             )),
-            idempotency: MemoryStore::new(),
+            idempotency: Arc::new(FaultyKeys::new(
+                MemoryStore::new(),
+                faults,
+                rng.u64(..),
+                history.clone(),
+            )),
+            history,
         }
     }
 
@@ -59,7 +65,7 @@ impl World {
             .tool(Archive)
             .tool(Pay)
             .tool(PayApproved)
-            .idempotency_store(self.idempotency.clone())
+            .idempotency_store(Arc::clone(&self.idempotency))
             .state(Sim {
                 history: self.history.clone(),
                 replica,
@@ -154,8 +160,11 @@ async fn charge(
     /// How long the payment provider takes, in milliseconds.
     ms: u64,
 ) -> Result<String, ToolError> {
-    let _ = key;
     let what = format!("charge:{}/{}", ctx.session().id(), ctx.call_id());
+    sim.0.history.push(Event::KeyOf {
+        key: key.to_string(),
+        what: what.clone(),
+    });
     sim.0.act("idempotency", what, &ctx, ms).await;
     Ok(format!("charged {order}"))
 }

@@ -7,6 +7,13 @@ use std::io;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use toolwright::idempotency::{
+    Begin, Fingerprint, IdempotencyStore, Lease, Settled, StoreError, StoreFuture, StoredOutcome,
+};
+use toolwright::{IdempotencyKey, MemoryStore};
+
+use super::history::{Event, History};
+
 use toolwright::conversation::{
     CallRecord, ConversationFuture, ConversationStore, ConversationStoreError, Decided, Decision,
     FailureCounts, MemoryConversationStore, Prepare, Prepared, Review, RunClaim, Ticket,
@@ -283,5 +290,114 @@ fn change(node: &mut serde_json::Value, rng: &mut fastrand::Rng) {
             }
         }
         other => *other = serde_json::json!([]),
+    }
+}
+
+/// The idempotency store every registry shares, behind the same kind of faults: `begin` may
+/// fail, and a settlement may fail before it is written or be written and lose its reply. A
+/// settlement that failed leaves its key held until the lock passes, so a later call may run
+/// the action again under the same key (the documented takeover); such keys are recorded.
+pub struct FaultyKeys {
+    inner: MemoryStore,
+    faults: Faults,
+    rng: Mutex<fastrand::Rng>,
+    history: History,
+}
+
+impl FaultyKeys {
+    pub fn new(inner: MemoryStore, faults: Faults, seed: u64, history: History) -> Self {
+        FaultyKeys {
+            inner,
+            faults,
+            rng: Mutex::new(fastrand::Rng::with_seed(seed)),
+            history,
+        }
+    }
+
+    fn fault(&self) -> Fault {
+        let mut rng = self.rng.lock().unwrap_or_else(PoisonError::into_inner);
+        let fail = self.faults.fail > 0 && rng.u32(..1000) < self.faults.fail;
+        let lost = self.faults.lost_reply > 0 && rng.u32(..1000) < self.faults.lost_reply;
+        match (fail, lost) {
+            (true, _) => Fault::Fail,
+            (false, true) => Fault::LostReply,
+            _ => Fault::None,
+        }
+    }
+
+    fn settle<'a>(
+        &'a self,
+        lease: &'a Lease,
+        what: &'static str,
+        op: StoreFuture<'a, Settled>,
+    ) -> StoreFuture<'a, Settled> {
+        let fault = self.fault();
+        Box::pin(async move {
+            tokio::task::yield_now().await;
+            match fault {
+                Fault::None => op.await,
+                Fault::Fail => {
+                    self.history.push(Event::SettleFailed {
+                        key: lease.key().to_string(),
+                    });
+                    Err(StoreError::backend(io::Error::other(format!(
+                        "injected: {what} failed before it reached the store"
+                    ))))
+                }
+                Fault::LostReply => {
+                    let _ = op.await;
+                    Err(StoreError::backend(io::Error::other(format!(
+                        "injected: {what} applied, then its reply was lost"
+                    ))))
+                }
+            }
+        })
+    }
+}
+
+impl IdempotencyStore for FaultyKeys {
+    fn begin<'a>(
+        &'a self,
+        key: &'a IdempotencyKey,
+        fingerprint: &'a Fingerprint,
+        lock_ttl: Duration,
+    ) -> StoreFuture<'a, Begin> {
+        let fault = self.fault();
+        Box::pin(async move {
+            tokio::task::yield_now().await;
+            match fault {
+                Fault::None => self.inner.begin(key, fingerprint, lock_ttl).await,
+                Fault::Fail => Err(StoreError::backend(io::Error::other(
+                    "injected: begin failed before it reached the store",
+                ))),
+                Fault::LostReply => {
+                    // Taken and never told: the key stays held until its lock passes.
+                    let _ = self.inner.begin(key, fingerprint, lock_ttl).await;
+                    Err(StoreError::backend(io::Error::other(
+                        "injected: begin applied, then its reply was lost",
+                    )))
+                }
+            }
+        })
+    }
+
+    fn complete<'a>(
+        &'a self,
+        lease: &'a Lease,
+        outcome: StoredOutcome,
+    ) -> StoreFuture<'a, Settled> {
+        self.settle(lease, "complete", self.inner.complete(lease, outcome))
+    }
+
+    fn record_unknown_effect<'a>(&'a self, lease: &'a Lease) -> StoreFuture<'a, Settled> {
+        self.settle(
+            lease,
+            "record_unknown_effect",
+            self.inner.record_unknown_effect(lease),
+        )
+    }
+
+    fn release<'a>(&'a self, lease: &'a Lease) -> StoreFuture<'a, Settled> {
+        self.settle(lease, "release", self.inner.release(lease))
     }
 }
