@@ -187,8 +187,9 @@ fn panic_surface(message: &str) -> &'static str {
     }
 }
 
-/// The history as text, with the ids the library draws at random (task ids) replaced by the
-/// order they first appear in: two runs of one seed give the same text.
+/// The history as text, with the ids the library draws at random (task ids, keys of MCP
+/// requests' own conversations) replaced by the order they first appear in: two runs of one
+/// seed give the same text.
 pub fn normalized(events: &[(Instant, Event)]) -> String {
     let start = events.first().map(|(at, _)| *at);
     let mut ids: HashMap<String, usize> = HashMap::new();
@@ -201,12 +202,19 @@ pub fn normalized(events: &[(Instant, Event)]) -> String {
         };
         match &mut event {
             Event::TaskAnswer { task, .. } | Event::TaskResult { task, .. } => rename(task),
+            // An MCP request's own conversation is named at random, and its keys with it.
+            Event::KeyOf { key, .. } | Event::SettleFailed { key } => rename(key),
             Event::Observed {
                 surface: "tasks",
                 what,
                 ..
             } => rename(what),
             _ => {}
+        }
+        // Panics are gathered after the schedule, when its clock is gone: they have no instant.
+        if let Event::Panic(_) = event {
+            text.push_str(&format!("{:>10}     {event:?}\n", "end"));
+            continue;
         }
         let ms = start.map_or(0, |s| at.duration_since(s).as_millis());
         text.push_str(&format!("{ms:>10} ms  {event:?}\n"));
