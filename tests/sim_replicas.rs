@@ -55,8 +55,8 @@ mod sim;
 
 use std::collections::BTreeMap;
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Once, PoisonError};
+use std::thread::ThreadId;
 use std::time::Duration;
 
 use sim::history::{check, normalized, Event, Violation};
@@ -151,15 +151,29 @@ fn seeds() -> Vec<u64> {
 /// reaches `block_on`).
 static PANICS: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
-/// Whether a schedule is running (its panics are recorded, not printed).
-static IN_SCHEDULE: AtomicBool = AtomicBool::new(false);
+/// The thread a schedule runs on while it runs (its panics are recorded, not printed); the
+/// runtime is current-thread, so every task of the schedule runs there.
+static SCHEDULE_THREAD: Mutex<Option<ThreadId>> = Mutex::new(None);
+
+fn in_schedule() -> bool {
+    *SCHEDULE_THREAD
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        == Some(std::thread::current().id())
+}
+
+fn schedule_on_this_thread(running: bool) {
+    *SCHEDULE_THREAD
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner) = running.then(|| std::thread::current().id());
+}
 
 fn record_panics() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         let default = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
-            if IN_SCHEDULE.load(Ordering::SeqCst) {
+            if in_schedule() {
                 PANICS
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
@@ -274,11 +288,11 @@ fn run_seed(seed: u64) -> (Vec<Violation>, String) {
             }
         }
     };
-    IN_SCHEDULE.store(true, Ordering::SeqCst);
+    schedule_on_this_thread(true);
     let _ = std::panic::catch_unwind(AssertUnwindSafe(|| runtime.block_on(schedule)));
     // Dropping the runtime drops every task still running (a server's renewals, a task body).
     let _ = std::panic::catch_unwind(AssertUnwindSafe(move || drop(runtime)));
-    IN_SCHEDULE.store(false, Ordering::SeqCst);
+    schedule_on_this_thread(false);
     let panics = std::mem::take(&mut *PANICS.lock().unwrap_or_else(PoisonError::into_inner));
     for panic in panics {
         world.history.push(Event::Panic(panic));
@@ -358,4 +372,136 @@ fn replicas_keep_every_promise_under_seeded_schedules() {
         "broken promises:\n{}",
         failing.join("\n")
     );
+}
+
+/// The checker itself, on histories written by hand: it finds what it is there to find and
+/// excuses only what the docs allow.
+mod checker {
+    use std::time::Duration;
+
+    use super::sim::history::{check, Event, History, Slot};
+
+    fn broken(events: Vec<Event>) -> Vec<&'static str> {
+        let history = History::new();
+        for event in events {
+            history.push(event);
+        }
+        check(&history.take())
+            .into_iter()
+            .map(|v| v.invariant)
+            .collect()
+    }
+
+    fn effect(what: &str, drive: u64) -> Event {
+        Event::Effect {
+            surface: "idempotency",
+            what: what.into(),
+            drive,
+            principal: "alice".into(),
+        }
+    }
+
+    #[test]
+    fn a_second_effect_of_one_action_is_a_violation() {
+        assert_eq!(
+            broken(vec![effect("k", 1), effect("k", 2)]),
+            ["effect_at_most_once"]
+        );
+        assert!(broken(vec![effect("k", 1), effect("other", 2)]).is_empty());
+    }
+
+    #[test]
+    fn a_repeat_after_a_crashed_caller_is_excused_and_one_after_a_live_caller_is_not() {
+        let crashed = vec![effect("k", 1), Event::Crashed { drive: 1 }, effect("k", 2)];
+        assert!(broken(crashed).is_empty());
+        let live = vec![effect("k", 1), Event::Crashed { drive: 2 }, effect("k", 3)];
+        assert_eq!(broken(live), ["effect_at_most_once"]);
+    }
+
+    #[test]
+    fn a_call_answered_done_without_its_effect_is_a_violation() {
+        let done = Event::Completed {
+            surface: "idempotency",
+            what: "k".into(),
+        };
+        assert_eq!(broken(vec![done.clone()]), ["effect_once_when_completed"]);
+        assert!(broken(vec![effect("k", 1), done]).is_empty());
+    }
+
+    #[test]
+    fn bodies_past_a_cap_at_one_instant_are_a_violation_and_one_after_another_are_not() {
+        let slot = Slot {
+            replica: 0,
+            principal: "alice".into(),
+            per_principal: 1,
+            per_server: 5,
+        };
+        let start = |what: &str| Event::BodyStart {
+            surface: "tasks",
+            what: what.into(),
+            slot: Some(slot.clone()),
+        };
+        let end = |what: &str| Event::BodyEnd {
+            what: what.into(),
+            slot: Some(slot.clone()),
+        };
+        assert_eq!(broken(vec![start("a"), start("b")]), ["caps_hold"]);
+        assert!(broken(vec![start("a"), end("a"), start("b"), end("b")]).is_empty());
+    }
+
+    #[test]
+    fn one_task_answering_two_calls_is_a_violation() {
+        let answer = |call: &str| Event::TaskAnswer {
+            task: "t".into(),
+            call: call.into(),
+        };
+        assert_eq!(
+            broken(vec![answer("one"), answer("two")]),
+            ["task_is_its_own_call"]
+        );
+        assert!(broken(vec![answer("one"), answer("one")]).is_empty());
+    }
+
+    #[test]
+    fn another_principal_s_effect_or_read_is_a_violation() {
+        let owns = Event::Owns {
+            what: "k".into(),
+            owner: "bob".into(),
+        };
+        assert_eq!(
+            broken(vec![owns, effect("k", 1)]),
+            ["principals_stay_apart"]
+        );
+        let read = Event::Observed {
+            surface: "tasks",
+            owner: "alice".into(),
+            observer: "bob".into(),
+            what: "t".into(),
+        };
+        assert_eq!(broken(vec![read]), ["principals_stay_apart"]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_effect_past_its_task_s_ttl_is_a_violation() {
+        let history = History::new();
+        let ttl = Duration::from_secs(2);
+        history.push(Event::TaskBegan {
+            what: "k".into(),
+            ttl,
+        });
+        tokio::time::advance(ttl).await;
+        history.push(effect("k", 0));
+        assert!(check(&history.take()).is_empty(), "at the TTL");
+        history.push(Event::TaskBegan {
+            what: "k".into(),
+            ttl,
+        });
+        tokio::time::advance(ttl * 2).await;
+        history.push(effect("k", 0));
+        let found: Vec<_> = check(&history.take())
+            .into_iter()
+            .map(|v| v.invariant)
+            .collect();
+        assert_eq!(found, ["task_stopped_at_ttl"]);
+    }
 }
