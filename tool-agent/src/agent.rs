@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::stream::{self, StreamExt};
@@ -19,7 +19,7 @@ use tracing::Instrument;
 
 use crate::kept::Keeper;
 use crate::message::{AssistantTurn, Message, Usage};
-use crate::model::{AgentEvent, ChatModel, Events, ModelError, ModelRequest, Turn};
+use crate::model::{AgentEvent, ChatModel, Events, ModelError, ModelRequest, Reported, Turn};
 
 /// The step cap when none is set: 10 model turns, the cap of the agent loop in "How to Handle
 /// Tool Execution Failures" (a model stuck on a failing tool otherwise loops until the token
@@ -437,19 +437,25 @@ impl Agent {
         deadline: Instant,
     ) -> Result<(Turn, u32), ModelError> {
         let inner = &*self.inner;
-        let request = ModelRequest {
-            system: &inner.system,
-            messages: transcript,
-            tools,
-            events: &inner.events,
-        };
         inner.budget.deposit(inner.nanos());
         let mut attempt = 1;
         loop {
+            // What the client reports of this attempt, so the loop reports the rest.
+            let reported = Arc::new(Mutex::new(Reported::default()));
+            let events = inner.events.watch(&reported);
+            let request = ModelRequest {
+                system: &inner.system,
+                messages: transcript,
+                tools,
+                events: &events,
+            };
             let answer =
                 tokio::time::timeout(inner.model_timeout, inner.model.complete(request)).await;
             let error = match answer {
-                Ok(Ok(turn)) => return Ok((turn, attempt)),
+                Ok(Ok(turn)) => {
+                    inner.events.report_rest(&turn, &reported);
+                    return Ok((turn, attempt));
+                }
                 Ok(Err(error)) => error,
                 Err(_) => ModelError::new(
                     ErrorKind::Timeout,
