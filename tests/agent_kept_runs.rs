@@ -1,9 +1,11 @@
 //! Runs kept in the conversation store (`Agent::run_kept`, `Agent::resume_kept`): a run paused
 //! for approval on one replica is resumed on another and its approved call runs once; two
 //! resumes at once run it once; a replica that died mid-run gives the run up after its lease
-//! (paused tokio time); a run written with serde and read back resumes; and, against a real
-//! `redis-server`, a process paused on approval is killed, the call approved, and a fresh
-//! process resumes the run: the tool ran once.
+//! (paused tokio time), sooner with a shorter lease margin; a run written with serde and read
+//! back resumes; a run of an inconsistent shape is unreadable, a run that outgrew the store is
+//! not resumed from an earlier turn, and a resume refused writes nothing; the memory store's
+//! bound on runs is hard; and, against a real `redis-server`, a process paused on approval is
+//! killed, the call approved, and a fresh process resumes the run: the tool ran once.
 
 #[cfg(feature = "redis")]
 #[path = "support/redis_server.rs"]
@@ -12,14 +14,21 @@ mod redis_server;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use serde_json::{json, Value};
 use toolwright::agent::{Agent, End, Message, Run, RunError, ScriptedModel, Turn};
 use toolwright::approval::Approvals;
-use toolwright::conversation::{ConversationStore, MemoryConversationStore, RunClaim};
+use toolwright::conversation::{
+    ConversationStore, ConversationStoreError, MemoryConversationStore, RunClaim,
+};
 use toolwright::prelude::*;
 
-/// What the tools did: refunds, and quick lookups.
+/// What the tools did: refunds, and quick lookups; and payments.
 #[derive(Clone, Default)]
-struct Ledger(Arc<Mutex<Vec<String>>>, Arc<Mutex<Vec<String>>>);
+struct Ledger(
+    Arc<Mutex<Vec<String>>>,
+    Arc<Mutex<Vec<String>>>,
+    Arc<Mutex<Vec<String>>>,
+);
 
 impl Ledger {
     fn refunds(&self) -> Vec<String> {
@@ -28,6 +37,10 @@ impl Ledger {
 
     fn lookups(&self) -> Vec<String> {
         self.1.lock().unwrap().clone()
+    }
+
+    fn payments(&self) -> Vec<String> {
+        self.2.lock().unwrap().clone()
     }
 }
 
@@ -66,11 +79,31 @@ async fn slow_lookup(
     Ok(format!("{order_id}: shipped"))
 }
 
+/// Pay an invoice (a side effect, counted).
+#[tool(idempotent = false)]
+async fn pay_invoice(
+    _key: IdempotencyKey,
+    /// The invoice.
+    invoice: String,
+    ledger: State<Ledger>,
+) -> Result<String, ToolError> {
+    ledger.0 .2.lock().unwrap().push(invoice.clone());
+    Ok(format!("paid {invoice}"))
+}
+
+/// The month's report: larger than a store keeps a run.
+#[tool(read_only)]
+async fn month_report() -> Result<String, ToolError> {
+    Ok("r".repeat(toolwright::conversation::MAX_RUN_BYTES + 1024))
+}
+
 fn registry(ledger: &Ledger) -> Registry {
     Registry::builder()
         .tool(RefundOrder)
         .tool(QuickLookup)
         .tool(SlowLookup)
+        .tool(PayInvoice)
+        .tool(MonthReport)
         .state(ledger.clone())
         .build()
         .unwrap()
@@ -203,16 +236,226 @@ async fn a_run_is_its_principal_s(store: Arc<dyn ConversationStore>) {
     assert!(matches!(no_store, Err(RunError::NoStore)), "{no_store:?}");
 }
 
+/// Edits the run kept under `id` as JSON and saves it back (no one holds it).
+async fn edit_kept(store: &Arc<dyn ConversationStore>, id: &str, edit: impl FnOnce(&mut Value)) {
+    let body = store.load_run(id).await.unwrap().unwrap();
+    let mut kept: Value = serde_json::from_str(&body).unwrap();
+    edit(&mut kept);
+    let ttl = Duration::from_secs(3600);
+    assert!(store
+        .save_run(id, "editor", &kept.to_string(), ttl, None)
+        .await
+        .unwrap());
+}
+
+/// A kept run whose shape is inconsistent (a waiting turn with fewer or more outcome slots than
+/// calls, no calls, a paused run with no waiting turn, a waiting turn that is not the last
+/// model turn) is unreadable, named by its field, and nothing runs: never a panic. Counts read
+/// back at their limits resume all the same.
+async fn a_malformed_checkpoint_is_unreadable_never_a_panic(store: Arc<dyn ConversationStore>) {
+    let ledger = Ledger::default();
+    let a = replica(&ledger, vec![Turn::calls([refund("c1", "O-5")])]);
+    let paused = a
+        .run_kept(&session(&store), "run-m", vec![Message::user("refund O-5")])
+        .await
+        .unwrap();
+    Approvals::new(Arc::clone(&store))
+        .approve(&ticket(&paused))
+        .await
+        .unwrap();
+    let good = store.load_run("run-m").await.unwrap().unwrap();
+
+    type Edit = fn(&mut Value);
+    let shapes: [(Edit, &str); 6] = [
+        (
+            |k| k["run"]["pending"]["outcomes"] = json!([]),
+            "`pending.outcomes`: expected 1 (one slot per call",
+        ),
+        (
+            |k| k["run"]["pending"]["outcomes"] = json!([null, null]),
+            "got 2",
+        ),
+        (
+            |k| k["run"]["pending"]["calls"] = json!([]),
+            "`pending.calls`",
+        ),
+        (
+            |k| {
+                let run = k["run"].as_object_mut().unwrap();
+                run.remove("pending");
+            },
+            "`pending`",
+        ),
+        (
+            |k| {
+                k["run"]["pending"] = Value::Null;
+                k["run"]["end"] = json!({"end": "step_limit"});
+            },
+            "`run.pending`: a run kept as Paused holds a waiting turn, got none",
+        ),
+        (
+            |k| {
+                k["run"]["transcript"].as_array_mut().unwrap().pop();
+            },
+            "`transcript`",
+        ),
+    ];
+    let b = replica(&ledger, vec![Turn::text("Refunded O-5.")]);
+    for (edit, says) in shapes {
+        store
+            .save_run("run-m", "editor", &good, Duration::from_secs(3600), None)
+            .await
+            .unwrap();
+        edit_kept(&store, "run-m", edit).await;
+        let resumed = b.resume_kept(&session(&store), "run-m").await;
+        match &resumed {
+            Err(RunError::Unreadable { run, error }) => {
+                assert_eq!(run, "run-m");
+                assert!(error.contains(says), "{error} should say {says}");
+            }
+            other => panic!("{says}: {other:?}"),
+        }
+        let read = b.kept_run(&session(&store), "run-m").await;
+        assert!(matches!(read, Err(RunError::Unreadable { .. })), "{read:?}");
+        // A run written out by the application and read back is checked the same way.
+        let body: Value =
+            serde_json::from_str(&store.load_run("run-m").await.unwrap().unwrap()).unwrap();
+        if let Err(error) = serde_json::from_value::<Run>(body["run"].clone()) {
+            assert!(
+                error.to_string().contains(says) || says.starts_with("`run."),
+                "{error}"
+            );
+        } else {
+            assert!(says.starts_with("`run."), "{says}: the run read back");
+        }
+    }
+    assert!(ledger.refunds().is_empty());
+
+    // Counts and times at their limits: the run resumes, saturating, without a panic.
+    store
+        .save_run("run-m", "editor", &good, Duration::from_secs(3600), None)
+        .await
+        .unwrap();
+    edit_kept(&store, "run-m", |k| {
+        k["run"]["usage"] = json!({"input_tokens": u64::MAX, "output_tokens": u64::MAX});
+        k["run"]["steps"][0]["tool_time"] = json!({"secs": u64::MAX, "nanos": 999_999_999});
+    })
+    .await;
+    let b = replica(&ledger, vec![Turn::text("Refunded O-5.").with_usage(10, 5)]);
+    let done = b.resume_kept(&session(&store), "run-m").await.unwrap();
+    assert_eq!(done.final_text(), Some("Refunded O-5."), "{:?}", done.end());
+    assert_eq!(done.usage().total(), u64::MAX);
+    assert_eq!(ledger.refunds(), ["O-5"]);
+}
+
+/// A replica pays in a run's second turn, then a result larger than the store keeps makes the
+/// run unsaved. Once its hold has passed, another replica's resume is refused as outgrown: it
+/// does not continue from the first turn's checkpoint, and the invoice is paid once.
+async fn a_run_that_outgrew_the_store_is_not_resumed_from_an_earlier_turn(
+    store: Arc<dyn ConversationStore>,
+    wait: impl AsyncFn(Duration),
+) {
+    let ledger = Ledger::default();
+    let pay = ToolCall::new("c2", "pay_invoice", r#"{"invoice":"I-1"}"#);
+    let report = ToolCall::new("c3", "month_report", "{}");
+    let (deadline, margin) = (Duration::from_secs(4), Duration::from_millis(500));
+    let a = Agent::builder(
+        ScriptedModel::new([
+            Turn::calls([ToolCall::new("c1", "quick_lookup", r#"{"order_id":"O-1"}"#)]),
+            Turn::calls([pay.clone(), report]),
+            Turn::text("Paid I-1."),
+        ]),
+        registry(&ledger),
+    )
+    .deadline(deadline)
+    .run_lease_margin(margin)
+    .build()
+    .unwrap();
+    let unsaved = a
+        .run_kept(&session(&store), "run-o", vec![Message::user("pay I-1")])
+        .await;
+    let Err(RunError::NotSaved {
+        run,
+        error: Some(ConversationStoreError::TooLarge { .. }),
+    }) = unsaved
+    else {
+        panic!("the run should be too large to save: {unsaved:?}");
+    };
+    assert_eq!(run.final_text(), Some("Paid I-1."));
+    assert_eq!(ledger.payments(), ["I-1"]);
+
+    wait(deadline + margin).await;
+    let b = replica(&ledger, vec![Turn::calls([pay]), Turn::text("Paid I-1.")]);
+    let resumed = b.resume_kept(&session(&store), "run-o").await;
+    match resumed {
+        Err(RunError::Outgrown { run, bytes, limit }) => {
+            assert_eq!(run, "run-o");
+            assert!(bytes > limit, "{bytes} > {limit}");
+            assert_eq!(limit, toolwright::conversation::MAX_RUN_BYTES);
+        }
+        other => panic!("the run should be outgrown: {other:?}"),
+    }
+    let read = b.kept_run(&session(&store), "run-o").await;
+    assert!(matches!(read, Err(RunError::Outgrown { .. })), "{read:?}");
+    assert_eq!(ledger.payments(), ["I-1"], "paid once");
+}
+
+/// Eve's agent keeps runs a second; her resume of Ada's paused run is refused, and refusing it
+/// wrote nothing: 1.6 s later Ada's run is still there, unheld, and resumes.
+async fn a_refused_resume_changes_nothing(
+    store: Arc<dyn ConversationStore>,
+    wait: impl AsyncFn(Duration),
+) {
+    let ledger = Ledger::default();
+    let ada = Session::new("conv-1")
+        .with_principal("ada")
+        .with_store(Arc::clone(&store));
+    let eve = Session::new("conv-1")
+        .with_principal("eve")
+        .with_store(Arc::clone(&store));
+    let a = replica(&ledger, vec![Turn::calls([refund("c1", "O-6")])]);
+    let paused = a
+        .run_kept(&ada, "run-r", vec![Message::user("refund O-6")])
+        .await
+        .unwrap();
+    let before = store.load_run("run-r").await.unwrap();
+
+    let e = Agent::builder(ScriptedModel::new(Vec::<Turn>::new()), registry(&ledger))
+        .run_ttl(Duration::from_secs(1))
+        .build()
+        .unwrap();
+    let refused = e.resume_kept(&eve, "run-r").await;
+    assert!(matches!(refused, Err(RunError::NotYours(_))), "{refused:?}");
+    assert_eq!(store.load_run("run-r").await.unwrap(), before);
+
+    wait(Duration::from_millis(1600)).await;
+    let kept = a.kept_run(&ada, "run-r").await.unwrap();
+    assert!(
+        kept.is_some(),
+        "Ada's run is gone after Eve's refused resume"
+    );
+    let still = a.resume_kept(&ada, "run-r").await.unwrap();
+    assert_eq!(self::ticket(&still), ticket(&paused));
+}
+
 /// Each test of the suite, once per store: `memory::NAME` on paused tokio time, `on_redis::NAME`
-/// against a real `redis-server` (skipped, loudly, when it is not installed).
+/// against a real `redis-server` (skipped, loudly, when it is not installed). The tests after
+/// `waiting:` also take how to let time pass: advanced on paused time, slept on Redis's clock.
 macro_rules! on_both_stores {
-    ($($name:ident),* $(,)?) => {
+    ($($name:ident),* $(,)? ; waiting: $($timed:ident),* $(,)?) => {
         mod memory {
             use super::*;
             $(
                 #[tokio::test(start_paused = true)]
                 async fn $name() {
                     super::$name(Arc::new(MemoryConversationStore::new())).await;
+                }
+            )*
+            $(
+                #[tokio::test(start_paused = true)]
+                async fn $timed() {
+                    super::$timed(Arc::new(MemoryConversationStore::new()), tokio::time::advance)
+                        .await;
                 }
             )*
         }
@@ -228,6 +471,16 @@ macro_rules! on_both_stores {
                     super::$name(redis::store(&server, stringify!($name)).await).await;
                 }
             )*
+            $(
+                #[tokio::test]
+                async fn $timed() {
+                    let Some(server) = redis_server::RedisServer::start() else {
+                        return;
+                    };
+                    let store = redis::store(&server, stringify!($timed)).await;
+                    super::$timed(store, tokio::time::sleep).await;
+                }
+            )*
         }
     };
 }
@@ -236,6 +489,10 @@ on_both_stores!(
     paused_on_one_replica_resumed_on_another,
     two_resumes_at_once_run_the_call_once,
     a_run_is_its_principal_s,
+    a_malformed_checkpoint_is_unreadable_never_a_panic;
+    waiting:
+    a_run_that_outgrew_the_store_is_not_resumed_from_an_earlier_turn,
+    a_refused_resume_changes_nothing,
 );
 
 /// A replica dies in its run's second turn, while it waits on a two-minute tool (the drive
@@ -279,6 +536,76 @@ async fn a_run_cut_off_by_a_crash_continues_after_its_last_turn() {
     assert_eq!(run.steps()[0].calls[0].name(), "quick_lookup");
     assert!(matches!(&run.transcript()[2], Message::ToolResults(r) if r[0].is_ok()));
     assert_eq!(ledger.lookups(), ["O-1"], "the quick lookup ran once");
+}
+
+/// With a lease margin of 5 s, a replica that died mid-run gives its run up 5 s after its
+/// deadline (from its last save), not a minute after.
+#[tokio::test(start_paused = true)]
+async fn a_shorter_lease_margin_gives_a_crashed_run_up_sooner() {
+    let store: Arc<dyn ConversationStore> = Arc::new(MemoryConversationStore::new());
+    let ledger = Ledger::default();
+    let slow = ToolCall::new("c1", "slow_lookup", r#"{"order_id":"O-2"}"#);
+    let a = Agent::builder(
+        ScriptedModel::new([Turn::calls([slow.clone()])]),
+        registry(&ledger),
+    )
+    .deadline(Duration::from_secs(300))
+    .run_lease_margin(Duration::from_secs(5))
+    .build()
+    .unwrap();
+    let on_a = session(&store);
+    let drive = a.run_kept(&on_a, "run-l", vec![Message::user("O-2?")]);
+    // The replica dies a minute into the slow lookup.
+    assert!(tokio::time::timeout(Duration::from_secs(60), drive)
+        .await
+        .is_err());
+    let b = replica(&ledger, vec![Turn::calls([slow]), Turn::text("Shipped.")]);
+    // Held from the run's start: the deadline and the margin, less the minute gone.
+    tokio::time::advance(Duration::from_secs(300 + 5 - 60 - 1)).await;
+    let busy = b.resume_kept(&session(&store), "run-l").await;
+    assert!(matches!(busy, Err(RunError::Busy(_))), "{busy:?}");
+    tokio::time::advance(Duration::from_secs(1)).await;
+    let run = b.resume_kept(&session(&store), "run-l").await.unwrap();
+    assert_eq!(run.final_text(), Some("Shipped."), "{:?}", run.end());
+}
+
+/// The memory store's bound on runs is hard: with every one of its `MAX_MEMORY_RUNS` runs held,
+/// creating one more is refused (`Full`, naming the bound), and once a run is released (saved)
+/// the next is kept in its place.
+#[tokio::test(start_paused = true)]
+async fn the_memory_store_keeps_no_run_past_its_bound_when_every_run_is_held() {
+    use toolwright::conversation::MAX_MEMORY_RUNS;
+    let store = MemoryConversationStore::new();
+    let (lease, ttl) = (Duration::from_secs(3600), Duration::from_secs(7200));
+    for i in 0..MAX_MEMORY_RUNS {
+        assert!(store
+            .create_run(&format!("r{i}"), "h", "{}", lease, ttl)
+            .await
+            .unwrap());
+    }
+    let refused = store.create_run("one-more", "h", "{}", lease, ttl).await;
+    match refused {
+        Err(ref error @ ConversationStoreError::Full { what, limit }) => {
+            assert_eq!((what, limit), ("runs", MAX_MEMORY_RUNS));
+            assert!(error.to_string().contains("10000 runs"), "{error}");
+        }
+        other => panic!("the run past the bound should be refused: {other:?}"),
+    }
+    assert_eq!(store.load_run("one-more").await.unwrap(), None);
+    // Saving a run no one holds makes the store full too: it is refused the same way.
+    let saved = store.save_run("another", "h", "{}", ttl, None).await;
+    assert!(
+        matches!(saved, Err(ConversationStoreError::Full { .. })),
+        "{saved:?}"
+    );
+    // A run released: the next takes its place, and it is the one forgotten.
+    assert!(store.save_run("r7", "h", "{}", ttl, None).await.unwrap());
+    assert!(store
+        .create_run("one-more", "h", "{}", lease, ttl)
+        .await
+        .unwrap());
+    assert_eq!(store.load_run("r7").await.unwrap(), None);
+    assert_eq!(store.load_run("r8").await.unwrap().as_deref(), Some("{}"));
 }
 
 /// A paused run written with serde and read back (anywhere the application keeps it) resumes
@@ -327,7 +654,8 @@ async fn a_run_written_and_read_back_resumes() {
 
 /// The store's holds, directly: a claim by another holder is busy until its lease passes, a
 /// holder whose lease passed and whose run another claimed cannot save over it, a checkpoint
-/// keeps the hold, a run expires its TTL after its last save, and a body is bounded.
+/// keeps the hold, a run expires its TTL after its last save, and a body is bounded: a save
+/// refused for its size leaves the run outgrown, unless another holds it.
 async fn holds_pass_with_their_lease(
     store: Arc<dyn ConversationStore>,
     (lease, ttl): (Duration, Duration),
@@ -387,6 +715,60 @@ async fn holds_pass_with_their_lease(
         refused,
         Err(toolwright::conversation::ConversationStoreError::TooLarge { .. })
     ));
+    // A save refused for its size leaves the run outgrown in the same step: its earlier body
+    // is gone, and no one claims it, whoever held it.
+    assert!(store
+        .create_run("grown", "a", "{}", lease, ttl)
+        .await
+        .unwrap());
+    let refused = store.save_run("grown", "a", &huge, ttl, Some(lease)).await;
+    assert!(matches!(
+        refused,
+        Err(ConversationStoreError::TooLarge { bytes, .. }) if bytes == huge.len()
+    ));
+    let outgrown = RunClaim::Outgrown {
+        bytes: huge.len(),
+        limit: toolwright::conversation::MAX_RUN_BYTES,
+    };
+    wait(lease).await;
+    assert_eq!(
+        store.claim_run("grown", "b", lease).await.unwrap(),
+        outgrown
+    );
+    assert_eq!(
+        store.claim_run("grown", "a", lease).await.unwrap(),
+        outgrown
+    );
+    let load = store.load_run("grown").await;
+    assert!(
+        matches!(load, Err(ConversationStoreError::TooLarge { bytes, .. }) if bytes == huge.len()),
+        "{load:?}"
+    );
+    assert!(!store
+        .create_run("grown", "b", "{}", lease, ttl)
+        .await
+        .unwrap());
+    // A run held by another is not marked by a holder whose lease passed.
+    assert!(store
+        .create_run("held", "a", "{}", lease, ttl)
+        .await
+        .unwrap());
+    wait(lease).await;
+    assert!(matches!(
+        store.claim_run("held", "b", lease).await.unwrap(),
+        RunClaim::Claimed(_)
+    ));
+    assert!(!store.save_run("held", "a", &huge, ttl, None).await.unwrap());
+    assert_eq!(store.load_run("held").await.unwrap().as_deref(), Some("{}"));
+    // Its holder's later save that fits is the run again.
+    assert!(store
+        .save_run("grown", "a", "{\"g\":1}", ttl, None)
+        .await
+        .unwrap());
+    assert_eq!(
+        store.claim_run("grown", "b", lease).await.unwrap(),
+        RunClaim::Claimed("{\"g\":1}".into())
+    );
 }
 
 /// The holds of the memory store, on tokio's clock (paused).

@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::stream::{self, StreamExt};
@@ -19,7 +19,7 @@ use tracing::Instrument;
 
 use crate::kept::Keeper;
 use crate::message::{AssistantTurn, Message, Usage};
-use crate::model::{AgentEvent, ChatModel, Events, ModelError, ModelRequest, Turn};
+use crate::model::{AgentEvent, ChatModel, Events, ModelError, ModelRequest, Reported, Turn};
 
 /// The step cap when none is set: 10 model turns, the cap of the agent loop in "How to Handle
 /// Tool Execution Failures" (a model stuck on a failing tool otherwise loops until the token
@@ -56,6 +56,7 @@ struct Inner {
     max_calls_per_turn: usize,
     deadline: Duration,
     run_ttl: Duration,
+    lease_margin: Duration,
     tool_concurrency: Option<usize>,
     model_retry: RetryPolicy,
     model_timeout: Duration,
@@ -86,6 +87,7 @@ pub struct AgentBuilder {
     max_calls_per_turn: usize,
     deadline: Duration,
     run_ttl: Duration,
+    lease_margin: Duration,
     tool_concurrency: Option<usize>,
     model_retry: RetryPolicy,
     model_budget: RetryBudget,
@@ -112,6 +114,7 @@ impl Agent {
     /// | [`max_calls_per_turn`](AgentBuilder::max_calls_per_turn) | [`DEFAULT_MAX_CALLS_PER_TURN`] (64) calls run per model turn |
     /// | [`deadline`](AgentBuilder::deadline) | [`DEFAULT_DEADLINE`] (10 min) for the whole run |
     /// | [`run_ttl`](AgentBuilder::run_ttl) | [`DEFAULT_RUN_TTL`] (7 days) a kept run lives after it was last saved |
+    /// | [`run_lease_margin`](AgentBuilder::run_lease_margin) | [`RUN_LEASE_MARGIN`](crate::RUN_LEASE_MARGIN) (60 s) a replica's hold on a kept run lasts past the deadline |
     /// | [`tool_concurrency`](AgentBuilder::tool_concurrency) | every call of a turn at once |
     /// | [`model_retry`](AgentBuilder::model_retry) | 3 attempts, full jitter from 250 ms, `Retry-After` honoured |
     /// | [`model_retry_budget`](AgentBuilder::model_retry_budget) | retries up to 20% of requests (+1/s) |
@@ -126,6 +129,7 @@ impl Agent {
             max_calls_per_turn: DEFAULT_MAX_CALLS_PER_TURN,
             deadline: DEFAULT_DEADLINE,
             run_ttl: DEFAULT_RUN_TTL,
+            lease_margin: crate::kept::RUN_LEASE_MARGIN,
             tool_concurrency: None,
             model_retry: RetryPolicy::new(),
             model_budget: RetryBudget::default(),
@@ -208,9 +212,7 @@ impl Agent {
 
     /// How long a replica holds a kept run it drives: the deadline of a drive, and a margin.
     pub(crate) fn lease(&self) -> Duration {
-        self.inner
-            .deadline
-            .saturating_add(crate::kept::RUN_LEASE_MARGIN)
+        self.inner.deadline.saturating_add(self.inner.lease_margin)
     }
 
     /// How long a kept run lives after it was last saved.
@@ -361,24 +363,34 @@ impl Agent {
         deadline: Instant,
     ) -> Result<(), End> {
         let inner = &*self.inner;
-        let todo: Vec<usize> = (0..turn.calls.len())
-            .filter(|&i| turn.outcomes[i].is_none())
+        // One slot per call: a turn read back from elsewhere was checked for this when it was
+        // read (`Run`'s deserialization); held here too, so no stored shape can index past.
+        turn.outcomes.resize(turn.calls.len(), None);
+        let todo: Vec<(usize, &ToolCall)> = turn
+            .calls
+            .iter()
+            .zip(&turn.outcomes)
+            .enumerate()
+            .filter(|(_, (_, outcome))| outcome.is_none())
+            .map(|(i, (call, _))| (i, call))
             .collect();
         let bound = inner.tool_concurrency.unwrap_or(todo.len()).max(1);
         let started = Instant::now();
-        let calls = &turn.calls;
         let batch = stream::iter(todo)
-            .map(|i| async move { (i, inner.registry.call_in(session, calls[i].clone()).await) })
+            .map(|(i, call)| async move {
+                (i, call, inner.registry.call_in(session, call.clone()).await)
+            })
             .buffered(bound)
-            .collect::<Vec<(usize, Outcome)>>();
+            .collect::<Vec<(usize, &ToolCall, Outcome)>>();
         let Ok(finished) = tokio::time::timeout_at(deadline, batch).await else {
             return Err(End::Aborted(AbortReason::Deadline));
         };
         let step = run.steps.len();
         let mut ticket = None;
-        for (i, outcome) in finished {
+        let mut done = Vec::with_capacity(finished.len());
+        for (i, call, outcome) in finished {
             inner.events.emit(AgentEvent::ToolOutcome {
-                call: &turn.calls[i],
+                call,
                 outcome: &outcome,
             });
             if let Some(last) = run.steps.last_mut() {
@@ -387,11 +399,17 @@ impl Agent {
             if outcome.status() == Status::Pending {
                 ticket = ticket.or_else(|| pending_ticket(&outcome));
             } else {
-                turn.outcomes[i] = Some(outcome);
+                done.push((i, outcome));
+            }
+        }
+        for (i, outcome) in done {
+            if let Some(slot) = turn.outcomes.get_mut(i) {
+                *slot = Some(outcome);
             }
         }
         if let Some(last) = run.steps.last_mut() {
-            last.tool_time += started.elapsed();
+            // Saturating: a time read back from a stored run may be anything.
+            last.tool_time = last.tool_time.saturating_add(started.elapsed());
         }
         if turn.outcomes.iter().any(Option::is_none) {
             run.pending = Some(turn);
@@ -419,19 +437,25 @@ impl Agent {
         deadline: Instant,
     ) -> Result<(Turn, u32), ModelError> {
         let inner = &*self.inner;
-        let request = ModelRequest {
-            system: &inner.system,
-            messages: transcript,
-            tools,
-            events: &inner.events,
-        };
         inner.budget.deposit(inner.nanos());
         let mut attempt = 1;
         loop {
+            // What the client reports of this attempt, so the loop reports the rest.
+            let reported = Arc::new(Mutex::new(Reported::default()));
+            let events = inner.events.watch(&reported);
+            let request = ModelRequest {
+                system: &inner.system,
+                messages: transcript,
+                tools,
+                events: &events,
+            };
             let answer =
                 tokio::time::timeout(inner.model_timeout, inner.model.complete(request)).await;
             let error = match answer {
-                Ok(Ok(turn)) => return Ok((turn, attempt)),
+                Ok(Ok(turn)) => {
+                    inner.events.report_rest(&turn, &reported);
+                    return Ok((turn, attempt));
+                }
                 Ok(Err(error)) => error,
                 Err(_) => ModelError::new(
                     ErrorKind::Timeout,
@@ -541,6 +565,19 @@ impl AgentBuilder {
         self
     }
 
+    /// How long past the [`deadline`](Self::deadline) a replica's hold on a kept run
+    /// ([`Agent::run_kept`], [`Agent::resume_kept`]) lasts, from its last save. A drive ends by
+    /// its deadline, so a hold older than the deadline plus this margin belongs to a replica
+    /// that died, and another may resume the run: a shorter margin resumes a crashed run sooner,
+    /// and must still cover a slow save and the clocks of replicas that disagree (a replica
+    /// still driving when another took its run over stops at its next save,
+    /// [`AbortReason::TakenOver`]). Default: [`RUN_LEASE_MARGIN`](crate::RUN_LEASE_MARGIN), 60
+    /// seconds.
+    pub fn run_lease_margin(mut self, margin: Duration) -> Self {
+        self.lease_margin = margin;
+        self
+    }
+
     /// Calls of one turn that run at once (at least 1; default: all of them). Their outcomes are
     /// sent back in the order of the calls whatever the order they finish in.
     pub fn tool_concurrency(mut self, calls: usize) -> Self {
@@ -605,6 +642,7 @@ impl AgentBuilder {
                 max_calls_per_turn: self.max_calls_per_turn,
                 deadline: self.deadline,
                 run_ttl: self.run_ttl,
+                lease_margin: self.lease_margin,
                 tool_concurrency: self.tool_concurrency,
                 model_retry: self.model_retry,
                 model_timeout: self.model_timeout,
@@ -702,6 +740,10 @@ pub struct Step {
 /// A run serializes whole (serde): the transcript, the steps, the turn waiting for approval and
 /// the recovery counts, so a paused run written out here is resumed by [`Agent::resume`] in
 /// another process. [`Agent::run_kept`] keeps it in the session's conversation store instead.
+/// Reading one back checks its shape: a waiting turn must have one outcome slot per call (the
+/// outcome in a slot of that call), at least one call still to run, and be the last assistant
+/// turn of the transcript, and a run ends pending exactly when it has one; a run of another
+/// shape is a deserialization error naming the field, what it should hold and what it holds.
 ///
 /// ```
 /// use toolwright_agent::Run;
@@ -712,6 +754,7 @@ pub struct Step {
 /// # Ok(()) }
 /// ```
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(try_from = "RunForm")]
 pub struct Run {
     end: End,
     transcript: Vec<Message>,
@@ -728,6 +771,107 @@ pub struct Run {
 struct PendingTurn {
     calls: Vec<ToolCall>,
     outcomes: Vec<Option<Outcome>>,
+}
+
+/// A [`Run`] as read, before its shape is checked.
+#[derive(Deserialize)]
+struct RunForm {
+    end: End,
+    transcript: Vec<Message>,
+    steps: Vec<Step>,
+    usage: Usage,
+    #[serde(default)]
+    pending: Option<PendingTurn>,
+    #[serde(default)]
+    exhausted: Vec<String>,
+}
+
+impl TryFrom<RunForm> for Run {
+    type Error = String;
+
+    fn try_from(form: RunForm) -> Result<Run, String> {
+        let pending_end = matches!(form.end, End::Pending { .. });
+        match &form.pending {
+            Some(turn) => {
+                if !pending_end {
+                    return Err(format!(
+                        "`end`: a run with a waiting turn ends `pending`, got {:?}",
+                        form.end
+                    ));
+                }
+                turn.check(&form.transcript, form.steps.len())?;
+            }
+            None if pending_end => {
+                return Err(
+                    "`pending`: a run that ends `pending` holds its waiting turn, got none"
+                        .to_owned(),
+                )
+            }
+            None => {}
+        }
+        Ok(Run {
+            end: form.end,
+            transcript: form.transcript,
+            steps: form.steps,
+            usage: form.usage,
+            pending: form.pending,
+            exhausted: form.exhausted,
+        })
+    }
+}
+
+impl PendingTurn {
+    /// Whether a waiting turn read back is one a run could have left: `Err` names the field,
+    /// what it should hold and what it holds.
+    fn check(&self, transcript: &[Message], steps: usize) -> Result<(), String> {
+        let calls = self.calls.len();
+        if calls == 0 {
+            return Err("`pending.calls`: expected at least 1 call, got 0".to_owned());
+        }
+        if self.outcomes.len() != calls {
+            return Err(format!(
+                "`pending.outcomes`: expected {calls} (one slot per call of `pending.calls`), got {}",
+                self.outcomes.len()
+            ));
+        }
+        for (i, (call, outcome)) in self.calls.iter().zip(&self.outcomes).enumerate() {
+            if let Some(outcome) = outcome.as_ref().filter(|o| o.call_id() != call.id()) {
+                return Err(format!(
+                    "`pending.outcomes[{i}]`: expected the outcome of call `{}`, got that of `{}`",
+                    call.id(),
+                    outcome.call_id()
+                ));
+            }
+        }
+        if self.outcomes.iter().all(Option::is_some) {
+            return Err(format!(
+                "`pending.outcomes`: expected at least 1 empty slot (a call still to run), got {calls} outcomes"
+            ));
+        }
+        if steps == 0 {
+            return Err(
+                "`steps`: expected the step that made the waiting turn, got 0 steps".to_owned(),
+            );
+        }
+        let last_calls = match transcript.last() {
+            Some(Message::Assistant(turn)) => Some(&turn.calls),
+            _ => None,
+        };
+        let same = last_calls.is_some_and(|last| {
+            last.len() == calls && last.iter().zip(&self.calls).all(|(a, b)| a.id() == b.id())
+        });
+        if !same {
+            return Err(format!(
+                "`transcript`: expected the waiting turn's {calls} calls as its last message, got {}",
+                match (transcript.last(), last_calls) {
+                    (None, _) => "no message".to_owned(),
+                    (Some(_), None) => "a message that is not the model's turn".to_owned(),
+                    (Some(_), Some(last)) => format!("a model turn of {} other calls", last.len()),
+                }
+            ));
+        }
+        Ok(())
+    }
 }
 
 impl Run {

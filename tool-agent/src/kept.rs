@@ -14,8 +14,9 @@ use crate::agent::{agent_span, Agent, Run};
 use crate::message::Message;
 
 /// How long past the agent's [`deadline`](crate::AgentBuilder::deadline) a replica's hold on a
-/// kept run lasts: a drive of the loop ends by its deadline, so a hold older than this belongs
-/// to a replica that died, and another may take the run over.
+/// kept run lasts, by default ([`run_lease_margin`](crate::AgentBuilder::run_lease_margin)
+/// sets it): a drive of the loop ends by its deadline, so a hold older than this belongs to a
+/// replica that died, and another may take the run over.
 pub const RUN_LEASE_MARGIN: Duration = Duration::from_secs(60);
 
 /// The version of the kept form this build writes and reads.
@@ -58,18 +59,35 @@ pub enum RunError {
     Busy(String),
     /// The run belongs to another principal than the session's.
     NotYours(String),
-    /// What the store holds under this id is not a run this version reads.
+    /// What the store holds under this id is not a run this version reads: not JSON of a
+    /// kept run, of another format, or of an inconsistent shape (a waiting turn whose calls
+    /// and outcome slots differ in number, say). Nothing was run or written.
     Unreadable {
         /// The run id.
         run: String,
-        /// What was wrong.
+        /// What was wrong: the field, what it should hold and what it holds.
         error: String,
+    },
+    /// The run went on past what the store keeps: a save of `bytes` was refused, over the
+    /// store's `limit` ([`MAX_RUN_BYTES`](toolwright_core::conversation::MAX_RUN_BYTES)), and
+    /// what was saved before it is gone, so it cannot be continued from an earlier turn (which
+    /// would make its calls since then again). The replica that drove it got the run itself
+    /// ([`RunError::NotSaved`]).
+    Outgrown {
+        /// The run id.
+        run: String,
+        /// The size of the save refused, in bytes.
+        bytes: usize,
+        /// The most the store takes, in bytes.
+        limit: usize,
     },
     /// The store failed before anything ran.
     Store(ConversationStoreError),
     /// The run went on, but what it came to could not be saved: the store failed (`error`), or
     /// this replica's hold passed and another replica took the run over (`error: None`). The
-    /// run is here, so nothing it did is lost to the caller.
+    /// run is here, so nothing it did is lost to the caller. A run the store refused for its
+    /// size ([`ConversationStoreError::TooLarge`]) is left outgrown there: resuming it answers
+    /// [`RunError::Outgrown`], never the run as an earlier turn left it.
     NotSaved {
         /// The run as this replica left it.
         run: Box<Run>,
@@ -91,6 +109,10 @@ impl fmt::Display for RunError {
             RunError::Unreadable { run, error } => {
                 write!(f, "run `{run}` is not readable: {error}")
             }
+            RunError::Outgrown { run, bytes, limit } => write!(
+                f,
+                "run `{run}` went on past what the store keeps (a save of {bytes} bytes, over its {limit}): it cannot be resumed from an earlier turn"
+            ),
             RunError::Store(error) => error.fmt(f),
             RunError::NotSaved { error: Some(error), .. } => {
                 write!(f, "the run went on but was not saved: {error}")
@@ -154,11 +176,38 @@ fn read(id: &str, body: &str, principal: Option<&str>) -> Result<Kept<Run>, RunE
             format.format
         )));
     }
+    // `Run`'s own shape (a waiting turn's calls and outcome slots) is checked as it is read.
     let kept: Kept<Run> = serde_json::from_str(body).map_err(|e| unreadable(e.to_string()))?;
     if kept.principal.as_deref() != principal {
         return Err(RunError::NotYours(id.to_owned()));
     }
+    // A paused run, and only a paused one, waits with a turn to finish.
+    let waits = kept.state == State::Paused;
+    if waits != kept.run.is_pending() {
+        let (expected, got) = if waits {
+            ("a waiting turn", "none")
+        } else {
+            ("none", "a waiting turn")
+        };
+        return Err(unreadable(format!(
+            "`run.pending`: a run kept as {:?} holds {expected}, got {got}",
+            kept.state
+        )));
+    }
     Ok(kept)
+}
+
+/// The body kept under `run`, `None` when no such run lives.
+async fn load(store: &dyn ConversationStore, run: &str) -> Result<Option<String>, RunError> {
+    match store.load_run(run).await {
+        Ok(body) => Ok(body),
+        Err(ConversationStoreError::TooLarge { bytes, limit, .. }) => Err(RunError::Outgrown {
+            run: run.to_owned(),
+            bytes,
+            limit,
+        }),
+        Err(error) => Err(RunError::Store(error)),
+    }
 }
 
 /// A kept run held by this drive: where it is saved, under which id and hold.
@@ -268,10 +317,24 @@ impl Agent {
     ///
     /// While one replica drives a run, another's resume is refused ([`RunError::Busy`]), so a
     /// run resumed twice at once runs its pending calls once. A replica's hold lasts the
-    /// agent's [`deadline`](crate::AgentBuilder::deadline) plus [`RUN_LEASE_MARGIN`]; past it,
-    /// a replica that died no longer holds the run.
+    /// agent's [`deadline`](crate::AgentBuilder::deadline) plus its
+    /// [`run_lease_margin`](crate::AgentBuilder::run_lease_margin) ([`RUN_LEASE_MARGIN`] by
+    /// default); past it, a replica that died no longer holds the run.
+    ///
+    /// A resume refused changes nothing: the run is read and checked (whose it is, that this
+    /// version reads it) before anything is written, so another principal's resume
+    /// ([`RunError::NotYours`]) neither holds the run nor changes how long it lives. A run
+    /// whose last save the store refused for its size is [`RunError::Outgrown`]: it is not
+    /// continued from an earlier turn.
     pub async fn resume_kept(&self, session: &Session, run_id: &str) -> Result<Run, RunError> {
         let keeper = self.keeper(session, run_id)?;
+        let unknown = || RunError::Unknown(run_id.to_owned());
+        let seen = load(&**keeper.store, run_id).await?.ok_or_else(unknown)?;
+        let kept = read(run_id, &seen, keeper.principal)?;
+        if kept.state == State::Ended {
+            // Nothing to drive, and an ended run changes no more: answered as read.
+            return Ok(kept.run);
+        }
         let body = match keeper
             .store
             .claim_run(run_id, &keeper.holder, keeper.lease)
@@ -279,9 +342,20 @@ impl Agent {
         {
             RunClaim::Claimed(body) => body,
             RunClaim::Busy => return Err(RunError::Busy(run_id.to_owned())),
-            _ => return Err(RunError::Unknown(run_id.to_owned())),
+            RunClaim::Outgrown { bytes, limit } => {
+                return Err(RunError::Outgrown {
+                    run: run_id.to_owned(),
+                    bytes,
+                    limit,
+                })
+            }
+            _ => return Err(unknown()),
         };
-        match read(run_id, &body, session.principal()) {
+        if body == seen {
+            return self.drive_kept(session, &keeper, kept.run).await;
+        }
+        // Saved again between the read and the claim (it ended on another replica, say).
+        match read(run_id, &body, keeper.principal) {
             Ok(kept) if kept.state != State::Ended => {
                 self.drive_kept(session, &keeper, kept.run).await
             }
@@ -296,10 +370,10 @@ impl Agent {
     }
 
     /// The run kept under `run_id` as it was last saved, whoever drives it now; `None` when no
-    /// such run lives.
+    /// such run lives, [`RunError::Outgrown`] when its last save was refused for its size.
     pub async fn kept_run(&self, session: &Session, run_id: &str) -> Result<Option<Run>, RunError> {
         let store = session.store().ok_or(RunError::NoStore)?;
-        let Some(body) = store.load_run(run_id).await? else {
+        let Some(body) = load(&**store, run_id).await? else {
             return Ok(None);
         };
         Ok(Some(read(run_id, &body, session.principal())?.run))

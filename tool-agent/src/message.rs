@@ -108,13 +108,14 @@ pub struct Usage {
 impl Usage {
     /// Both together.
     pub fn total(&self) -> u64 {
-        self.input_tokens + self.output_tokens
+        self.input_tokens.saturating_add(self.output_tokens)
     }
 }
 
+/// Saturating: a count read back from a stored run may be anything.
 impl AddAssign for Usage {
     fn add_assign(&mut self, other: Usage) {
-        self.input_tokens += other.input_tokens;
-        self.output_tokens += other.output_tokens;
+        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
     }
 }

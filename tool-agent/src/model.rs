@@ -4,7 +4,7 @@
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -54,7 +54,9 @@ pub struct ModelRequest<'a> {
     pub messages: &'a [Message],
     /// The tools, exported for [`ChatModel::export`]: the value of the provider's `tools` field.
     pub tools: &'a Value,
-    /// Where a streaming client reports text and tool calls as they arrive.
+    /// Where a streaming client reports text and tool calls as they arrive. What a client does
+    /// not report here the loop reports when the answer is whole: its text at once, and each
+    /// of its calls as started.
     pub events: &'a Events,
 }
 
@@ -183,12 +185,19 @@ impl fmt::Display for ModelError {
 impl std::error::Error for ModelError {}
 
 /// What happens during a run, as it happens, for an application to show.
+///
+/// Every client reports every event: a streaming client the text and each call as they
+/// arrive, and for a client that does not stream (or a [`ChatModel`] of the application's own
+/// that reports nothing) the loop reports its answer's text as one [`TextDelta`](Self::TextDelta)
+/// and each of its calls as a [`ToolCallStarted`](Self::ToolCallStarted) once the answer is
+/// whole, before any call runs.
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum AgentEvent<'a> {
-    /// A piece of the model's text (streaming clients; others send the whole text at once).
+    /// A piece of the model's text (streaming clients; for others, the whole text at once).
     TextDelta(&'a str),
-    /// The model started a tool call (its name is known; its arguments are still arriving).
+    /// The model started a tool call: its name is known, and from a streaming client its
+    /// arguments are still arriving (from others, the answer is whole). Once per call.
     ToolCallStarted {
         /// The provider's call id.
         id: &'a str,
@@ -239,6 +248,67 @@ impl Events {
     pub fn emit(&self, event: AgentEvent<'_>) {
         if let Some(sink) = &self.0 {
             sink(&event);
+        }
+    }
+}
+
+/// What a client reported of one answer ([`Events::watch`]), so the loop reports the rest.
+#[derive(Default)]
+pub(crate) struct Reported {
+    /// `(id, name)` of each call announced.
+    calls: Vec<(String, String)>,
+    /// Whether any text was.
+    text: bool,
+}
+
+impl Events {
+    /// The same listener for one model request, remembering in `reported` what the client
+    /// reports.
+    pub(crate) fn watch(&self, reported: &Arc<Mutex<Reported>>) -> Events {
+        let Some(sink) = self.0.clone() else {
+            return Events::none();
+        };
+        let reported = Arc::clone(reported);
+        Events::new(move |event| {
+            {
+                let mut reported = reported.lock().unwrap_or_else(PoisonError::into_inner);
+                match event {
+                    AgentEvent::ToolCallStarted { id, name } => {
+                        reported.calls.push(((*id).to_owned(), (*name).to_owned()))
+                    }
+                    AgentEvent::TextDelta(_) => reported.text = true,
+                    _ => {}
+                }
+            }
+            sink(event);
+        })
+    }
+
+    /// Reports what the client left unreported of `turn`: its text whole, when none of it was,
+    /// and each call not announced as started.
+    pub(crate) fn report_rest(&self, turn: &Turn, reported: &Mutex<Reported>) {
+        if self.0.is_none() {
+            return;
+        }
+        let mut seen =
+            std::mem::take(&mut *reported.lock().unwrap_or_else(PoisonError::into_inner));
+        if let Some(text) = turn.text.as_deref().filter(|t| !t.is_empty() && !seen.text) {
+            self.emit(AgentEvent::TextDelta(text));
+        }
+        for call in &turn.calls {
+            let announced = seen
+                .calls
+                .iter()
+                .position(|(id, name)| id == call.id() && name == call.name());
+            match announced {
+                Some(at) => {
+                    seen.calls.swap_remove(at);
+                }
+                None => self.emit(AgentEvent::ToolCallStarted {
+                    id: call.id(),
+                    name: call.name(),
+                }),
+            }
         }
     }
 }

@@ -392,6 +392,65 @@ async fn a_streamed_turn_is_assembled_from_deltas_and_a_truncated_stream_is_retr
     }
 }
 
+/// The events a listener sees, one line each.
+fn event_log(events: &Arc<Mutex<Vec<String>>>) -> impl Fn(&AgentEvent<'_>) + Send + Sync {
+    let seen = Arc::clone(events);
+    move |e| {
+        let line = match e {
+            AgentEvent::TextDelta(t) => format!("text {t}"),
+            AgentEvent::ToolCallStarted { id, name } => format!("call {id} {name}"),
+            AgentEvent::ToolOutcome { outcome: o, .. } => {
+                format!("outcome {} {}", o.call_id(), o.status())
+            }
+            AgentEvent::ModelRetry { error, .. } => format!("retry {}", error.kind()),
+            AgentEvent::StepFinished { step } => format!("step {step}"),
+            _ => "other".to_owned(),
+        };
+        seen.lock().unwrap().push(line);
+    }
+}
+
+/// A client that does not stream reports nothing as it reads; the loop reports each call as
+/// started (once, before it runs) and the answer's text whole, as a streaming client would.
+#[tokio::test]
+async fn a_client_that_does_not_stream_still_reports_each_call_started_and_its_text() {
+    let server = FakeProvider::start([
+        Reply::json(chat::calls(vec![
+            chat::call("call_a", "lookup", r#"{"order_id":"A1"}"#),
+            chat::call("call_b", "lookup", r#"{"order_id":"A2"}"#),
+        ])),
+        Reply::json(chat::text("Both were delivered.")),
+    ])
+    .await;
+    let counts = Arc::new(Counts::default());
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let agent = agent(openai(&server), &counts)
+        .on_event(event_log(&events))
+        .build()
+        .unwrap();
+    let run = agent
+        .run(&Session::new("w7"), vec![Message::user("A1 and A2?")])
+        .await;
+    assert_eq!(
+        run.final_text(),
+        Some("Both were delivered."),
+        "{:?}",
+        run.end()
+    );
+    assert_eq!(
+        *events.lock().unwrap(),
+        [
+            "call call_a lookup",
+            "call call_b lookup",
+            "outcome call_a success",
+            "outcome call_b success",
+            "step 1",
+            "text Both were delivered.",
+            "step 2",
+        ]
+    );
+}
+
 #[tokio::test]
 async fn a_turn_that_needs_approval_pauses_and_resumes_over_the_wire() {
     let server = FakeProvider::start([

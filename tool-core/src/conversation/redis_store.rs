@@ -18,7 +18,9 @@
 //! A kept run is a hash `PREFIXrun:ID` (`body`, `holder`, `until`, the holder's lease end in
 //! the server's milliseconds), expiring on the run's TTL; creating, claiming and saving it are
 //! one script each, timed by the server's clock (`TIME`), so replicas whose clocks disagree
-//! agree on whose lease passed.
+//! agree on whose lease passed. A save refused for its size runs a script of its own that, in
+//! the same step as the holder check, drops `body` and sets `outgrown` (the refused size): a
+//! claim then answers outgrown, and no replica continues from the body saved before.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -29,7 +31,7 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::Script;
 
 use super::memory::FailureCategory;
-use super::runs::RunClaim;
+use super::runs::{RunClaim, MAX_RUN_BYTES};
 use super::store::{
     now_ms, sized, CallRecord, ConversationFuture, ConversationStore, ConversationStoreBuilder,
     ConversationStoreError as Error, Decided, Decision, FailureCounts, Prepare, Prepared, Review,
@@ -65,9 +67,12 @@ redis.call('PEXPIRE', KEYS[1], math.max(tonumber(ARGV[3]), tonumber(ARGV[2])))
 return 1
 "#;
 
-/// KEYS: the run. ARGV: holder, lease ms. Returns {'claimed', body}, {'busy'} or {'unknown'}.
+/// KEYS: the run. ARGV: holder, lease ms. Returns {'claimed', body}, {'busy'},
+/// {'outgrown', bytes} or {'unknown'}.
 const CLAIM_RUN: &str = r#"
 if redis.call('EXISTS', KEYS[1]) == 0 then return {'unknown'} end
+local outgrown = redis.call('HGET', KEYS[1], 'outgrown')
+if outgrown then return {'outgrown', outgrown} end
 if held_by_other(KEYS[1], ARGV[1]) then return {'busy'} end
 local lease = tonumber(ARGV[2])
 redis.call('HSET', KEYS[1], 'holder', ARGV[1], 'until', now + lease)
@@ -85,7 +90,19 @@ if hold > 0 then
 else
   redis.call('HSET', KEYS[1], 'body', ARGV[2], 'holder', '', 'until', 0)
 end
+redis.call('HDEL', KEYS[1], 'outgrown')
 redis.call('PEXPIRE', KEYS[1], math.max(tonumber(ARGV[3]), hold))
+return 1
+"#;
+
+/// A save refused for its size. KEYS: the run. ARGV: holder, bytes refused, ttl ms. Returns
+/// 1 when the run is left outgrown (its body dropped, its hold as it was), 0 when another
+/// holds it.
+const OUTGROW_RUN: &str = r#"
+if held_by_other(KEYS[1], ARGV[1]) then return 0 end
+redis.call('HDEL', KEYS[1], 'body')
+redis.call('HSET', KEYS[1], 'outgrown', ARGV[2])
+redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[3]))
 return 1
 "#;
 
@@ -303,6 +320,7 @@ struct Inner {
     create_run: Script,
     claim_run: Script,
     save_run: Script,
+    outgrow_run: Script,
 }
 
 impl RedisConversationStore {
@@ -368,6 +386,13 @@ fn category_text(category: FailureCategory) -> &'static str {
 
 fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
+}
+
+/// The size of the save that outgrew run `run` (its `outgrown` field).
+fn outgrown_bytes(run: &str, bytes: &str) -> Result<usize, Error> {
+    bytes
+        .parse()
+        .map_err(|_| Error::Corrupt(format!("run {run}: `outgrown` is not a number: {bytes:?}")))
 }
 
 fn state_of(code: &str, reason: Option<&str>) -> Result<TicketState, Error> {
@@ -663,6 +688,10 @@ impl ConversationStore for RedisConversationStore {
                 [c, body] if c == "claimed" => Ok(RunClaim::Claimed(body.clone())),
                 [b] if b == "busy" => Ok(RunClaim::Busy),
                 [u] if u == "unknown" => Ok(RunClaim::Unknown),
+                [o, bytes] if o == "outgrown" => Ok(RunClaim::Outgrown {
+                    bytes: outgrown_bytes(run, bytes)?,
+                    limit: MAX_RUN_BYTES,
+                }),
                 other => Err(Error::Corrupt(format!("claim answered {other:?}"))),
             }
         })
@@ -677,7 +706,19 @@ impl ConversationStore for RedisConversationStore {
         hold: Option<Duration>,
     ) -> ConversationFuture<'a, bool> {
         Box::pin(async move {
-            sized(body)?;
+            if let Err(error) = sized(body) {
+                let outgrown: i64 = self
+                    .inner
+                    .outgrow_run
+                    .key(self.run_key(run))
+                    .arg(holder)
+                    .arg(body.len())
+                    .arg(millis(ttl))
+                    .invoke_async(&mut self.conn.clone())
+                    .await
+                    .map_err(Error::backend)?;
+                return if outgrown == 1 { Err(error) } else { Ok(false) };
+            }
             let saved: i64 = self
                 .inner
                 .save_run
@@ -695,13 +736,21 @@ impl ConversationStore for RedisConversationStore {
 
     fn load_run<'a>(&'a self, run: &'a str) -> ConversationFuture<'a, Option<String>> {
         Box::pin(async move {
-            let body: Option<String> = redis::cmd("HGET")
+            let (body, outgrown): (Option<String>, Option<String>) = redis::cmd("HMGET")
                 .arg(self.run_key(run))
                 .arg("body")
+                .arg("outgrown")
                 .query_async(&mut self.conn.clone())
                 .await
                 .map_err(Error::backend)?;
-            Ok(body)
+            match outgrown {
+                Some(bytes) => Err(Error::TooLarge {
+                    what: "a run",
+                    bytes: outgrown_bytes(run, &bytes)?,
+                    limit: MAX_RUN_BYTES,
+                }),
+                None => Ok(body),
+            }
         })
     }
 }
@@ -742,6 +791,7 @@ impl ConversationStoreBuilder<RedisConversationStore> {
             &inner.create_run,
             &inner.claim_run,
             &inner.save_run,
+            &inner.outgrow_run,
         ] {
             script.load_async(&mut conn).await.map_err(Error::backend)?;
         }
@@ -765,6 +815,7 @@ impl ConversationStoreBuilder<RedisConversationStore> {
                 create_run: Script::new(&format!("{NOW}{CREATE_RUN}")),
                 claim_run: Script::new(&format!("{NOW}{CLAIM_RUN}")),
                 save_run: Script::new(&format!("{NOW}{SAVE_RUN}")),
+                outgrow_run: Script::new(&format!("{NOW}{OUTGROW_RUN}")),
             }),
         }
     }

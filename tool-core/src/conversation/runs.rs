@@ -4,6 +4,10 @@
 //! A run is held by one holder at a time, for a lease: the holder that claimed it is the only
 //! one that may save it until the lease passes, so two replicas resuming the same run at once
 //! cannot both run its pending calls. Saving releases the hold.
+//!
+//! A save the store refuses for its size ([`MAX_RUN_BYTES`]) leaves the run *outgrown* in the
+//! same step: the body it held (an earlier turn's) is dropped and a claim answers
+//! [`RunClaim::Outgrown`], so no replica continues the run from a point its holder went past.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -12,17 +16,21 @@ use tokio::time::Instant;
 
 #[cfg(doc)]
 use super::ConversationStore;
+use super::ConversationStoreError;
 
 /// How long a kept run lives after it was last saved, by default: 7 days, as long as the
 /// approval ticket it may wait on ([`DEFAULT_APPROVAL_TTL`](super::DEFAULT_APPROVAL_TTL)).
 pub const DEFAULT_RUN_TTL: Duration = Duration::from_secs(7 * 24 * 60 * 60);
 
-/// The most runs a [`MemoryConversationStore`](super::MemoryConversationStore) keeps: past it,
-/// the run that would expire first and that no one holds is forgotten.
+/// The most runs a [`MemoryConversationStore`](super::MemoryConversationStore) keeps. Past it,
+/// the run that would expire first among those no one holds is forgotten to make room; when
+/// every run is held, creating (or saving a forgotten) run is refused
+/// ([`ConversationStoreError::Full`]) until one is saved or its hold passes.
 pub const MAX_MEMORY_RUNS: usize = 10_000;
 
 /// The largest serialized run a store takes: 16 MiB. A larger one is refused
-/// ([`ConversationStoreError::TooLarge`](super::ConversationStoreError::TooLarge)).
+/// ([`ConversationStoreError::TooLarge`]), and the run it would have replaced is outgrown
+/// ([`RunClaim::Outgrown`]).
 pub const MAX_RUN_BYTES: usize = 16 * 1024 * 1024;
 
 /// The answer to [`ConversationStore::claim_run`].
@@ -36,6 +44,15 @@ pub enum RunClaim {
     Busy,
     /// No such run: never created, or expired.
     Unknown,
+    /// Its holder went on past what the store keeps: a save of `bytes` was refused, over the
+    /// store's `limit` ([`MAX_RUN_BYTES`]). The body saved before that is gone, so the run
+    /// cannot be continued from an earlier point; nothing was claimed.
+    Outgrown {
+        /// The size of the save refused, in bytes.
+        bytes: usize,
+        /// The most the store takes, in bytes.
+        limit: usize,
+    },
 }
 
 /// The runs of a [`MemoryConversationStore`](super::MemoryConversationStore).
@@ -45,9 +62,15 @@ pub(crate) struct Runs {
 }
 
 struct KeptRun {
-    body: String,
+    body: Body,
     holder: Option<(String, Instant)>,
     expires: Instant,
+}
+
+/// What a kept run holds: its last body, or the size of the save that outgrew the store.
+enum Body {
+    Kept(String),
+    Outgrown(usize),
 }
 
 impl KeptRun {
@@ -56,6 +79,22 @@ impl KeptRun {
         self.holder
             .as_ref()
             .is_some_and(|(who, until)| who != holder && *until > now)
+    }
+}
+
+/// What the memory store answers when every one of its runs is held.
+fn full() -> ConversationStoreError {
+    ConversationStoreError::Full {
+        what: "runs",
+        limit: MAX_MEMORY_RUNS,
+    }
+}
+
+fn outgrown(bytes: usize) -> ConversationStoreError {
+    ConversationStoreError::TooLarge {
+        what: "a run",
+        bytes,
+        limit: MAX_RUN_BYTES,
     }
 }
 
@@ -68,14 +107,14 @@ impl Runs {
     }
 
     /// Makes room for one more run: the expired first, then the one that expires soonest
-    /// among those no one holds.
-    fn make_room(&mut self, now: Instant) {
+    /// among those no one holds. [`ConversationStoreError::Full`] when every run is held.
+    fn make_room(&mut self, now: Instant) -> Result<(), ConversationStoreError> {
         if self.runs.len() < MAX_MEMORY_RUNS {
-            return;
+            return Ok(());
         }
         self.runs.retain(|_, r| r.expires > now);
         if self.runs.len() < MAX_MEMORY_RUNS {
-            return;
+            return Ok(());
         }
         let oldest = self
             .runs
@@ -83,8 +122,12 @@ impl Runs {
             .filter(|(_, r)| r.holder.as_ref().is_none_or(|(_, until)| *until <= now))
             .min_by_key(|(_, r)| r.expires)
             .map(|(id, _)| id.clone());
-        if let Some(id) = oldest {
-            self.runs.remove(&id);
+        match oldest {
+            Some(id) => {
+                self.runs.remove(&id);
+                Ok(())
+            }
+            None => Err(full()),
         }
     }
 
@@ -95,21 +138,21 @@ impl Runs {
         body: &str,
         lease: Duration,
         ttl: Duration,
-    ) -> bool {
+    ) -> Result<bool, ConversationStoreError> {
         let now = Instant::now();
         if self.live(run, now).is_some() {
-            return false;
+            return Ok(false);
         }
-        self.make_room(now);
+        self.make_room(now)?;
         self.runs.insert(
             run.to_owned(),
             KeptRun {
-                body: body.to_owned(),
+                body: Body::Kept(body.to_owned()),
                 holder: Some((holder.to_owned(), now + lease)),
                 expires: now + ttl.max(lease),
             },
         );
-        true
+        Ok(true)
     }
 
     pub(crate) fn claim(&mut self, run: &str, holder: &str, lease: Duration) -> RunClaim {
@@ -117,14 +160,26 @@ impl Runs {
         let Some(kept) = self.live(run, now) else {
             return RunClaim::Unknown;
         };
+        let body = match &kept.body {
+            Body::Kept(body) => body.clone(),
+            Body::Outgrown(bytes) => {
+                return RunClaim::Outgrown {
+                    bytes: *bytes,
+                    limit: MAX_RUN_BYTES,
+                }
+            }
+        };
         if kept.held_by_other(holder, now) {
             return RunClaim::Busy;
         }
         kept.holder = Some((holder.to_owned(), now + lease));
         kept.expires = kept.expires.max(now + lease);
-        RunClaim::Claimed(kept.body.clone())
+        RunClaim::Claimed(body)
     }
 
+    /// Saves `body`, or, when it is over [`MAX_RUN_BYTES`], leaves the run outgrown and
+    /// answers [`ConversationStoreError::TooLarge`]; `Ok(false)` and nothing written when
+    /// another holds it.
     pub(crate) fn save(
         &mut self,
         run: &str,
@@ -132,35 +187,75 @@ impl Runs {
         body: &str,
         ttl: Duration,
         hold: Option<Duration>,
-    ) -> bool {
+    ) -> Result<bool, ConversationStoreError> {
         let now = Instant::now();
+        if body.len() > MAX_RUN_BYTES {
+            return self.outgrow(run, holder, body.len(), ttl, now);
+        }
         let held = hold.map(|lease| (holder.to_owned(), now + lease));
         let expires = now + ttl.max(hold.unwrap_or_default());
         match self.live(run, now) {
-            Some(kept) if kept.held_by_other(holder, now) => false,
+            Some(kept) if kept.held_by_other(holder, now) => Ok(false),
             Some(kept) => {
-                kept.body.clear();
-                kept.body.push_str(body);
+                kept.body = Body::Kept(body.to_owned());
                 kept.holder = held;
                 kept.expires = expires;
-                true
+                Ok(true)
             }
             None => {
-                self.make_room(now);
+                self.make_room(now)?;
                 self.runs.insert(
                     run.to_owned(),
                     KeptRun {
-                        body: body.to_owned(),
+                        body: Body::Kept(body.to_owned()),
                         holder: held,
                         expires,
                     },
                 );
-                true
+                Ok(true)
             }
         }
     }
 
-    pub(crate) fn load(&mut self, run: &str) -> Option<String> {
-        self.live(run, Instant::now()).map(|kept| kept.body.clone())
+    /// A save of `bytes` refused for its size: unless another holds the run, what it held is
+    /// dropped and the run is outgrown for `ttl`, its hold left as it was.
+    fn outgrow(
+        &mut self,
+        run: &str,
+        holder: &str,
+        bytes: usize,
+        ttl: Duration,
+        now: Instant,
+    ) -> Result<bool, ConversationStoreError> {
+        match self.live(run, now) {
+            Some(kept) if kept.held_by_other(holder, now) => return Ok(false),
+            Some(kept) => {
+                kept.body = Body::Outgrown(bytes);
+                kept.expires = now + ttl;
+            }
+            // Nothing to continue from; a run forgotten for room stays forgotten.
+            None => {
+                if self.make_room(now).is_ok() {
+                    self.runs.insert(
+                        run.to_owned(),
+                        KeptRun {
+                            body: Body::Outgrown(bytes),
+                            holder: None,
+                            expires: now + ttl,
+                        },
+                    );
+                }
+            }
+        }
+        Err(outgrown(bytes))
+    }
+
+    /// The run's body; [`ConversationStoreError::TooLarge`] when it outgrew the store.
+    pub(crate) fn load(&mut self, run: &str) -> Result<Option<String>, ConversationStoreError> {
+        match self.live(run, Instant::now()).map(|kept| &kept.body) {
+            None => Ok(None),
+            Some(Body::Kept(body)) => Ok(Some(body.clone())),
+            Some(Body::Outgrown(bytes)) => Err(outgrown(*bytes)),
+        }
     }
 }

@@ -62,6 +62,15 @@ pub enum ConversationStoreError {
         /// The most the store takes, in bytes.
         limit: usize,
     },
+    /// The store keeps no more of these: it holds `limit`, none of which it may forget now
+    /// (a memory store whose every run is held,
+    /// [`MAX_MEMORY_RUNS`](super::MAX_MEMORY_RUNS)).
+    Full {
+        /// What it keeps no more of (`runs`).
+        what: &'static str,
+        /// How many it keeps at most.
+        limit: usize,
+    },
 }
 
 impl ConversationStoreError {
@@ -88,6 +97,10 @@ impl fmt::Display for ConversationStoreError {
                 f,
                 "the conversation store takes {what} of at most {limit} bytes, got {bytes}"
             ),
+            ConversationStoreError::Full { what, limit } => write!(
+                f,
+                "the conversation store keeps at most {limit} {what} and may forget none of them now; try again when one ends"
+            ),
         }
     }
 }
@@ -98,7 +111,8 @@ impl StdError for ConversationStoreError {
             ConversationStoreError::Backend(e) => Some(&**e),
             ConversationStoreError::Corrupt(_)
             | ConversationStoreError::Unsupported(_)
-            | ConversationStoreError::TooLarge { .. } => None,
+            | ConversationStoreError::TooLarge { .. }
+            | ConversationStoreError::Full { .. } => None,
         }
     }
 }
@@ -331,7 +345,10 @@ pub trait ConversationStore: Send + Sync + 'static {
 
     /// Creates a run under `run` with its first `body`, held by `holder` for `lease`, living
     /// `ttl` from now; `false` (and nothing written) when a run of that id lives already. The
-    /// agent keeps its runs with these four operations (`Agent::run_kept`).
+    /// agent keeps its runs with these four operations (`Agent::run_kept`). A store with a
+    /// bound on its runs that may forget none of them answers [`ConversationStoreError::Full`]
+    /// (the memory store when its [`MAX_MEMORY_RUNS`](super::MAX_MEMORY_RUNS) runs are all
+    /// held).
     ///
     /// A store that keeps no runs answers [`ConversationStoreError::Unsupported`] (the
     /// default).
@@ -348,8 +365,9 @@ pub trait ConversationStore: Send + Sync + 'static {
     }
 
     /// Claims a run for `holder` for `lease`: its body when no one else holds it (or their
-    /// lease passed), [`RunClaim::Busy`] when someone does. A holder may claim again what it
-    /// holds, which extends its lease.
+    /// lease passed), [`RunClaim::Busy`] when someone does, [`RunClaim::Outgrown`] (and
+    /// nothing claimed) when a save of it was refused for its size. A holder may claim again
+    /// what it holds, which extends its lease.
     fn claim_run<'a>(
         &'a self,
         run: &'a str,
@@ -363,8 +381,14 @@ pub trait ConversationStore: Send + Sync + 'static {
     /// Saves a run's body, the run then living `ttl` from now, and releases `holder`'s hold
     /// (`hold: None`) or keeps it for `hold` from now (a checkpoint of a run still driven);
     /// `false` (and nothing written) when another holder claimed it since `holder`'s lease
-    /// passed. A body larger than [`MAX_RUN_BYTES`] is refused
-    /// ([`ConversationStoreError::TooLarge`]).
+    /// passed.
+    ///
+    /// A body larger than [`MAX_RUN_BYTES`] is refused ([`ConversationStoreError::TooLarge`]),
+    /// and in the same atomic step the run is left *outgrown* (unless another holds it): the
+    /// body saved before is dropped, a claim answers [`RunClaim::Outgrown`] and a load
+    /// [`ConversationStoreError::TooLarge`], for `ttl`. A holder that went past what the store
+    /// keeps so leaves nothing another replica would continue from an earlier point (and
+    /// repeat what the holder did since); a later save of a body that fits replaces it.
     fn save_run<'a>(
         &'a self,
         run: &'a str,
@@ -377,7 +401,8 @@ pub trait ConversationStore: Send + Sync + 'static {
         no_runs()
     }
 
-    /// A run's body as last saved (or created with), whoever holds it; `None` for no such run.
+    /// A run's body as last saved (or created with), whoever holds it; `None` for no such run,
+    /// [`ConversationStoreError::TooLarge`] for a run outgrown (see [`save_run`](Self::save_run)).
     fn load_run<'a>(&'a self, run: &'a str) -> ConversationFuture<'a, Option<String>> {
         let _ = run;
         no_runs()
@@ -764,7 +789,7 @@ impl ConversationStore for MemoryConversationStore {
         lease: Duration,
         ttl: Duration,
     ) -> ConversationFuture<'a, bool> {
-        let created = sized(body).map(|()| self.runs().create(run, holder, body, lease, ttl));
+        let created = sized(body).and_then(|()| self.runs().create(run, holder, body, lease, ttl));
         Box::pin(std::future::ready(created))
     }
 
@@ -786,13 +811,13 @@ impl ConversationStore for MemoryConversationStore {
         ttl: Duration,
         hold: Option<Duration>,
     ) -> ConversationFuture<'a, bool> {
-        let saved = sized(body).map(|()| self.runs().save(run, holder, body, ttl, hold));
+        let saved = self.runs().save(run, holder, body, ttl, hold);
         Box::pin(std::future::ready(saved))
     }
 
     fn load_run<'a>(&'a self, run: &'a str) -> ConversationFuture<'a, Option<String>> {
         let body = self.runs().load(run);
-        Box::pin(std::future::ready(Ok(body)))
+        Box::pin(std::future::ready(body))
     }
 }
 
