@@ -227,6 +227,7 @@ pub struct McpServer<F = fn(Tools) -> Tools> {
     session_idle_timeout: Duration,
     conversation_idle_timeout: Duration,
     request_state_key: Option<Arc<[u8]>>,
+    request_state_store: Option<Arc<dyn ConversationStore>>,
     max_connections: usize,
     header_read_timeout: Duration,
     body_read_timeout: Duration,
@@ -351,6 +352,7 @@ impl McpServer {
             session_idle_timeout: DEFAULT_SESSION_IDLE_TIMEOUT,
             conversation_idle_timeout: DEFAULT_CONVERSATION_IDLE_TIMEOUT,
             request_state_key: None,
+            request_state_store: None,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
             body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,
@@ -446,6 +448,7 @@ impl<F> McpServer<F> {
             session_idle_timeout: self.session_idle_timeout,
             conversation_idle_timeout: self.conversation_idle_timeout,
             request_state_key: self.request_state_key,
+            request_state_store: self.request_state_store,
             max_connections: self.max_connections,
             header_read_timeout: self.header_read_timeout,
             body_read_timeout: self.body_read_timeout,
@@ -622,10 +625,41 @@ impl<F> McpServer<F> {
     /// input-required result: the client sends the call again with the user's answer and the
     /// state). By default a random key of this process; give every replica behind one address
     /// the same key (at least 32 random bytes, kept secret), so the answer may reach any of
-    /// them. A state is bound to the call's principal, tool and arguments, expires after
-    /// [`McpServer::approval_timeout`], and approves one call.
+    /// them, and the same [`McpServer::request_state_store`], so that an approved state runs
+    /// one call across all of them. A state is bound to the call's principal, tool and
+    /// arguments, expires after [`McpServer::approval_timeout`], and approves one call.
     pub fn request_state_key(mut self, key: impl Into<Vec<u8>>) -> Self {
         self.request_state_key = Some(Arc::from(key.into()));
+        self
+    }
+
+    /// Where an approved `requestState` is marked used when its call runs
+    /// ([`ConversationStore::redeem`]): give every replica sharing a
+    /// [`McpServer::request_state_key`] the store they all share (a `RedisConversationStore`),
+    /// so the same approved request sent to two replicas runs on one of them and is refused
+    /// (`approval_denied`, "already used") on the other. Without it, used approvals are kept in
+    /// this process, which holds for one replica only.
+    ///
+    /// Each principal may have at most 4,096 approvals used within the approval timeout; past
+    /// that its next approved call is refused (retry later), and other principals' are not.
+    /// In this process's own table (and in a `MemoryConversationStore`) at most 65,536 in all
+    /// ([`MAX_MEMORY_REDEMPTIONS`](toolwright_core::conversation::MAX_MEMORY_REDEMPTIONS)).
+    /// The store failing refuses the call, never runs it unrecorded.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use toolwright_core::conversation::MemoryConversationStore;
+    /// # let registry = toolwright_core::Registry::builder().build().unwrap();
+    /// # let secret = vec![7u8; 32];
+    /// // In production, the RedisConversationStore every replica shares.
+    /// let shared = Arc::new(MemoryConversationStore::new());
+    /// let server = toolwright_mcp::McpServer::new(registry)
+    ///     .request_state_key(secret)
+    ///     .request_state_store(shared);
+    /// # let _ = server;
+    /// ```
+    pub fn request_state_store(mut self, store: Arc<dyn ConversationStore>) -> Self {
+        self.request_state_store = Some(store);
         self
     }
 
@@ -744,7 +778,11 @@ impl<F> McpServer<F> {
                 idle: self.conversation_idle_timeout,
             }),
             sealing: Arc::new(
-                input::Sealing::new(self.request_state_key.as_deref()).map_err(|_| {
+                input::Sealing::new(
+                    self.request_state_key.as_deref(),
+                    self.request_state_store.clone(),
+                )
+                .map_err(|_| {
                     ServeError::RequestStateKey(
                         self.request_state_key.as_ref().map_or(0, |k| k.len()),
                     )

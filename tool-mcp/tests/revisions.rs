@@ -1748,3 +1748,94 @@ async fn approval_is_asked_before_a_task_exists() {
         "run once, after approval"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Approvals across replicas
+// ---------------------------------------------------------------------------------------------
+
+/// Two replicas behind one address: the same sealing key and the same store for used
+/// approvals.
+async fn approving_replicas(
+    runs: &TaskRuns,
+    store: Arc<dyn toolwright::conversation::ConversationStore>,
+) -> (HttpServer, HttpServer) {
+    let replica = || {
+        let registry = Registry::builder()
+            .tool(PurgeArchive)
+            .tool(DeleteAccount)
+            .state(runs.clone())
+            .build()
+            .expect("the registry builds");
+        McpServer::new(registry)
+            .request_state_key(vec![42u8; 32])
+            .request_state_store(Arc::clone(&store))
+    };
+    (bind(replica()).await, bind(replica()).await)
+}
+
+/// An approved request sent to replica A and then, identical, to replica B runs on A only:
+/// B answers `approval_denied` ("already used"), for a plain tool and for a task tool alike.
+async fn an_approval_runs_one_call_across_replicas(
+    store: Arc<dyn toolwright::conversation::ConversationStore>,
+) {
+    let runs = TaskRuns::default();
+    let (a, b) = approving_replicas(&runs, store).await;
+    let (on_a, on_b) = (Client::new(&a), Client::new(&b));
+    let both = json!({
+        "io.modelcontextprotocol/clientCapabilities": {
+            "elicitation": {"form": {}},
+            "extensions": {"io.modelcontextprotocol/tasks": {}}
+        }
+    });
+    for (tool, args) in [
+        ("delete_account", json!({"account": "a1"})),
+        ("purge_archive", json!({"year": 2019})),
+    ] {
+        let body = call_with(&on_a, "alice", tool, args.clone(), json!({}), both.clone()).await;
+        let (key, _, state) = question(&body);
+        let approved = reply(&key, &state, json!({"action": "accept"}));
+        let body = call_with(
+            &on_a,
+            "alice",
+            tool,
+            args.clone(),
+            approved.clone(),
+            both.clone(),
+        )
+        .await;
+        let ran = answer(&body, &json!(1));
+        assert!(
+            ran["result"]["resultType"] == "task" || envelope(&ran)["status"] == "success",
+            "{tool} runs on A: {ran}"
+        );
+        let body = call_with(&on_b, "alice", tool, args, approved, both.clone()).await;
+        let again = answer(&body, &json!(1));
+        assert_eq!(
+            envelope(&again)["error_type"],
+            "approval_denied",
+            "{tool} again on B: {again}"
+        );
+        let message = envelope(&again)["message"].as_str().unwrap_or_default();
+        assert!(message.contains("already used"), "{message}");
+    }
+    assert_eq!(runs.0.started.load(Ordering::SeqCst), 1, "purged once");
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_approval_runs_one_call_across_replicas_sharing_a_memory_store() {
+    an_approval_runs_one_call_across_replicas(Arc::new(MemoryConversationStore::new())).await;
+}
+
+#[cfg(feature = "redis")]
+#[tokio::test]
+async fn an_approval_runs_one_call_across_replicas_sharing_one_redis() {
+    let Some(server) = redis_server::RedisServer::start() else {
+        return;
+    };
+    let store = toolwright_core::conversation::RedisConversationStore::builder()
+        .prefix("approvals:")
+        .connect(&server.url())
+        .await
+        .expect("connects");
+    an_approval_runs_one_call_across_replicas(Arc::new(store)).await;
+}

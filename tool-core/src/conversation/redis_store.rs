@@ -19,6 +19,11 @@
 //! the server's milliseconds), expiring on the run's TTL; creating, claiming and saving it are
 //! one script each, timed by the server's clock (`TIME`), so replicas whose clocks disagree
 //! agree on whose lease passed.
+//!
+//! The single-use tokens a principal used ([`ConversationStore::redeem`]) are a sorted set
+//! `PREFIXused{+PRINCIPAL}` scored by each token's expiry in the server's milliseconds: one
+//! script drops the expired, refuses a token still in the set or a set at its bound, and adds
+//! the token, so two replicas redeeming one token at once cannot both succeed.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -29,6 +34,7 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::Script;
 
 use super::memory::FailureCategory;
+use super::redeem::Redeemed;
 use super::runs::RunClaim;
 use super::store::{
     now_ms, sized, CallRecord, ConversationFuture, ConversationStore, ConversationStoreBuilder,
@@ -86,6 +92,20 @@ else
   redis.call('HSET', KEYS[1], 'body', ARGV[2], 'holder', '', 'until', 0)
 end
 redis.call('PEXPIRE', KEYS[1], math.max(tonumber(ARGV[3]), hold))
+return 1
+"#;
+
+/// KEYS: the principal's used tokens (a sorted set scored by expiry, in the server's
+/// milliseconds). ARGV: token, ttl ms, most per principal. Returns 1 when marked now, 0 when
+/// used already, 2 when the principal is full.
+const REDEEM: &str = r#"
+local used = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if used and tonumber(used) > now then return 0 end
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[3]) then return 2 end
+local ttl = tonumber(ARGV[2])
+redis.call('ZADD', KEYS[1], now + ttl, ARGV[1])
+if redis.call('PTTL', KEYS[1]) < ttl then redis.call('PEXPIRE', KEYS[1], ttl) end
 return 1
 "#;
 
@@ -303,6 +323,7 @@ struct Inner {
     create_run: Script,
     claim_run: Script,
     save_run: Script,
+    redeem: Script,
 }
 
 impl RedisConversationStore {
@@ -336,6 +357,11 @@ impl RedisConversationStore {
 
     fn run_key(&self, run: &str) -> String {
         format!("{}run:{run}", self.inner.prefix)
+    }
+
+    /// The principal's used single-use tokens, a key of its own (and hash slot).
+    fn used_key(&self, principal: Option<&str>) -> String {
+        format!("{}used{{{}}}", self.inner.prefix, principal_text(principal))
     }
 }
 
@@ -704,6 +730,34 @@ impl ConversationStore for RedisConversationStore {
             Ok(body)
         })
     }
+
+    /// One script on the principal's sorted set of used tokens, timed by the server's clock.
+    fn redeem<'a>(
+        &'a self,
+        principal: Option<&'a str>,
+        token: &'a str,
+        ttl: Duration,
+        max_per_principal: usize,
+    ) -> ConversationFuture<'a, Redeemed> {
+        Box::pin(async move {
+            let answer: i64 = self
+                .inner
+                .redeem
+                .key(self.used_key(principal))
+                .arg(token)
+                .arg(millis(ttl))
+                .arg(max_per_principal)
+                .invoke_async(&mut self.conn.clone())
+                .await
+                .map_err(Error::backend)?;
+            match answer {
+                1 => Ok(Redeemed::Now),
+                0 => Ok(Redeemed::AlreadyUsed),
+                2 => Ok(Redeemed::Full),
+                other => Err(Error::Corrupt(format!("redeem answered {other}"))),
+            }
+        })
+    }
 }
 
 impl ConversationStoreBuilder<RedisConversationStore> {
@@ -742,6 +796,7 @@ impl ConversationStoreBuilder<RedisConversationStore> {
             &inner.create_run,
             &inner.claim_run,
             &inner.save_run,
+            &inner.redeem,
         ] {
             script.load_async(&mut conn).await.map_err(Error::backend)?;
         }
@@ -765,6 +820,7 @@ impl ConversationStoreBuilder<RedisConversationStore> {
                 create_run: Script::new(&format!("{NOW}{CREATE_RUN}")),
                 claim_run: Script::new(&format!("{NOW}{CLAIM_RUN}")),
                 save_run: Script::new(&format!("{NOW}{SAVE_RUN}")),
+                redeem: Script::new(&format!("{NOW}{REDEEM}")),
             }),
         }
     }
