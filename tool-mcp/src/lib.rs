@@ -122,7 +122,9 @@ pub use crate::handler::Tools;
 pub use crate::streamable::{Authorizer, Grant, HttpServer, ProtectedResource};
 pub use crate::tasks::{
     DEFAULT_MAX_TASKS, DEFAULT_MAX_TASKS_PER_PRINCIPAL, DEFAULT_TASK_LEASE,
-    DEFAULT_TASK_POLL_INTERVAL, DEFAULT_TASK_TTL,
+    DEFAULT_TASK_POLL_INTERVAL, DEFAULT_TASK_TTL, MAX_FINISHED_TASKS,
+    MAX_FINISHED_TASKS_PER_PRINCIPAL, MAX_FINISHED_TASK_BYTES,
+    MAX_FINISHED_TASK_BYTES_PER_PRINCIPAL,
 };
 /// The rmcp this crate is built on, for [`McpServer::serve`]'s transports.
 pub use rmcp;
@@ -682,9 +684,19 @@ impl<F> McpServer<F> {
     }
 
     /// How long a task lives (default [`DEFAULT_TASK_TTL`], 1 hour): a call of a tool declared
-    /// `task` still working this long after it became a task is stopped and reported
-    /// `failed`, and a finished task is forgotten this long after it finished. Set it above the
-    /// longest of those tools' deadlines.
+    /// `task` still working this long after it became a task is stopped by a timer (its
+    /// future dropped, whether anyone polls or not) and reported `failed`, its status message
+    /// naming the TTL; a finished task is forgotten this long after it finished. Set it above
+    /// the longest of those tools' deadlines.
+    ///
+    /// Finished tasks and their results are also bounded, whatever the TTL: per principal
+    /// [`MAX_FINISHED_TASKS_PER_PRINCIPAL`] (256) tasks and
+    /// [`MAX_FINISHED_TASK_BYTES_PER_PRINCIPAL`] (8 MiB) of results, per server
+    /// [`MAX_FINISHED_TASKS`] (10,000) and [`MAX_FINISHED_TASK_BYTES`] (256 MiB); past a bound
+    /// the oldest finished task is forgotten first, and polling it is answered as for an
+    /// unknown task. A result larger than a principal's byte bound is not kept: its task reads
+    /// `failed`, saying so. With a [`task_store`](McpServer::task_store), another replica
+    /// still reads a task this one forgot from the store, within the store's own bounds.
     ///
     /// ```
     /// use std::time::Duration;
@@ -735,8 +747,14 @@ impl<F> McpServer<F> {
     }
 
     /// The most tasks one principal may have working at once (default
-    /// [`DEFAULT_MAX_TASKS_PER_PRINCIPAL`], 100). A task call past it is refused with
-    /// `-32600` before anything runs, telling the client to wait for one or cancel one.
+    /// [`DEFAULT_MAX_TASKS_PER_PRINCIPAL`], 100). A task call takes its place before its
+    /// checks (validation, approval) run, so calls still being checked count as working tasks
+    /// do; past the cap it is refused with `-32600` before anything runs, telling the client
+    /// to wait for one or cancel one. The place is given back when the call is answered
+    /// without becoming a task, and when its task ends.
+    ///
+    /// The cap is this replica's: replicas sharing a [`task_store`](McpServer::task_store)
+    /// each admit up to it.
     pub fn max_tasks_per_principal(mut self, tasks: usize) -> Self {
         self.tasks.per_principal = tasks.max(1);
         self
@@ -744,8 +762,9 @@ impl<F> McpServer<F> {
 
     /// The most tasks this server has working at once, whoever started them (default
     /// [`DEFAULT_MAX_TASKS`], 10,000): each holds its call's future and, with a
-    /// [`task_store`](McpServer::task_store), a renewal. A task call past it is refused with
-    /// `-32600` before anything runs.
+    /// [`task_store`](McpServer::task_store), a renewal. Counted as
+    /// [`McpServer::max_tasks_per_principal`] is (calls under their checks included, this
+    /// replica's alone); a task call past it is refused with `-32600` before anything runs.
     pub fn max_tasks(mut self, tasks: usize) -> Self {
         self.tasks.max = tasks.max(1);
         self

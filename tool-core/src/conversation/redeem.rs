@@ -19,6 +19,9 @@ use super::ConversationStore;
 /// ([`Redeemed::Full`]) rather than an old one forgotten, which would let it run again.
 pub const MAX_MEMORY_REDEMPTIONS: usize = 65_536;
 
+/// The longest a token stays used in memory: a century, for a TTL longer than the clock reaches.
+const FOREVER: Duration = Duration::from_secs(100 * 365 * 24 * 60 * 60);
+
 /// The answer to [`ConversationStore::redeem`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -70,8 +73,13 @@ impl Redemptions {
         if own >= max_per_principal || self.total >= MAX_MEMORY_REDEMPTIONS {
             return Redeemed::Full;
         }
+        // A TTL past the clock's range is a century; past even that, refused (never a token
+        // that expires at once).
+        let Some(until) = now.checked_add(ttl.min(FOREVER)) else {
+            return Redeemed::Full;
+        };
         let used = self.by_principal.entry(key).or_default();
-        if used.insert(token.to_owned(), now + ttl).is_none() {
+        if used.insert(token.to_owned(), until).is_none() {
             self.total += 1;
         }
         Redeemed::Now
