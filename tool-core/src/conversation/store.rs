@@ -13,6 +13,9 @@
 //! replica continues a run, or answers for a task, and a holder that died gives it up when its
 //! lease passes.
 //!
+//! And it keeps single-use tokens ([`ConversationStore::redeem`]): an MCP server marks there each
+//! approval it runs, so an approval runs one call on whichever replica it reaches.
+//!
 //! Each operation is one atomic step on the store (one round trip for the Redis store), so two
 //! replicas serving one conversation at once never see half of the other's update, and a ticket
 //! is decided at most once.
