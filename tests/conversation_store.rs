@@ -20,7 +20,7 @@ use std::time::Duration;
 use toolwright::approval::{Approvals, DecideError};
 use toolwright::conversation::{
     CallRecord, ConversationStore, Decided, Decision, FailureCategory, MemoryConversationStore,
-    Prepare, Review, TicketRequest, TicketState, WaitingQuery,
+    Prepare, Redeemed, Review, TicketRequest, TicketState, WaitingQuery,
 };
 use toolwright::prelude::*;
 
@@ -361,6 +361,38 @@ async fn an_edited_approval_binds_to_the_edited_fingerprint(h: impl Harness) {
     assert_eq!(store.prepare("c1", &bob).await.unwrap().edited, None);
 }
 
+/// A single-use token is marked used once, in one step; a principal that used its share is
+/// refused and no other principal is.
+async fn a_token_is_used_once_and_each_principal_has_its_own_bound(h: impl Harness) {
+    let store = h.store();
+    let ttl = Duration::from_secs(60);
+    assert_eq!(
+        store.redeem(Some("eve"), "t1", ttl, 2).await.unwrap(),
+        Redeemed::Now
+    );
+    assert_eq!(
+        store.redeem(Some("eve"), "t1", ttl, 2).await.unwrap(),
+        Redeemed::AlreadyUsed
+    );
+    assert_eq!(
+        store.redeem(Some("eve"), "t2", ttl, 2).await.unwrap(),
+        Redeemed::Now
+    );
+    assert_eq!(
+        store.redeem(Some("eve"), "t3", ttl, 2).await.unwrap(),
+        Redeemed::Full
+    );
+    assert_eq!(
+        store.redeem(Some("ada"), "t3", ttl, 2).await.unwrap(),
+        Redeemed::Now,
+        "another principal's share"
+    );
+    assert_eq!(
+        store.redeem(None, "t1", ttl, 2).await.unwrap(),
+        Redeemed::Now
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // The memory store, on paused tokio time
 // ---------------------------------------------------------------------------------------------
@@ -425,6 +457,7 @@ conformance!(
     a_ticket_expires,
     waiting_is_paginated_and_filtered,
     an_edited_approval_binds_to_the_edited_fingerprint,
+    a_token_is_used_once_and_each_principal_has_its_own_bound,
 );
 
 // ---------------------------------------------------------------------------------------------

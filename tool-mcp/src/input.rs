@@ -8,10 +8,12 @@
 //! The state is sealed with HMAC-SHA256 (rmcp's `RequestStateCodec`), bound to the call's
 //! principal, tool and argument fingerprint, and expires after the approval timeout: a client
 //! cannot forge it, replay it for other arguments or as another principal, or keep it past its
-//! time. Each approved state approves one call: its nonce is redeemed when the call runs to its
-//! end. For 2025-11-25 sessions, [`ElicitingAsker`] sends the question at once.
+//! time. Each approved state approves one call: its nonce is marked used when the call runs, in
+//! the store every replica shares when the server has one (`McpServer::request_state_store`),
+//! so the same approved request sent to two replicas runs on one. A call that stops for another
+//! question sends its approval on in the new state, under a fresh nonce. For 2025-11-25
+//! sessions, [`ElicitingAsker`] sends the question at once.
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -25,26 +27,31 @@ use rmcp::model::{
 use rmcp::service::ElicitationMode;
 use rmcp::{Peer, RoleServer};
 use serde_json::Value;
-use tokio::time::Instant;
 use toolwright_core::approval::{Approval, ApprovalRequest, Approver};
 use toolwright_core::ask::{Answer, Asker, Question};
+use toolwright_core::conversation::{ConversationStore, MemoryConversationStore, Redeemed};
 
 /// The key of the approval question in `inputRequests` and `inputResponses`.
 pub(crate) const APPROVAL_INPUT: &str = "toolwright_approval";
 
-/// The most approvals redeemed and not yet expired that a server remembers; past it a new
-/// approval is refused (retry later) rather than remembered less.
-pub(crate) const MAX_REDEEMED: usize = 65_536;
+/// The most approvals one principal has used within the approval timeout: 4,096. Past it that
+/// principal's next approval is refused (retry later), and no other principal's is.
+pub(crate) const MAX_REDEEMED_PER_PRINCIPAL: usize = 4_096;
 
-/// What every request of one server shares: the sealing key and the redeemed nonces.
+/// What every request of one server shares: the sealing key, and where used approvals are
+/// recorded (the store every replica shares, or this process's own).
 pub(crate) struct Sealing {
     codec: RequestStateCodec,
-    redeemed: Mutex<HashMap<String, Instant>>,
+    used: Arc<dyn ConversationStore>,
 }
 
 impl Sealing {
-    /// `key` of at least 32 bytes; `None` draws a random one for this process.
-    pub(crate) fn new(key: Option<&[u8]>) -> Result<Self, RequestStateError> {
+    /// `key` of at least 32 bytes; `None` draws a random one for this process. `used`: the
+    /// store replicas share; `None` keeps used approvals in this process.
+    pub(crate) fn new(
+        key: Option<&[u8]>,
+        used: Option<Arc<dyn ConversationStore>>,
+    ) -> Result<Self, RequestStateError> {
         let codec = match key {
             Some(key) => RequestStateCodec::try_new(key.to_vec())?,
             None => {
@@ -56,36 +63,41 @@ impl Sealing {
         };
         Ok(Sealing {
             codec,
-            redeemed: Mutex::new(HashMap::new()),
+            used: used.unwrap_or_else(|| Arc::new(MemoryConversationStore::new())),
         })
     }
 
-    /// Marks `nonce` redeemed until `expires`; refused if it already was, or if the table is
-    /// full of unexpired ones.
-    fn redeem(&self, nonce: &str, expires: Instant) -> Result<(), &'static str> {
-        let now = Instant::now();
-        let mut redeemed = self.redeemed.lock().unwrap_or_else(PoisonError::into_inner);
-        if redeemed.contains_key(nonce) {
-            return Err(
-                "this approval was already used for a call; call the tool again to ask again",
-            );
+    /// Marks `principal`'s approval `nonce` used for `ttl`, in one atomic step of the store:
+    /// refused if it already was, or if the principal has used its share.
+    async fn redeem(
+        &self,
+        principal: Option<&str>,
+        nonce: &str,
+        ttl: Duration,
+    ) -> Result<(), String> {
+        let redeemed = self
+            .used
+            .redeem(
+                principal,
+                &format!("mcp-approval:{nonce}"),
+                ttl,
+                MAX_REDEEMED_PER_PRINCIPAL,
+            )
+            .await;
+        match redeemed {
+            Ok(Redeemed::Now) => Ok(()),
+            Ok(Redeemed::AlreadyUsed) => Err(
+                "this approval was already used for a call; call the tool again to ask again"
+                    .to_owned(),
+            ),
+            Ok(_) => Err(format!(
+                "this caller holds too many recent approvals (at most \
+                 {MAX_REDEEMED_PER_PRINCIPAL} within the approval timeout); retry later"
+            )),
+            Err(e) => Err(format!(
+                "this approval's use could not be recorded ({e}); retry later"
+            )),
         }
-        if redeemed.len() >= MAX_REDEEMED {
-            redeemed.retain(|_, until| *until > now);
-            if redeemed.len() >= MAX_REDEEMED {
-                return Err("this server holds too many recent approvals; retry later");
-            }
-        }
-        redeemed.insert(nonce.to_owned(), expires);
-        Ok(())
-    }
-
-    /// Gives `nonce` back: the call it approved stopped for another question.
-    fn unredeem(&self, nonce: &str) {
-        self.redeemed
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(nonce);
     }
 }
 
@@ -133,6 +145,7 @@ struct Round {
 pub(crate) struct Input {
     sealing: Arc<Sealing>,
     timeout: Duration,
+    principal: Option<String>,
     binding: String,
     sent: Sent,
     responses: InputResponses,
@@ -154,6 +167,7 @@ impl Input {
         request_state: Option<&str>,
         responses: Option<InputResponses>,
     ) -> Self {
+        let owner = principal.map(str::to_owned);
         let principal = principal.unwrap_or("");
         let binding = format!(
             "toolwright-input\0{}:{principal}\0{tool}\0{}",
@@ -174,6 +188,7 @@ impl Input {
         Input {
             sealing,
             timeout,
+            principal: owner,
             binding,
             sent,
             responses: responses.unwrap_or_default(),
@@ -196,8 +211,10 @@ impl Input {
         let mut round = self.round.lock().unwrap_or_else(PoisonError::into_inner);
         let (key, request) = round.asked.take()?;
         if round.redeemed {
-            // Not used up: the call did not run to its end.
-            self.sealing.unredeem(&round.state.nonce);
+            // The call did not run to its end: the approval carries on in the state sent back,
+            // under a nonce of its own (the one used stays used, so this request sent again
+            // approves nothing, on any replica).
+            round.state.nonce = uuid::Uuid::new_v4().to_string();
             round.redeemed = false;
         }
         let payload = serde_json::to_vec(&round.state).unwrap_or_default();
@@ -229,62 +246,66 @@ impl Input {
         )
     }
 
-    fn review_now(&self, request: &ApprovalRequest<'_>) -> Approval {
+    async fn review_now(&self, request: &ApprovalRequest<'_>) -> Approval {
         if matches!(self.sent, Sent::Forged) {
             return Approval::Denied {
                 reason: FORGED.to_owned(),
             };
         }
-        let mut round = self.round.lock().unwrap_or_else(PoisonError::into_inner);
-        let approved = round.state.approved
-            || match self.response(APPROVAL_INPUT) {
-                None => false,
-                Some(Err(reason)) => return Approval::Denied { reason },
-                Some(Ok(answer)) => match answer.action {
-                    ElicitationAction::Accept => true,
-                    ElicitationAction::Decline => {
-                        return Approval::Denied {
-                            reason: "the user declined this call".to_owned(),
+        let nonce = {
+            let mut round = self.round.lock().unwrap_or_else(PoisonError::into_inner);
+            let approved = round.state.approved
+                || match self.response(APPROVAL_INPUT) {
+                    None => false,
+                    Some(Err(reason)) => return Approval::Denied { reason },
+                    Some(Ok(answer)) => match answer.action {
+                        ElicitationAction::Accept => true,
+                        ElicitationAction::Decline => {
+                            return Approval::Denied {
+                                reason: "the user declined this call".to_owned(),
+                            }
+                        }
+                        _ => {
+                            return Approval::Denied {
+                                reason: "the user dismissed the approval request".to_owned(),
+                            }
+                        }
+                    },
+                };
+            if !approved {
+                let message = format!(
+                    "Allow the tool '{}' to run with these arguments?\n{}",
+                    request.tool(),
+                    request.redacted_arguments()
+                );
+                return match form(
+                    message,
+                    &serde_json::json!({"type": "object", "properties": {}}),
+                ) {
+                    Ok(question) => {
+                        round.asked = Some((APPROVAL_INPUT.to_owned(), question));
+                        Approval::Pending {
+                            ticket: "input-required".to_owned(),
                         }
                     }
-                    _ => {
-                        return Approval::Denied {
-                            reason: "the user dismissed the approval request".to_owned(),
-                        }
-                    }
-                },
-            };
-        if !approved {
-            let message = format!(
-                "Allow the tool '{}' to run with these arguments?\n{}",
-                request.tool(),
-                request.redacted_arguments()
-            );
-            return match form(
-                message,
-                &serde_json::json!({"type": "object", "properties": {}}),
-            ) {
-                Ok(question) => {
-                    round.asked = Some((APPROVAL_INPUT.to_owned(), question));
-                    Approval::Pending {
-                        ticket: "input-required".to_owned(),
-                    }
-                }
-                Err(reason) => Approval::Denied { reason },
-            };
-        }
+                    Err(reason) => Approval::Denied { reason },
+                };
+            }
+            round.state.nonce.clone()
+        };
+        // Used once anywhere: the store every replica shares decides, in one step.
         match self
             .sealing
-            .redeem(&round.state.nonce, Instant::now() + self.timeout)
+            .redeem(self.principal.as_deref(), &nonce, self.timeout)
+            .await
         {
             Ok(()) => {
+                let mut round = self.round.lock().unwrap_or_else(PoisonError::into_inner);
                 round.state.approved = true;
                 round.redeemed = true;
                 Approval::Approved
             }
-            Err(reason) => Approval::Denied {
-                reason: reason.to_owned(),
-            },
+            Err(reason) => Approval::Denied { reason },
         }
     }
 
@@ -327,7 +348,7 @@ impl Approver for Input {
         &'a self,
         request: &'a ApprovalRequest<'a>,
     ) -> Pin<Box<dyn Future<Output = Approval> + Send + 'a>> {
-        Box::pin(std::future::ready(self.review_now(request)))
+        Box::pin(self.review_now(request))
     }
 }
 
@@ -428,5 +449,34 @@ fn shown(value: &Value) -> String {
         format!("{}...", text.chars().take(60).collect::<String>())
     } else {
         text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One principal that approves its own calls as fast as it can fills its own share of the
+    /// used-approval table, and no one else's.
+    #[tokio::test(start_paused = true)]
+    async fn a_principal_past_its_share_of_used_approvals_locks_out_no_one_else() {
+        let sealing = Sealing::new(None, None).expect("a random key");
+        let ttl = Duration::from_secs(300);
+        for n in 0..MAX_REDEEMED_PER_PRINCIPAL {
+            let used = sealing.redeem(Some("eve"), &format!("e{n}"), ttl).await;
+            assert!(used.is_ok(), "{n}: {used:?}");
+        }
+        let refused = sealing.redeem(Some("eve"), "one-more", ttl).await;
+        assert!(
+            refused.as_ref().is_err_and(|why| why.contains("too many")),
+            "{refused:?}"
+        );
+        assert_eq!(sealing.redeem(Some("ada"), "a0", ttl).await, Ok(()));
+        assert!(
+            sealing.redeem(Some("ada"), "a0", ttl).await.is_err(),
+            "used once"
+        );
+        tokio::time::advance(ttl).await;
+        assert_eq!(sealing.redeem(Some("eve"), "one-more", ttl).await, Ok(()));
     }
 }

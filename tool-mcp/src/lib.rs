@@ -124,7 +124,9 @@ pub use crate::handler::Tools;
 pub use crate::streamable::{Authorizer, Grant, HttpServer, ProtectedResource};
 pub use crate::tasks::{
     DEFAULT_MAX_TASKS, DEFAULT_MAX_TASKS_PER_PRINCIPAL, DEFAULT_TASK_LEASE,
-    DEFAULT_TASK_POLL_INTERVAL, DEFAULT_TASK_TTL,
+    DEFAULT_TASK_POLL_INTERVAL, DEFAULT_TASK_TTL, MAX_FINISHED_TASKS,
+    MAX_FINISHED_TASKS_PER_PRINCIPAL, MAX_FINISHED_TASK_BYTES,
+    MAX_FINISHED_TASK_BYTES_PER_PRINCIPAL,
 };
 /// The rmcp this crate is built on, for [`McpServer::serve`]'s transports.
 pub use rmcp;
@@ -229,6 +231,7 @@ pub struct McpServer<F = fn(Tools) -> Tools> {
     session_idle_timeout: Duration,
     conversation_idle_timeout: Duration,
     request_state_key: Option<Arc<[u8]>>,
+    request_state_store: Option<Arc<dyn ConversationStore>>,
     max_connections: usize,
     header_read_timeout: Duration,
     body_read_timeout: Duration,
@@ -353,6 +356,7 @@ impl McpServer {
             session_idle_timeout: DEFAULT_SESSION_IDLE_TIMEOUT,
             conversation_idle_timeout: DEFAULT_CONVERSATION_IDLE_TIMEOUT,
             request_state_key: None,
+            request_state_store: None,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
             body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,
@@ -448,6 +452,7 @@ impl<F> McpServer<F> {
             session_idle_timeout: self.session_idle_timeout,
             conversation_idle_timeout: self.conversation_idle_timeout,
             request_state_key: self.request_state_key,
+            request_state_store: self.request_state_store,
             max_connections: self.max_connections,
             header_read_timeout: self.header_read_timeout,
             body_read_timeout: self.body_read_timeout,
@@ -624,10 +629,41 @@ impl<F> McpServer<F> {
     /// input-required result: the client sends the call again with the user's answer and the
     /// state). By default a random key of this process; give every replica behind one address
     /// the same key (at least 32 random bytes, kept secret), so the answer may reach any of
-    /// them. A state is bound to the call's principal, tool and arguments, expires after
-    /// [`McpServer::approval_timeout`], and approves one call.
+    /// them, and the same [`McpServer::request_state_store`], so that an approved state runs
+    /// one call across all of them. A state is bound to the call's principal, tool and
+    /// arguments, expires after [`McpServer::approval_timeout`], and approves one call.
     pub fn request_state_key(mut self, key: impl Into<Vec<u8>>) -> Self {
         self.request_state_key = Some(Arc::from(key.into()));
+        self
+    }
+
+    /// Where an approved `requestState` is marked used when its call runs
+    /// ([`ConversationStore::redeem`]): give every replica sharing a
+    /// [`McpServer::request_state_key`] the store they all share (a `RedisConversationStore`),
+    /// so the same approved request sent to two replicas runs on one of them and is refused
+    /// (`approval_denied`, "already used") on the other. Without it, used approvals are kept in
+    /// this process, which holds for one replica only.
+    ///
+    /// Each principal may have at most 4,096 approvals used within the approval timeout; past
+    /// that its next approved call is refused (retry later), and other principals' are not.
+    /// In this process's own table (and in a `MemoryConversationStore`) at most 65,536 in all
+    /// ([`MAX_MEMORY_REDEMPTIONS`](toolwright_core::conversation::MAX_MEMORY_REDEMPTIONS)).
+    /// The store failing refuses the call, never runs it unrecorded.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use toolwright_core::conversation::MemoryConversationStore;
+    /// # let registry = toolwright_core::Registry::builder().build().unwrap();
+    /// # let secret = vec![7u8; 32];
+    /// // In production, the RedisConversationStore every replica shares.
+    /// let shared = Arc::new(MemoryConversationStore::new());
+    /// let server = toolwright_mcp::McpServer::new(registry)
+    ///     .request_state_key(secret)
+    ///     .request_state_store(shared);
+    /// # let _ = server;
+    /// ```
+    pub fn request_state_store(mut self, store: Arc<dyn ConversationStore>) -> Self {
+        self.request_state_store = Some(store);
         self
     }
 
@@ -650,9 +686,19 @@ impl<F> McpServer<F> {
     }
 
     /// How long a task lives (default [`DEFAULT_TASK_TTL`], 1 hour): a call of a tool declared
-    /// `task` still working this long after it became a task is stopped and reported
-    /// `failed`, and a finished task is forgotten this long after it finished. Set it above the
-    /// longest of those tools' deadlines.
+    /// `task` still working this long after it became a task is stopped by a timer (its
+    /// future dropped, whether anyone polls or not) and reported `failed`, its status message
+    /// naming the TTL; a finished task is forgotten this long after it finished. Set it above
+    /// the longest of those tools' deadlines.
+    ///
+    /// Finished tasks and their results are also bounded, whatever the TTL: per principal
+    /// [`MAX_FINISHED_TASKS_PER_PRINCIPAL`] (256) tasks and
+    /// [`MAX_FINISHED_TASK_BYTES_PER_PRINCIPAL`] (8 MiB) of results, per server
+    /// [`MAX_FINISHED_TASKS`] (10,000) and [`MAX_FINISHED_TASK_BYTES`] (256 MiB); past a bound
+    /// the oldest finished task is forgotten first, and polling it is answered as for an
+    /// unknown task. A result larger than a principal's byte bound is not kept: its task reads
+    /// `failed`, saying so. With a [`task_store`](McpServer::task_store), another replica
+    /// still reads a task this one forgot from the store, within the store's own bounds.
     ///
     /// ```
     /// use std::time::Duration;
@@ -703,8 +749,14 @@ impl<F> McpServer<F> {
     }
 
     /// The most tasks one principal may have working at once (default
-    /// [`DEFAULT_MAX_TASKS_PER_PRINCIPAL`], 100). A task call past it is refused with
-    /// `-32600` before anything runs, telling the client to wait for one or cancel one.
+    /// [`DEFAULT_MAX_TASKS_PER_PRINCIPAL`], 100). A task call takes its place before its
+    /// checks (validation, approval) run, so calls still being checked count as working tasks
+    /// do; past the cap it is refused with `-32600` before anything runs, telling the client
+    /// to wait for one or cancel one. The place is given back when the call is answered
+    /// without becoming a task, and when its task ends.
+    ///
+    /// The cap is this replica's: replicas sharing a [`task_store`](McpServer::task_store)
+    /// each admit up to it.
     pub fn max_tasks_per_principal(mut self, tasks: usize) -> Self {
         self.tasks.per_principal = tasks.max(1);
         self
@@ -712,8 +764,9 @@ impl<F> McpServer<F> {
 
     /// The most tasks this server has working at once, whoever started them (default
     /// [`DEFAULT_MAX_TASKS`], 10,000): each holds its call's future and, with a
-    /// [`task_store`](McpServer::task_store), a renewal. A task call past it is refused with
-    /// `-32600` before anything runs.
+    /// [`task_store`](McpServer::task_store), a renewal. Counted as
+    /// [`McpServer::max_tasks_per_principal`] is (calls under their checks included, this
+    /// replica's alone); a task call past it is refused with `-32600` before anything runs.
     pub fn max_tasks(mut self, tasks: usize) -> Self {
         self.tasks.max = tasks.max(1);
         self
@@ -746,7 +799,11 @@ impl<F> McpServer<F> {
                 idle: self.conversation_idle_timeout,
             }),
             sealing: Arc::new(
-                input::Sealing::new(self.request_state_key.as_deref()).map_err(|_| {
+                input::Sealing::new(
+                    self.request_state_key.as_deref(),
+                    self.request_state_store.clone(),
+                )
+                .map_err(|_| {
                     ServeError::RequestStateKey(
                         self.request_state_key.as_ref().map_or(0, |k| k.len()),
                     )

@@ -1748,3 +1748,426 @@ async fn approval_is_asked_before_a_task_exists() {
         "run once, after approval"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Approvals across replicas
+// ---------------------------------------------------------------------------------------------
+
+/// Two replicas behind one address: the same sealing key and the same store for used
+/// approvals.
+async fn approving_replicas(
+    runs: &TaskRuns,
+    store: Arc<dyn toolwright::conversation::ConversationStore>,
+) -> (HttpServer, HttpServer) {
+    let replica = || {
+        let registry = Registry::builder()
+            .tool(PurgeArchive)
+            .tool(DeleteAccount)
+            .state(runs.clone())
+            .build()
+            .expect("the registry builds");
+        McpServer::new(registry)
+            .request_state_key(vec![42u8; 32])
+            .request_state_store(Arc::clone(&store))
+    };
+    (bind(replica()).await, bind(replica()).await)
+}
+
+/// An approved request sent to replica A and then, identical, to replica B runs on A only:
+/// B answers `approval_denied` ("already used"), for a plain tool and for a task tool alike.
+async fn an_approval_runs_one_call_across_replicas(
+    store: Arc<dyn toolwright::conversation::ConversationStore>,
+) {
+    let runs = TaskRuns::default();
+    let (a, b) = approving_replicas(&runs, store).await;
+    let (on_a, on_b) = (Client::new(&a), Client::new(&b));
+    let both = json!({
+        "io.modelcontextprotocol/clientCapabilities": {
+            "elicitation": {"form": {}},
+            "extensions": {"io.modelcontextprotocol/tasks": {}}
+        }
+    });
+    for (tool, args) in [
+        ("delete_account", json!({"account": "a1"})),
+        ("purge_archive", json!({"year": 2019})),
+    ] {
+        let body = call_with(&on_a, "alice", tool, args.clone(), json!({}), both.clone()).await;
+        let (key, _, state) = question(&body);
+        let approved = reply(&key, &state, json!({"action": "accept"}));
+        let body = call_with(
+            &on_a,
+            "alice",
+            tool,
+            args.clone(),
+            approved.clone(),
+            both.clone(),
+        )
+        .await;
+        let ran = answer(&body, &json!(1));
+        assert!(
+            ran["result"]["resultType"] == "task" || envelope(&ran)["status"] == "success",
+            "{tool} runs on A: {ran}"
+        );
+        let body = call_with(&on_b, "alice", tool, args, approved, both.clone()).await;
+        let again = answer(&body, &json!(1));
+        assert_eq!(
+            envelope(&again)["error_type"],
+            "approval_denied",
+            "{tool} again on B: {again}"
+        );
+        let message = envelope(&again)["message"].as_str().unwrap_or_default();
+        assert!(message.contains("already used"), "{message}");
+    }
+    assert_eq!(runs.0.started.load(Ordering::SeqCst), 1, "purged once");
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_approval_runs_one_call_across_replicas_sharing_a_memory_store() {
+    an_approval_runs_one_call_across_replicas(Arc::new(MemoryConversationStore::new())).await;
+}
+
+#[cfg(feature = "redis")]
+#[tokio::test]
+async fn an_approval_runs_one_call_across_replicas_sharing_one_redis() {
+    let Some(server) = redis_server::RedisServer::start() else {
+        return;
+    };
+    let store = toolwright_core::conversation::RedisConversationStore::builder()
+        .prefix("approvals:")
+        .connect(&server.url())
+        .await
+        .expect("connects");
+    an_approval_runs_one_call_across_replicas(Arc::new(store)).await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Task caps, re-sends, finished tasks and the TTL
+// ---------------------------------------------------------------------------------------------
+
+/// Archive a mailbox: its effect happens 2.5 s in (each run archives once more).
+#[tool(idempotent = false, task, timeout_ms = 600000)]
+async fn archive_mailbox(
+    key: IdempotencyKey,
+    runs: State<TaskRuns>,
+    /// The mailbox.
+    mailbox: String,
+) -> Result<String, ToolError> {
+    let _ = key;
+    runs.0 .0.started.fetch_add(1, Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    runs.0 .0.finished.fetch_add(1, Ordering::SeqCst);
+    Ok(format!("archived {mailbox}"))
+}
+
+/// Export rows: a result of `kib` KiB.
+#[tool(read_only, task, timeout_ms = 600000)]
+async fn export_rows(
+    /// How many KiB.
+    kib: usize,
+) -> Result<String, ToolError> {
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    Ok("x".repeat(kib * 1024))
+}
+
+/// An approver that takes 200 ms to approve.
+struct SlowApprover;
+
+impl toolwright::approval::Approver for SlowApprover {
+    fn review<'a>(
+        &'a self,
+        _request: &'a toolwright::approval::ApprovalRequest<'a>,
+    ) -> std::pin::Pin<
+        Box<dyn std::future::Future<Output = toolwright::approval::Approval> + Send + 'a>,
+    > {
+        Box::pin(async {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            toolwright::approval::Approval::Approved
+        })
+    }
+}
+
+/// A task server of every task tool, `configure`d.
+async fn tasks_with(runs: &TaskRuns, configure: impl FnOnce(McpServer) -> McpServer) -> HttpServer {
+    let registry = Registry::builder()
+        .tool(CompileReport)
+        .tool(SendNewsletter)
+        .tool(PurgeArchive)
+        .tool(ArchiveMailbox)
+        .tool(ExportRows)
+        .state(runs.clone())
+        .build()
+        .expect("the registry builds");
+    bind(configure(McpServer::new(registry))).await
+}
+
+/// Twelve task calls of one principal at once, each waiting 200 ms on its approver: the cap of
+/// three holds at every instant, since each call takes its slot before its checks; the slots
+/// of the refused are given back, and so are those of tasks that ended.
+#[tokio::test(start_paused = true)]
+async fn task_caps_hold_for_concurrent_calls_whose_checks_take_time() {
+    let runs = TaskRuns::default();
+    let server = tasks_with(&runs, |server| {
+        server
+            .max_tasks_per_principal(3)
+            .approver(Arc::new(SlowApprover))
+    })
+    .await;
+    let url = server.url();
+    let mut calls = tokio::task::JoinSet::new();
+    for n in 0..12u32 {
+        let client = Client {
+            http: reqwest::Client::new(),
+            url: url.clone(),
+        };
+        calls.spawn(async move {
+            client
+                .call_2026(
+                    "alice",
+                    u64::from(n),
+                    "purge_archive",
+                    json!({"year": 2000 + n}),
+                    takes_tasks(json!({})),
+                )
+                .await
+        });
+    }
+    let mut tasks = Vec::new();
+    while let Some(answer) = calls.join_next().await {
+        let answer = answer.expect("the call ends");
+        if answer["result"]["resultType"] == "task" {
+            tasks.push(
+                answer["result"]["taskId"]
+                    .as_str()
+                    .expect("an id")
+                    .to_owned(),
+            );
+        } else {
+            assert_eq!(answer["error"]["code"], -32600, "{answer}");
+            assert_eq!(answer["error"]["data"]["limit"], 3, "{answer}");
+        }
+    }
+    assert_eq!(tasks.len(), 3, "three tasks, the rest refused");
+    assert_eq!(runs.0.started.load(Ordering::SeqCst), 3);
+    let client = Client::new(&server);
+    client
+        .task_request("alice", "tasks/cancel", &tasks[0])
+        .await;
+    client.settled("alice", &tasks[0]).await;
+    let next = client
+        .call_2026(
+            "alice",
+            99,
+            "purge_archive",
+            json!({"year": 1999}),
+            takes_tasks(json!({})),
+        )
+        .await;
+    assert_eq!(
+        next["result"]["resultType"], "task",
+        "a slot came back: {next}"
+    );
+}
+
+/// A task attaches a re-sent call only when all of it matches: the same call key in another
+/// conversation, or for another tool, is a call of its own; with the same tool and other
+/// arguments, a side-effecting tool's key answers `idempotency_mismatch`.
+#[tokio::test(start_paused = true)]
+async fn a_resent_call_attaches_only_when_conversation_tool_and_arguments_match() {
+    let runs = TaskRuns::default();
+    let server = tasks_with(&runs, |server| server).await;
+    let client = Client::new(&server);
+    let meta =
+        |conversation: &str| takes_tasks(json!({ CONVERSATION_KEY: conversation, CALL_KEY: "k1" }));
+    let first = client
+        .call_2026(
+            "alice",
+            1,
+            "send_newsletter",
+            json!({"subject": "May"}),
+            meta("c-one"),
+        )
+        .await;
+    let task = first["result"]["taskId"]
+        .as_str()
+        .expect("a task")
+        .to_owned();
+
+    let elsewhere = client
+        .call_2026(
+            "alice",
+            2,
+            "send_newsletter",
+            json!({"subject": "June"}),
+            meta("c-two"),
+        )
+        .await;
+    assert_eq!(elsewhere["result"]["resultType"], "task", "{elsewhere}");
+    assert_ne!(
+        elsewhere["result"]["taskId"], task,
+        "another conversation: {elsewhere}"
+    );
+
+    let other_tool = client
+        .call_2026(
+            "alice",
+            3,
+            "compile_report",
+            json!({"quarter": "2026-Q1"}),
+            meta("c-one"),
+        )
+        .await;
+    assert_ne!(
+        other_tool["result"]["taskId"], task,
+        "another tool: {other_tool}"
+    );
+
+    let other_arguments = client
+        .call_2026(
+            "alice",
+            4,
+            "send_newsletter",
+            json!({"subject": "July"}),
+            meta("c-one"),
+        )
+        .await;
+    assert_ne!(
+        other_arguments["result"]["taskId"], task,
+        "{other_arguments}"
+    );
+    assert_eq!(
+        envelope(&other_arguments)["error_type"],
+        "idempotency_mismatch",
+        "{other_arguments}"
+    );
+
+    let same = client
+        .call_2026(
+            "alice",
+            5,
+            "send_newsletter",
+            json!({"subject": "May"}),
+            meta("c-one"),
+        )
+        .await;
+    assert_eq!(same["result"]["taskId"], task, "the same call: {same}");
+    assert_eq!(
+        runs.0.started.load(Ordering::SeqCst),
+        3,
+        "May once, June once, the report once"
+    );
+}
+
+impl Client {
+    /// Polls `tasks/get` every few milliseconds until the task is no longer working (real
+    /// time).
+    async fn ended(&self, token: &str, task: &str) -> Value {
+        for _ in 0..5000 {
+            let got = self.task_request(token, "tasks/get", task).await;
+            if got["result"]["status"] != "working" {
+                return got;
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        panic!("task {task} never ended");
+    }
+}
+
+/// Finished tasks are bounded per principal, in count and in bytes, the oldest forgotten first
+/// (polling one is answered as for an unknown task); another principal's are not touched.
+/// Paused time, under a TTL no test reaches (tokio moves the clock on while a request is on
+/// the wire).
+#[tokio::test(start_paused = true)]
+async fn finished_tasks_are_bounded_in_count_and_bytes_per_principal() {
+    let runs = TaskRuns::default();
+    let server = tasks_with(&runs, |server| {
+        server
+            .max_tasks_per_principal(2)
+            .task_ttl(Duration::from_secs(1 << 40))
+    })
+    .await;
+    let client = Client::new(&server);
+    let bob = client
+        .start_task("bob", 1, "compile_report", json!({"quarter": "2026-Q4"}))
+        .await;
+    client.task_request("bob", "tasks/cancel", &bob).await;
+    let count = toolwright_mcp::MAX_FINISHED_TASKS_PER_PRINCIPAL + 20;
+    let mut cancelled = Vec::new();
+    for n in 0..count {
+        let id = client
+            .start_task(
+                "alice",
+                n as u64 + 10,
+                "compile_report",
+                json!({"quarter": "2026-Q1"}),
+            )
+            .await;
+        client.task_request("alice", "tasks/cancel", &id).await;
+        client.ended("alice", &id).await;
+        cancelled.push(id);
+    }
+    let oldest = client
+        .task_request("alice", "tasks/get", &cancelled[0])
+        .await;
+    assert_eq!(oldest["error"]["code"], -32602, "forgotten: {oldest}");
+    let newest = client
+        .task_request("alice", "tasks/get", &cancelled[count - 1])
+        .await;
+    assert_eq!(newest["result"]["status"], "cancelled", "{newest}");
+    let kept = client.task_request("bob", "tasks/get", &bob).await;
+    assert_eq!(
+        kept["result"]["status"], "cancelled",
+        "bob's is his: {kept}"
+    );
+
+    // 40 results of 256 KiB are 10 MiB, over the 8 MiB a principal keeps.
+    let mut exports = Vec::new();
+    for n in 0..40 {
+        let id = client
+            .start_task("carol", 1000 + n, "export_rows", json!({"kib": 256}))
+            .await;
+        let done = client.ended("carol", &id).await;
+        assert_eq!(done["result"]["status"], "completed", "{done}");
+        exports.push(id);
+    }
+    let first = client.task_request("carol", "tasks/get", &exports[0]).await;
+    assert_eq!(first["error"]["code"], -32602, "forgotten: {first}");
+    let last = client
+        .task_request("carol", "tasks/get", &exports[39])
+        .await;
+    assert_eq!(last["result"]["status"], "completed", "{last}");
+    const { assert!(40 * 256 * 1024 > toolwright_mcp::MAX_FINISHED_TASK_BYTES_PER_PRINCIPAL) };
+}
+
+/// A working task is stopped by a timer at its TTL, with no one polling: its body is dropped
+/// before its effect; polled, it reads `failed`, saying the TTL. Real time: a one-second TTL,
+/// the effect due at 2.5 s.
+#[tokio::test]
+async fn a_working_task_is_stopped_at_its_ttl_with_no_one_polling() {
+    let runs = TaskRuns::default();
+    let server = tasks_with(&runs, |server| server.task_ttl(Duration::from_secs(1))).await;
+    let client = Client::new(&server);
+    client
+        .start_task("alice", 1, "archive_mailbox", json!({"mailbox": "inbox"}))
+        .await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(runs.0.started.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        runs.0.finished.load(Ordering::SeqCst),
+        0,
+        "the effect never happened"
+    );
+
+    let id = client
+        .start_task("alice", 2, "archive_mailbox", json!({"mailbox": "sent"}))
+        .await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let failed = client.task_request("alice", "tasks/get", &id).await;
+    assert_eq!(failed["result"]["status"], "failed", "{failed}");
+    let message = failed["result"]["statusMessage"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        message.contains("TTL") && message.contains("unknown"),
+        "{failed}"
+    );
+}

@@ -41,6 +41,7 @@
 pub(crate) mod durable;
 mod memory;
 pub(crate) mod recovery;
+mod redeem;
 #[cfg(feature = "redis")]
 mod redis_store;
 mod runs;
@@ -50,6 +51,7 @@ pub use memory::{
     ConversationMemory, FailureCategory, Grounding, InMemoryConversation, MAX_IDS_PER_KIND,
 };
 pub use recovery::RecoveryBudget;
+pub use redeem::{Redeemed, MAX_MEMORY_REDEMPTIONS};
 pub use runs::{RunClaim, DEFAULT_RUN_TTL, MAX_MEMORY_RUNS, MAX_RUN_BYTES};
 
 /// The kind of grounded id a deferred tool's name is recorded under once the conversation

@@ -21,6 +21,11 @@
 //! agree on whose lease passed. A save refused for its size runs a script of its own that, in
 //! the same step as the holder check, drops `body` and sets `outgrown` (the refused size): a
 //! claim then answers outgrown, and no replica continues from the body saved before.
+//!
+//! The single-use tokens a principal used ([`ConversationStore::redeem`]) are a sorted set
+//! `PREFIXused{+PRINCIPAL}` scored by each token's expiry in the server's milliseconds: one
+//! script drops the expired, refuses a token still in the set or a set at its bound, and adds
+//! the token, so two replicas redeeming one token at once cannot both succeed.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -31,6 +36,7 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::Script;
 
 use super::memory::FailureCategory;
+use super::redeem::Redeemed;
 use super::runs::{RunClaim, MAX_RUN_BYTES};
 use super::store::{
     now_ms, sized, CallRecord, ConversationFuture, ConversationStore, ConversationStoreBuilder,
@@ -103,6 +109,20 @@ if held_by_other(KEYS[1], ARGV[1]) then return 0 end
 redis.call('HDEL', KEYS[1], 'body')
 redis.call('HSET', KEYS[1], 'outgrown', ARGV[2])
 redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[3]))
+return 1
+"#;
+
+/// KEYS: the principal's used tokens (a sorted set scored by expiry, in the server's
+/// milliseconds). ARGV: token, ttl ms, most per principal. Returns 1 when marked now, 0 when
+/// used already, 2 when the principal is full.
+const REDEEM: &str = r#"
+local used = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if used and tonumber(used) > now then return 0 end
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[3]) then return 2 end
+local ttl = tonumber(ARGV[2])
+redis.call('ZADD', KEYS[1], now + ttl, ARGV[1])
+if redis.call('PTTL', KEYS[1]) < ttl then redis.call('PEXPIRE', KEYS[1], ttl) end
 return 1
 "#;
 
@@ -321,6 +341,7 @@ struct Inner {
     claim_run: Script,
     save_run: Script,
     outgrow_run: Script,
+    redeem: Script,
 }
 
 impl RedisConversationStore {
@@ -354,6 +375,11 @@ impl RedisConversationStore {
 
     fn run_key(&self, run: &str) -> String {
         format!("{}run:{run}", self.inner.prefix)
+    }
+
+    /// The principal's used single-use tokens, a key of its own (and hash slot).
+    fn used_key(&self, principal: Option<&str>) -> String {
+        format!("{}used{{{}}}", self.inner.prefix, principal_text(principal))
     }
 }
 
@@ -753,6 +779,34 @@ impl ConversationStore for RedisConversationStore {
             }
         })
     }
+
+    /// One script on the principal's sorted set of used tokens, timed by the server's clock.
+    fn redeem<'a>(
+        &'a self,
+        principal: Option<&'a str>,
+        token: &'a str,
+        ttl: Duration,
+        max_per_principal: usize,
+    ) -> ConversationFuture<'a, Redeemed> {
+        Box::pin(async move {
+            let answer: i64 = self
+                .inner
+                .redeem
+                .key(self.used_key(principal))
+                .arg(token)
+                .arg(millis(ttl))
+                .arg(max_per_principal)
+                .invoke_async(&mut self.conn.clone())
+                .await
+                .map_err(Error::backend)?;
+            match answer {
+                1 => Ok(Redeemed::Now),
+                0 => Ok(Redeemed::AlreadyUsed),
+                2 => Ok(Redeemed::Full),
+                other => Err(Error::Corrupt(format!("redeem answered {other}"))),
+            }
+        })
+    }
 }
 
 impl ConversationStoreBuilder<RedisConversationStore> {
@@ -792,6 +846,7 @@ impl ConversationStoreBuilder<RedisConversationStore> {
             &inner.claim_run,
             &inner.save_run,
             &inner.outgrow_run,
+            &inner.redeem,
         ] {
             script.load_async(&mut conn).await.map_err(Error::backend)?;
         }
@@ -816,6 +871,7 @@ impl ConversationStoreBuilder<RedisConversationStore> {
                 claim_run: Script::new(&format!("{NOW}{CLAIM_RUN}")),
                 save_run: Script::new(&format!("{NOW}{SAVE_RUN}")),
                 outgrow_run: Script::new(&format!("{NOW}{OUTGROW_RUN}")),
+                redeem: Script::new(&format!("{NOW}{REDEEM}")),
             }),
         }
     }

@@ -13,6 +13,9 @@
 //! replica continues a run, or answers for a task, and a holder that died gives it up when its
 //! lease passes.
 //!
+//! And it keeps single-use tokens ([`ConversationStore::redeem`]): an MCP server marks there each
+//! approval it runs, so an approval runs one call on whichever replica it reaches.
+//!
 //! Each operation is one atomic step on the store (one round trip for the Redis store), so two
 //! replicas serving one conversation at once never see half of the other's update, and a ticket
 //! is decided at most once.
@@ -29,6 +32,7 @@ use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
 use super::memory::{FailureCategory, MAX_IDS_PER_KIND};
+use super::redeem::{Redeemed, Redemptions};
 use super::runs::{RunClaim, Runs, MAX_RUN_BYTES};
 
 /// How long a conversation no one touched is remembered by default: 24 hours.
@@ -407,6 +411,28 @@ pub trait ConversationStore: Send + Sync + 'static {
         let _ = run;
         no_runs()
     }
+
+    /// Marks `principal`'s single-use `token` used for `ttl` (by the store's clock), in one
+    /// atomic step: [`Redeemed::Now`] when this call marked it, [`Redeemed::AlreadyUsed`] when
+    /// it was marked and has not expired, [`Redeemed::Full`] when the principal has
+    /// `max_per_principal` unexpired tokens marked (other principals are not affected). An MCP
+    /// server marks each approval it runs here (`McpServer::request_state_store`), so one
+    /// approval runs one call on whichever replica it reaches.
+    ///
+    /// A store that keeps no tokens answers [`ConversationStoreError::Unsupported`] (the
+    /// default); what it would have approved is then refused.
+    fn redeem<'a>(
+        &'a self,
+        principal: Option<&'a str>,
+        token: &'a str,
+        ttl: Duration,
+        max_per_principal: usize,
+    ) -> ConversationFuture<'a, Redeemed> {
+        let _ = (principal, token, ttl, max_per_principal);
+        Box::pin(std::future::ready(Err(
+            ConversationStoreError::Unsupported("single-use tokens"),
+        )))
+    }
 }
 
 /// What a store that keeps no runs answers.
@@ -453,6 +479,7 @@ pub struct MemoryConversationStore {
     max_ids: usize,
     inner: Mutex<Inner>,
     runs: Mutex<Runs>,
+    redemptions: Mutex<Redemptions>,
 }
 
 #[derive(Default)]
@@ -819,6 +846,23 @@ impl ConversationStore for MemoryConversationStore {
         let body = self.runs().load(run);
         Box::pin(std::future::ready(body))
     }
+
+    /// Under the store's lock, by this process's clock; at most
+    /// [`MAX_MEMORY_REDEMPTIONS`](super::MAX_MEMORY_REDEMPTIONS) unexpired tokens in all.
+    fn redeem<'a>(
+        &'a self,
+        principal: Option<&'a str>,
+        token: &'a str,
+        ttl: Duration,
+        max_per_principal: usize,
+    ) -> ConversationFuture<'a, Redeemed> {
+        let redeemed = self
+            .redemptions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .redeem(principal, token, ttl, max_per_principal);
+        Box::pin(std::future::ready(Ok(redeemed)))
+    }
 }
 
 impl fmt::Debug for MemoryConversationStore {
@@ -876,6 +920,7 @@ impl ConversationStoreBuilder<MemoryConversationStore> {
             max_ids: self.max_ids,
             inner: Mutex::new(Inner::default()),
             runs: Mutex::new(Runs::default()),
+            redemptions: Mutex::new(Redemptions::default()),
         }
     }
 }
@@ -952,5 +997,15 @@ impl<S: ConversationStore + ?Sized> ConversationStore for std::sync::Arc<S> {
 
     fn load_run<'a>(&'a self, run: &'a str) -> ConversationFuture<'a, Option<String>> {
         (**self).load_run(run)
+    }
+
+    fn redeem<'a>(
+        &'a self,
+        principal: Option<&'a str>,
+        token: &'a str,
+        ttl: Duration,
+        max_per_principal: usize,
+    ) -> ConversationFuture<'a, Redeemed> {
+        (**self).redeem(principal, token, ttl, max_per_principal)
     }
 }

@@ -9,10 +9,11 @@ use rmcp::{ErrorData, RoleServer};
 use toolwright_core::progress::ProgressHandle;
 use toolwright_core::{Outcome, Session, ToolCall};
 
-use super::TaskSink;
+use super::{CallIdentity, TaskSink};
 use crate::handler::{answered, call_tool_result, cancelled, disconnected};
 use crate::input::Input;
 use crate::Served;
+use toolwright_core::idempotency::Fingerprint;
 
 /// Whether the client takes tasks (`io.modelcontextprotocol/tasks`), on this request or for its
 /// session.
@@ -47,8 +48,10 @@ impl std::future::Future for Running {
 
 /// A task tool's call: run until its body starts (checks, the idempotency store and
 /// approval all come first, and what they answer is answered at once), then answered with a
-/// task that the call's future keeps running in. The same call identity sent again while it
-/// runs gets the same task.
+/// task that the call's future keeps running in. The same call sent again while it runs (the
+/// same principal, conversation, call key, tool and arguments) gets the same task; the same
+/// call key with another tool or other arguments is a call of its own, which the registry's
+/// idempotency store answers `idempotency_mismatch` for a tool with side effects.
 pub(crate) async fn call_as_task(
     shared: &Served,
     call: ToolCall,
@@ -61,17 +64,25 @@ pub(crate) async fn call_as_task(
     let tasks = &shared.tasks;
     let principal = session.principal();
     // Only a call the client named ([`CALL_KEY`]) has an identity a resent request shares.
-    let identity = (named && call.id().starts_with("call:")).then(|| call.id().to_owned());
+    let identity = (named && call.id().starts_with("call:")).then(|| CallIdentity {
+        principal: principal.map(str::to_owned),
+        conversation: session.id().to_owned(),
+        call: call.id().to_owned(),
+        tool: call.name().to_owned(),
+        fingerprint: Fingerprint::of(call.name(), call.arguments()).to_string(),
+    });
     if let Some(identity) = &identity {
-        if let Some(task) = tasks.running(principal, identity) {
+        if let Some(task) = tasks.running(identity) {
             return Ok(CallToolResponse::Task(CreateTaskResult::new(task)));
         }
     }
-    tasks.admit(principal)?;
+    // The slot is taken before the checks run, so calls under admission count against the caps
+    // as working tasks do; it is given back when the call is answered at once.
+    let slot = tasks.admit(principal)?;
     let (started, mut has_started) = tokio::sync::oneshot::channel();
-    let slot = Arc::new(OnceLock::new());
+    let status = Arc::new(OnceLock::new());
     let handle = ProgressHandle::with_interval(
-        TaskSink::new(started, Arc::clone(&slot)),
+        TaskSink::new(started, Arc::clone(&status)),
         shared.progress_interval,
     );
     let call = call.with_progress(handle);
@@ -94,7 +105,7 @@ pub(crate) async fn call_as_task(
     }
     let run = async move { running.await.map(|outcome| call_tool_result(&outcome)) };
     let task = tasks
-        .open(principal, identity.as_deref(), slot, run, side_effecting)
+        .open(slot, identity, status, run, side_effecting)
         .await?;
     Ok(CallToolResponse::Task(CreateTaskResult::new(task)))
 }

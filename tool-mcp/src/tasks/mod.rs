@@ -2,11 +2,13 @@
 //! tool declared `task` that passed its checks is answered with a task the client polls
 //! (`tasks/get`) and may cancel (`tasks/cancel`), while the call runs on past its request.
 //!
-//! The lifecycle (working, then completed, failed or cancelled; the result inlined once done;
-//! expiry after the TTL) is rmcp's [`TaskManager`]. This module adds what a served registry
-//! needs on top: a task is its principal's (another principal's `tasks/get` is answered as for
-//! an unknown task), a principal has a bounded number of live tasks, and a call re-issued under
-//! the same call identity attaches to the task already running it.
+//! This module keeps the tasks of one server: a task is its principal's (another principal's
+//! `tasks/get` is answered as for an unknown task); a call takes a slot under the caps
+//! (per principal and per server) before its checks run, given back when it is refused or its
+//! task ends; a call re-sent under the same identity (principal, conversation, call key, tool
+//! and arguments) attaches to the task already running it; a working task is stopped by a timer
+//! at its TTL; finished tasks and their results are bounded in count and bytes, per principal
+//! and per server, the oldest finished forgotten first.
 //!
 //! With a store ([`McpServer::task_store`](crate::McpServer::task_store)) every task is also
 //! kept there, under a hold the replica running it renews (a fifth of the lease, and at once
@@ -18,16 +20,17 @@ mod call;
 
 pub(crate) use call::{call_as_task, declares_tasks};
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
-use std::time::{Duration, Instant};
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
+use std::time::Duration;
 
-use rmcp::model::{CallToolResult, DetailedTask, Task, TaskPayload};
-use rmcp::task_manager::{TaskContext, TaskExit, TaskManager, TaskOptions};
+use rmcp::model::{CallToolResult, DetailedTask, JsonObject, Task, TaskPayload, TaskStatus};
+use rmcp::task_manager::current_timestamp;
 use rmcp::ErrorData;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 use toolwright_core::conversation::{ConversationStore, RunClaim};
 use toolwright_core::progress::{Progress, ProgressSink};
 
@@ -51,6 +54,22 @@ pub const DEFAULT_MAX_TASKS: usize = 10_000;
 /// 10 seconds, renewed every 2. A task whose replica stopped is reported `failed` this long
 /// after its last renewal.
 pub const DEFAULT_TASK_LEASE: Duration = Duration::from_secs(10);
+
+/// The most finished tasks a server keeps for one principal: 256. Past it (or past
+/// [`MAX_FINISHED_TASK_BYTES_PER_PRINCIPAL`]) that principal's oldest finished task is
+/// forgotten, and polling it is answered as for an unknown task.
+pub const MAX_FINISHED_TASKS_PER_PRINCIPAL: usize = 256;
+
+/// The most bytes of finished tasks' results a server keeps for one principal: 8 MiB. A single
+/// result larger than this is not kept: its task reads `failed`, saying so.
+pub const MAX_FINISHED_TASK_BYTES_PER_PRINCIPAL: usize = 8 * 1024 * 1024;
+
+/// The most finished tasks a server keeps, all principals together: 10,000; past it (or past
+/// [`MAX_FINISHED_TASK_BYTES`]) the oldest finished task is forgotten.
+pub const MAX_FINISHED_TASKS: usize = 10_000;
+
+/// The most bytes of finished tasks' results a server keeps, all principals together: 256 MiB.
+pub const MAX_FINISHED_TASK_BYTES: usize = 256 * 1024 * 1024;
 
 /// How tasks are served: their TTL, the poll interval they suggest, the cap per principal, and
 /// where (besides this process) they are kept.
@@ -79,9 +98,8 @@ impl Default for TaskRules {
 
 /// The tasks of one server, across its sessions.
 pub(crate) struct Tasks {
-    manager: TaskManager,
     rules: TaskRules,
-    book: Mutex<Book>,
+    book: Arc<Mutex<Book>>,
     /// This replica, as the holder of the tasks it runs.
     holder: String,
     /// Dropped with the server: the renewals of its tasks stop, as they would if it died.
@@ -90,7 +108,12 @@ pub(crate) struct Tasks {
 
 impl Drop for Tasks {
     fn drop(&mut self) {
-        self.manager.shutdown();
+        let book = lock(&self.book);
+        for entry in book.entries.values() {
+            if let Some(running) = &entry.running {
+                running.abort();
+            }
+        }
     }
 }
 
@@ -116,96 +139,251 @@ fn store_error(error: impl std::fmt::Display) -> ErrorData {
     ErrorData::internal_error(format!("the task store failed: {error}"), None)
 }
 
+fn lock(book: &Mutex<Book>) -> std::sync::MutexGuard<'_, Book> {
+    book.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// What a re-sent call must match, all of it, to attach to the task running the first.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub(crate) struct CallIdentity {
+    pub(crate) principal: Option<String>,
+    pub(crate) conversation: String,
+    pub(crate) call: String,
+    pub(crate) tool: String,
+    pub(crate) fingerprint: String,
+}
+
 #[derive(Default)]
 struct Book {
-    /// Task id -> who owns it and under which call identity it runs.
-    owners: HashMap<String, Owner>,
-    /// (principal, call identity) -> the task running that call.
-    by_call: HashMap<(Option<String>, String), String>,
+    entries: HashMap<String, Entry>,
+    /// The task running each call identity, while it works.
+    by_call: HashMap<CallIdentity, String>,
+    /// Slots taken by calls under admission and by working tasks.
+    slots: usize,
+    slots_by: HashMap<Option<String>, usize>,
+    /// Finished tasks in the order they finished (ids of forgotten ones are skipped).
+    finished: VecDeque<String>,
+    finished_count: usize,
+    finished_bytes: usize,
+    finished_by: HashMap<Option<String>, Finished>,
 }
 
-struct Owner {
+/// One principal's finished tasks, oldest first, and their bytes.
+#[derive(Default)]
+struct Finished {
+    order: VecDeque<String>,
+    bytes: usize,
+}
+
+struct Entry {
     principal: Option<String>,
-    call: Option<String>,
-    /// When the task is forgotten: its TTL after it was created, and again after it finished
-    /// (a task still working at its TTL is stopped, and rmcp keeps a finished task a TTL longer).
-    forget_at: Instant,
-    /// Set when the call's future ends: finished, cancelled, or stopped at its TTL. Counting
-    /// working tasks reads these flags, not rmcp's manager (whose every read walks every task).
-    done: Arc<AtomicBool>,
+    call: Option<CallIdentity>,
+    task: Task,
+    payload: TaskPayload,
+    /// The bytes of a finished task's result, as counted against the bounds.
+    bytes: usize,
+    finished_at: Option<Instant>,
+    cancel: CancellationToken,
+    running: Option<tokio::task::AbortHandle>,
 }
 
-/// Marks a task done when the future holding it is dropped, however it ends, and wakes its
-/// renewal (which then saves the end at once).
-struct Done {
-    flag: Arc<AtomicBool>,
-    ended: Arc<tokio::sync::Notify>,
+impl Entry {
+    fn detailed(&self) -> DetailedTask {
+        DetailedTask::new(self.task.clone(), self.payload.clone())
+    }
 }
 
-impl Drop for Done {
+impl Book {
+    /// Forgets finished tasks past their TTL (they finished in order, so from the front).
+    fn sweep(&mut self, ttl: Duration) {
+        let now = Instant::now();
+        while let Some(id) = self.finished.front() {
+            match self.entries.get(id).and_then(|e| e.finished_at) {
+                // A TTL past the clock's range never passes.
+                Some(at) if at.checked_add(ttl).is_none_or(|end| end > now) => break,
+                Some(_) => {
+                    let id = id.clone();
+                    self.forget(&id);
+                    self.finished.pop_front();
+                }
+                None => {
+                    self.finished.pop_front();
+                }
+            }
+        }
+    }
+
+    /// Forgets a finished task.
+    fn forget(&mut self, id: &str) {
+        let Some(entry) = self.entries.remove(id) else {
+            return;
+        };
+        self.finished_count -= 1;
+        self.finished_bytes -= entry.bytes;
+        if let Some(mine) = self.finished_by.get_mut(&entry.principal) {
+            mine.order.retain(|kept| kept != id);
+            mine.bytes -= entry.bytes;
+            if mine.order.is_empty() {
+                self.finished_by.remove(&entry.principal);
+            }
+        }
+    }
+
+    /// Records task `id`'s end and forgets the oldest finished tasks past the bounds.
+    fn finish(&mut self, id: &str, payload: TaskPayload, message: Option<String>) {
+        let Some(entry) = self.entries.get_mut(id) else {
+            return;
+        };
+        let mut payload = payload;
+        let mut bytes = payload_bytes(&payload);
+        if bytes > MAX_FINISHED_TASK_BYTES_PER_PRINCIPAL {
+            payload = TaskPayload::Failed {
+                error: error_object(&ErrorData::internal_error(
+                    format!(
+                        "the result was {bytes} bytes, more than a finished task keeps \
+                         ({MAX_FINISHED_TASK_BYTES_PER_PRINCIPAL} bytes)"
+                    ),
+                    None,
+                )),
+            };
+            bytes = payload_bytes(&payload);
+        }
+        entry.payload = payload;
+        entry.task.status = entry.payload.status();
+        if message.is_some() {
+            entry.task.status_message = message;
+        }
+        entry.task.last_updated_at = current_timestamp();
+        entry.bytes = bytes;
+        entry.finished_at = Some(Instant::now());
+        entry.running = None;
+        let principal = entry.principal.clone();
+        if let Some(call) = entry.call.take() {
+            self.by_call.remove(&call);
+        }
+        self.finished.push_back(id.to_owned());
+        self.finished_count += 1;
+        self.finished_bytes += bytes;
+        let mine = self.finished_by.entry(principal.clone()).or_default();
+        mine.order.push_back(id.to_owned());
+        mine.bytes += bytes;
+        self.bound(&principal);
+    }
+
+    /// Forgets the oldest finished tasks past `principal`'s bounds, then past the server's.
+    fn bound(&mut self, principal: &Option<String>) {
+        while let Some(mine) = self.finished_by.get(principal) {
+            if mine.order.len() <= MAX_FINISHED_TASKS_PER_PRINCIPAL
+                && mine.bytes <= MAX_FINISHED_TASK_BYTES_PER_PRINCIPAL
+            {
+                break;
+            }
+            let Some(oldest) = mine.order.front().cloned() else {
+                break;
+            };
+            self.forget(&oldest);
+        }
+        while self.finished_count > MAX_FINISHED_TASKS
+            || self.finished_bytes > MAX_FINISHED_TASK_BYTES
+        {
+            let Some(oldest) = self.finished.pop_front() else {
+                break;
+            };
+            self.forget(&oldest);
+        }
+        // Ids of tasks forgotten by their principal's bound stay in the server's order until
+        // reached; past twice the finished tasks kept, they are dropped at once.
+        if self.finished.len() > 2 * self.finished_count + 64 {
+            let entries = &self.entries;
+            self.finished
+                .retain(|id| entries.get(id).is_some_and(|e| e.finished_at.is_some()));
+        }
+    }
+}
+
+/// What a finished task's payload weighs, as its JSON.
+fn payload_bytes(payload: &TaskPayload) -> usize {
+    let object = match payload {
+        TaskPayload::Completed { result } => result,
+        TaskPayload::Failed { error } => error,
+        _ => return 0,
+    };
+    serde_json::to_string(object).map_or(0, |text| text.len())
+}
+
+/// A place under the task caps, taken before a task call's checks and given back when dropped:
+/// when the call is answered at once (refused by its checks, asking for approval), or when its
+/// task ends.
+pub(crate) struct Slot {
+    book: Arc<Mutex<Book>>,
+    principal: Option<String>,
+}
+
+impl Drop for Slot {
     fn drop(&mut self) {
-        self.flag.store(true, Ordering::Release);
-        self.ended.notify_one();
+        let mut book = lock(&self.book);
+        book.slots = book.slots.saturating_sub(1);
+        if let Some(mine) = book.slots_by.get_mut(&self.principal) {
+            *mine = mine.saturating_sub(1);
+            if *mine == 0 {
+                book.slots_by.remove(&self.principal);
+            }
+        }
+    }
+}
+
+/// The status message a task call's progress sets: the task's, once it is one.
+pub(crate) struct TaskContext {
+    id: String,
+    book: Weak<Mutex<Book>>,
+}
+
+impl TaskContext {
+    fn set_status_message(&self, message: String) {
+        let Some(book) = self.book.upgrade() else {
+            return;
+        };
+        let mut book = lock(&book);
+        if let Some(entry) = book.entries.get_mut(&self.id) {
+            if entry.finished_at.is_none() {
+                entry.task.status_message = Some(message);
+                entry.task.last_updated_at = current_timestamp();
+            }
+        }
     }
 }
 
 impl Tasks {
     pub(crate) fn new(rules: TaskRules) -> Self {
         Tasks {
-            manager: TaskManager::new(),
             rules,
-            book: Mutex::new(Book::default()),
+            book: Arc::new(Mutex::new(Book::default())),
             holder: format!("mcp-{}", uuid::Uuid::new_v4()),
             alive: Arc::new(()),
         }
     }
 
     fn book(&self) -> std::sync::MutexGuard<'_, Book> {
-        self.book.lock().unwrap_or_else(PoisonError::into_inner)
+        let mut book = lock(&self.book);
+        book.sweep(self.rules.ttl);
+        book
     }
 
-    /// Forgets owners of tasks rmcp forgot.
-    fn sweep(book: &mut Book) {
-        let now = Instant::now();
-        let gone: Vec<String> = book
-            .owners
-            .iter()
-            .filter(|(_, owner)| owner.forget_at <= now)
-            .map(|(id, _)| id.clone())
-            .collect();
-        for id in gone {
-            if let Some(owner) = book.owners.remove(&id) {
-                if let Some(call) = owner.call {
-                    book.by_call.remove(&(owner.principal, call));
-                }
-            }
-        }
-    }
-
-    /// The task already running this principal's call of this identity, if any: a request sent
-    /// again (after its stream broke) is answered with it instead of running the call twice.
-    pub(crate) fn running(&self, principal: Option<&str>, call: &str) -> Option<Task> {
+    /// The task already running this call (same principal, conversation, call key, tool and
+    /// arguments), if any: a request sent again (after its stream broke) is answered with it
+    /// instead of running the call twice.
+    pub(crate) fn running(&self, call: &CallIdentity) -> Option<Task> {
         let book = self.book();
-        let id = book
-            .by_call
-            .get(&(principal.map(str::to_owned), call.to_owned()))?;
-        let task = self.manager.get_task(id).ok()?;
-        (!task.status().is_terminal()).then_some(task.task)
+        let id = book.by_call.get(call)?;
+        let entry = book.entries.get(id)?;
+        entry.finished_at.is_none().then(|| entry.task.clone())
     }
 
-    /// Refuses a call when its principal, or the server, has as many tasks working as allowed.
-    pub(crate) fn admit(&self, principal: Option<&str>) -> Result<(), ErrorData> {
+    /// Takes a slot for a task call of `principal`, or refuses it when its principal, or the
+    /// server, has as many tasks working (or under admission) as allowed.
+    pub(crate) fn admit(&self, principal: Option<&str>) -> Result<Slot, ErrorData> {
         let mut book = self.book();
-        Tasks::sweep(&mut book);
-        let (mut working, mut all) = (0, 0);
-        for owner in book.owners.values() {
-            if !owner.done.load(Ordering::Acquire) {
-                all += 1;
-                if owner.principal.as_deref() == principal {
-                    working += 1;
-                }
-            }
-        }
+        let all = book.slots;
         if all >= self.rules.max {
             return Err(ErrorData::invalid_request(
                 format!(
@@ -219,6 +397,8 @@ impl Tasks {
                 })),
             ));
         }
+        let key = principal.map(str::to_owned);
+        let working = book.slots_by.get(&key).copied().unwrap_or(0);
         let cap = self.rules.per_principal;
         if working >= cap {
             return Err(ErrorData::invalid_request(
@@ -232,16 +412,22 @@ impl Tasks {
                 })),
             ));
         }
-        Ok(())
+        book.slots += 1;
+        *book.slots_by.entry(key.clone()).or_default() += 1;
+        Ok(Slot {
+            book: Arc::clone(&self.book),
+            principal: key,
+        })
     }
 
     /// Makes a task of a call already past its checks: `run` is the call's outcome, as a result;
     /// `context` learns the task's context, for progress; the task is cancelled by dropping
-    /// `run`. With a store, the task is there before this returns.
+    /// `run`, and stopped so at its TTL. `slot` is held until it ends. With a store, the task is
+    /// there before this returns.
     pub(crate) async fn open<F>(
         &self,
-        principal: Option<&str>,
-        call: Option<&str>,
+        slot: Slot,
+        call: Option<CallIdentity>,
         context: Arc<OnceLock<TaskContext>>,
         run: F,
         side_effecting: bool,
@@ -249,53 +435,78 @@ impl Tasks {
     where
         F: std::future::Future<Output = Result<CallToolResult, ErrorData>> + Send + 'static,
     {
-        let options = TaskOptions::new()
-            .with_ttl_ms(millis(self.rules.ttl))
-            .with_poll_interval_ms(millis(self.rules.poll_interval).max(1));
+        let principal = slot.principal.clone();
+        let id = uuid::Uuid::new_v4().to_string();
+        let now = current_timestamp();
+        let mut task = Task::new(id.clone(), TaskStatus::Working, now.clone(), now);
+        task.ttl_ms = Some(millis(self.rules.ttl));
+        task.poll_interval_ms = Some(millis(self.rules.poll_interval).max(1));
+        let cancel = CancellationToken::new();
         let ended = Arc::new(tokio::sync::Notify::new());
-        let done = Arc::new(AtomicBool::new(false));
-        let marks = Done {
-            flag: Arc::clone(&done),
-            ended: Arc::clone(&ended),
-        };
-        let task = self.manager.spawn(options, move |ctx| {
-            let _ = context.set(ctx.clone());
-            Box::pin(async move {
-                let _marks = marks;
-                tokio::select! {
-                    biased;
-                    () = ctx.cancelled() => {
-                        if side_effecting {
-                            ctx.set_status_message(
-                                "cancelled while it ran: whether its effect happened is unknown",
-                            );
-                        }
-                        Err(TaskExit::Cancelled)
-                    }
-                    result = run => result.map_err(TaskExit::Error),
-                }
-            })
+        let _ = context.set(TaskContext {
+            id: id.clone(),
+            book: Arc::downgrade(&self.book),
         });
-        let id = task.task_id.clone();
         {
             let mut book = self.book();
-            let principal = principal.map(str::to_owned);
-            if let Some(call) = call {
-                book.by_call
-                    .insert((principal.clone(), call.to_owned()), id.clone());
+            if let Some(call) = &call {
+                book.by_call.insert(call.clone(), id.clone());
             }
-            book.owners.insert(
+            book.entries.insert(
                 id.clone(),
-                Owner {
-                    principal,
-                    call: call.map(str::to_owned),
-                    forget_at: Instant::now() + self.rules.ttl.saturating_mul(2),
-                    done,
+                Entry {
+                    principal: principal.clone(),
+                    call,
+                    task: task.clone(),
+                    payload: TaskPayload::Working,
+                    bytes: 0,
+                    finished_at: None,
+                    cancel: cancel.clone(),
+                    running: None,
                 },
             );
         }
+        let ttl = self.rules.ttl;
+        let book = Arc::clone(&self.book);
+        let task_id = id.clone();
+        let ending = Arc::clone(&ended);
+        let handle = tokio::spawn(async move {
+            let _slot = slot;
+            let unknown = side_effecting.then_some("whether its effect happened is unknown");
+            let (payload, message) = tokio::select! {
+                biased;
+                () = cancel.cancelled() => (
+                    TaskPayload::Cancelled,
+                    unknown.map(|u| format!("cancelled while it ran: {u}")),
+                ),
+                // A call that ends at the very instant of its TTL completes.
+                result = run => match result {
+                    Ok(result) => (TaskPayload::Completed { result: result_object(&result) }, None),
+                    Err(error) => (TaskPayload::Failed { error: error_object(&error) }, None),
+                },
+                () = tokio::time::sleep(ttl) => {
+                    let why = format!(
+                        "stopped at its TTL of {} ms before it finished",
+                        millis(ttl)
+                    );
+                    let error = error_object(&ErrorData::internal_error(why.clone(), None));
+                    let message = match unknown {
+                        Some(unknown) => format!("{why}: {unknown}"),
+                        None => why,
+                    };
+                    (TaskPayload::Failed { error }, Some(message))
+                }
+            };
+            lock(&book).finish(&task_id, payload, message);
+            ending.notify_one();
+        });
+        if let Some(entry) = lock(&self.book).entries.get_mut(&id) {
+            if entry.finished_at.is_none() {
+                entry.running = Some(handle.abort_handle());
+            }
+        }
         if let Some(store) = &self.rules.store {
-            let first = self.kept(principal, &id).unwrap_or_default();
+            let first = self.kept(principal.as_deref(), &id).unwrap_or_default();
             let created = store
                 .create_run(
                     &task_key(&id),
@@ -306,16 +517,16 @@ impl Tasks {
                 )
                 .await;
             if let Err(error) = created {
-                let _ = self.manager.cancel_task(&id);
+                self.cancel_here(&id);
                 return Err(store_error(error));
             }
             tokio::spawn(renew(
                 Arc::downgrade(&self.alive),
-                self.manager.clone(),
+                Arc::downgrade(&self.book),
                 Arc::clone(store),
                 Renewal {
                     id,
-                    principal: principal.map(str::to_owned),
+                    principal,
                     holder: self.holder.clone(),
                     lease: self.rules.lease,
                     ttl: self.rules.ttl,
@@ -326,19 +537,26 @@ impl Tasks {
         Ok(task)
     }
 
-    /// The task as the store keeps it, from this replica's manager.
+    /// Cancels a task this replica runs: its call's future is dropped.
+    fn cancel_here(&self, id: &str) {
+        if let Some(entry) = lock(&self.book).entries.get(id) {
+            entry.cancel.cancel();
+        }
+    }
+
+    /// The task as the store keeps it, from this replica's book.
     fn kept(&self, principal: Option<&str>, id: &str) -> Option<String> {
-        let task = self.manager.get_task(id).ok()?;
+        let task = self.book().entries.get(id)?.detailed();
         kept_body(principal.map(str::to_owned), task)
     }
 
-    /// Whether task `id` is this replica's (`None`: ask the store), and then whether it is
-    /// `principal`'s: another's task is answered as an unknown one.
-    fn local(&self, principal: Option<&str>, id: &str) -> Option<Result<(), ErrorData>> {
+    /// Task `id` of this replica's (`None`: ask the store), if it is `principal`'s: another's
+    /// task is answered as an unknown one.
+    fn local(&self, principal: Option<&str>, id: &str) -> Option<Result<DetailedTask, ErrorData>> {
         let book = self.book();
-        let owner = book.owners.get(id)?;
-        Some(if owner.principal.as_deref() == principal {
-            Ok(())
+        let entry = book.entries.get(id)?;
+        Some(if entry.principal.as_deref() == principal {
+            Ok(entry.detailed())
         } else {
             Err(unknown_task(id))
         })
@@ -351,8 +569,7 @@ impl Tasks {
         id: &str,
     ) -> Result<DetailedTask, ErrorData> {
         if let Some(owned) = self.local(principal, id) {
-            owned?;
-            return self.manager.get_task(id).map_err(|_| unknown_task(id));
+            return owned;
         }
         let Some(store) = &self.rules.store else {
             return Err(unknown_task(id));
@@ -397,7 +614,8 @@ impl Tasks {
     pub(crate) async fn cancel(&self, principal: Option<&str>, id: &str) -> Result<(), ErrorData> {
         if let Some(owned) = self.local(principal, id) {
             owned?;
-            return self.manager.cancel_task(id).map_err(|_| unknown_task(id));
+            self.cancel_here(id);
+            return Ok(());
         }
         let Some(store) = &self.rules.store else {
             return Err(unknown_task(id));
@@ -445,11 +663,10 @@ impl Tasks {
         id: &str,
         responses: impl IntoIterator<Item = (String, serde_json::Value)>,
     ) -> Result<(), ErrorData> {
+        let _ = responses.into_iter();
         self.local(principal, id)
-            .unwrap_or_else(|| Err(unknown_task(id)))?;
-        self.manager
-            .update_task(id, responses)
-            .map_err(|_| unknown_task(id))
+            .unwrap_or_else(|| Err(unknown_task(id)))
+            .map(|_| ())
     }
 }
 
@@ -457,10 +674,17 @@ fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
-fn error_object(error: &ErrorData) -> rmcp::model::JsonObject {
+fn error_object(error: &ErrorData) -> JsonObject {
     match serde_json::to_value(error) {
         Ok(serde_json::Value::Object(map)) => map,
-        _ => rmcp::model::JsonObject::new(),
+        _ => JsonObject::new(),
+    }
+}
+
+fn result_object(result: &CallToolResult) -> JsonObject {
+    match serde_json::to_value(result) {
+        Ok(serde_json::Value::Object(map)) => map,
+        _ => JsonObject::new(),
     }
 }
 
@@ -482,19 +706,25 @@ struct Renewal {
 /// renewal. Stops when the server is dropped (as it would if the process died), leaving the
 /// hold to pass.
 async fn renew(
-    alive: std::sync::Weak<()>,
-    manager: TaskManager,
+    alive: Weak<()>,
+    book: Weak<Mutex<Book>>,
     store: Arc<dyn ConversationStore>,
     task: Renewal,
     ended: Arc<tokio::sync::Notify>,
 ) {
     let key = task_key(&task.id);
     let beat = (task.lease / 5).max(Duration::from_millis(1));
+    let read = |book: &Weak<Mutex<Book>>| {
+        let book = book.upgrade()?;
+        let book = lock(&book);
+        let entry = book.entries.get(&task.id)?;
+        Some((entry.detailed(), entry.cancel.clone()))
+    };
     loop {
         let Some(_alive) = alive.upgrade() else {
             return;
         };
-        let Ok(detailed) = manager.get_task(&task.id) else {
+        let Some((detailed, cancel)) = read(&book) else {
             return;
         };
         let done = detailed.status().is_terminal();
@@ -508,7 +738,7 @@ async fn renew(
         {
             // Another replica found it unrenewed and reported it failed: it is not ours now.
             Ok(false) => {
-                let _ = manager.cancel_task(&task.id);
+                cancel.cancel();
                 return;
             }
             Ok(true) if done => return,
@@ -521,20 +751,12 @@ async fn renew(
             ),
         }
         if let Ok(Some(_)) = store.load_run(&cancel_key(&task.id)).await {
-            let _ = manager.cancel_task(&task.id);
+            cancel.cancel();
         }
         drop(_alive);
         tokio::select! {
             () = tokio::time::sleep(beat) => {}
-            () = ended.notified() => {
-                // The manager records the end just after the call's future returns.
-                for _ in 0..64 {
-                    tokio::task::yield_now().await;
-                    if manager.get_task(&task.id).is_ok_and(|t| t.status().is_terminal()) {
-                        break;
-                    }
-                }
-            }
+            () = ended.notified() => {}
         }
     }
 }
