@@ -370,6 +370,89 @@ fn slot(id: &str) -> Slot {
     }
 }
 
+/// Open slots of a day (the clinic is closed on Sundays).
+#[tool(read_only, grounds(slot = "id"))]
+async fn search_slots(
+    /// The day.
+    day: String,
+) -> Result<Vec<Slot>, ToolError> {
+    Ok(match day.as_str() {
+        "sunday" => vec![],
+        _ => vec![slot("S-1")],
+    })
+}
+
+/// Slots a clinician holds back for urgent cases.
+#[tool(read_only, grounds(slot = "id"))]
+async fn held_slots() -> Result<Vec<Slot>, ToolError> {
+    Ok(vec![slot("S-7")])
+}
+
+/// Book a slot.
+#[tool(idempotent = true)]
+async fn book_slot(
+    /// The slot.
+    #[arg(grounded = "slot")]
+    slot_id: String,
+) -> Result<String, ToolError> {
+    Ok(format!("{slot_id} booked"))
+}
+
+/// The hint of an `ungrounded_identifier` for booking `slot`, after the calls `before`.
+async fn hint_after(registry: &Registry, before: &[ToolCall], slot: &str) -> String {
+    let session = Session::new("clinic-1");
+    for call in before {
+        assert!(registry.call_in(&session, call.clone()).await.is_ok());
+    }
+    let book = ToolCall::new("book", "book_slot", json!({ "slot_id": slot }).to_string());
+    let outcome = registry.call_in(&session, book).await;
+    assert_eq!(outcome.error_kind(), Some(ErrorKind::UngroundedIdentifier));
+    let message = outcome.message().unwrap_or_default();
+    let refused =
+        format!("`slot_id` is \"{slot}\", a `slot` id no tool has returned in this conversation.");
+    message
+        .strip_prefix(&refused)
+        .unwrap_or(message)
+        .trim()
+        .to_owned()
+}
+
+#[tokio::test]
+async fn the_hint_never_sends_the_model_back_to_a_tool_that_just_returned_no_such_id() {
+    let clinic = Registry::builder()
+        .tool(SearchSlots)
+        .tool(BookSlot)
+        .build()
+        .unwrap();
+    let sunday = ToolCall::new("c1", "search_slots", r#"{"day":"sunday"}"#);
+    let monday = ToolCall::new("c2", "search_slots", r#"{"day":"monday"}"#);
+    assert_eq!(
+        hint_after(&clinic, &[], "S-1").await,
+        "Look it up first with `search_slots`; never invent ids."
+    );
+    // The only tool that returns slots just returned none: said so, not "look it up with it".
+    assert_eq!(
+        hint_after(&clinic, std::slice::from_ref(&sunday), "S-1").await,
+        "`search_slots` just returned no `slot` id, so there is none to use yet: call it again only with other arguments, or ask the user for the id; never invent one."
+    );
+    // Once it returned slots again, it is where to look.
+    assert_eq!(
+        hint_after(&clinic, &[sunday.clone(), monday], "S-9").await,
+        "Look it up first with `search_slots`; never invent ids."
+    );
+    // With another tool that returns slots, the hint names that one only.
+    let clinic = Registry::builder()
+        .tool(SearchSlots)
+        .tool(HeldSlots)
+        .tool(BookSlot)
+        .build()
+        .unwrap();
+    assert_eq!(
+        hint_after(&clinic, &[sunday], "S-1").await,
+        "Look it up first with `held_slots`; never invent ids."
+    );
+}
+
 /// Open slots, with the path of their ids mistyped (the result has `id`).
 #[tool(read_only, grounds(slot = "slot_id"))]
 async fn search_slots_mistyped() -> Result<Vec<Slot>, ToolError> {

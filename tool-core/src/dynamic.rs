@@ -777,6 +777,7 @@ fn grounded(
         report.into_vec(),
         spec.fields(),
         &pipeline.finders.read().unwrap_or_else(|e| e.into_inner()),
+        session,
     )))
 }
 
