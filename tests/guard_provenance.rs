@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 use toolwright::prelude::*;
+use toolwright::BuildError;
 
 /// One order line.
 #[toolwright::data(output)]
@@ -353,4 +354,287 @@ async fn ids_of_several_kinds_refused_at_once_are_each_sent_to_their_own_tools()
         message.ends_with(" Look it up first with `search_books`; never invent ids."),
         "{message}"
     );
+}
+
+/// An open appointment slot.
+#[toolwright::data(output)]
+struct Slot {
+    id: String,
+    start: String,
+}
+
+fn slot(id: &str) -> Slot {
+    Slot {
+        id: id.into(),
+        start: "09:00".into(),
+    }
+}
+
+/// Open slots of a day (the clinic is closed on Sundays).
+#[tool(read_only, grounds(slot = "id"))]
+async fn search_slots(
+    /// The day.
+    day: String,
+) -> Result<Vec<Slot>, ToolError> {
+    Ok(match day.as_str() {
+        "sunday" => vec![],
+        _ => vec![slot("S-1")],
+    })
+}
+
+/// Slots a clinician holds back for urgent cases.
+#[tool(read_only, grounds(slot = "id"))]
+async fn held_slots() -> Result<Vec<Slot>, ToolError> {
+    Ok(vec![slot("S-7")])
+}
+
+/// Book a slot.
+#[tool(idempotent = true)]
+async fn book_slot(
+    /// The slot.
+    #[arg(grounded = "slot")]
+    slot_id: String,
+) -> Result<String, ToolError> {
+    Ok(format!("{slot_id} booked"))
+}
+
+/// The hint of an `ungrounded_identifier` for booking `slot`, after the calls `before`.
+async fn hint_after(registry: &Registry, before: &[ToolCall], slot: &str) -> String {
+    let session = Session::new("clinic-1");
+    for call in before {
+        assert!(registry.call_in(&session, call.clone()).await.is_ok());
+    }
+    let book = ToolCall::new("book", "book_slot", json!({ "slot_id": slot }).to_string());
+    let outcome = registry.call_in(&session, book).await;
+    assert_eq!(outcome.error_kind(), Some(ErrorKind::UngroundedIdentifier));
+    let message = outcome.message().unwrap_or_default();
+    let refused =
+        format!("`slot_id` is \"{slot}\", a `slot` id no tool has returned in this conversation.");
+    message
+        .strip_prefix(&refused)
+        .unwrap_or(message)
+        .trim()
+        .to_owned()
+}
+
+#[tokio::test]
+async fn the_hint_never_sends_the_model_back_to_a_tool_that_just_returned_no_such_id() {
+    let clinic = Registry::builder()
+        .tool(SearchSlots)
+        .tool(BookSlot)
+        .build()
+        .unwrap();
+    let sunday = ToolCall::new("c1", "search_slots", r#"{"day":"sunday"}"#);
+    let monday = ToolCall::new("c2", "search_slots", r#"{"day":"monday"}"#);
+    assert_eq!(
+        hint_after(&clinic, &[], "S-1").await,
+        "Look it up first with `search_slots`; never invent ids."
+    );
+    // The only tool that returns slots just returned none: said so, not "look it up with it".
+    assert_eq!(
+        hint_after(&clinic, std::slice::from_ref(&sunday), "S-1").await,
+        "`search_slots` just returned no `slot` id, so there is none to use yet: call it again only with other arguments, or ask the user for the id; never invent one."
+    );
+    // Once it returned slots again, it is where to look.
+    assert_eq!(
+        hint_after(&clinic, &[sunday.clone(), monday], "S-9").await,
+        "Look it up first with `search_slots`; never invent ids."
+    );
+    // With another tool that returns slots, the hint names that one only.
+    let clinic = Registry::builder()
+        .tool(SearchSlots)
+        .tool(HeldSlots)
+        .tool(BookSlot)
+        .build()
+        .unwrap();
+    assert_eq!(
+        hint_after(&clinic, &[sunday], "S-1").await,
+        "Look it up first with `held_slots`; never invent ids."
+    );
+}
+
+/// Open slots, with the path of their ids mistyped (the result has `id`).
+#[tool(read_only, grounds(slot = "slot_id"))]
+async fn search_slots_mistyped() -> Result<Vec<Slot>, ToolError> {
+    Ok(vec![slot("S-1")])
+}
+
+/// Orders, with the path of their lines' skus mistyped (the lines have `sku`).
+#[tool(read_only, grounds(sku = "lines.code"))]
+async fn search_orders_mistyped() -> Result<Vec<OrderRow>, ToolError> {
+    Ok(vec![])
+}
+
+/// Slot ids as plain strings, with a path into them.
+#[tool(read_only, grounds(slot = "id"))]
+async fn slot_ids_mistyped() -> Result<Vec<String>, ToolError> {
+    Ok(vec!["S-1".into()])
+}
+
+/// A slot as a calendar writes it.
+#[toolwright::data(output)]
+#[serde(rename_all = "camelCase")]
+struct CalendarSlot {
+    slot_ref: String,
+}
+
+/// Calendar slots, with the path written as the Rust field, not as serde names it.
+#[tool(read_only, grounds(slot = "slot_ref"))]
+async fn calendar_slots_mistyped() -> Result<Vec<CalendarSlot>, ToolError> {
+    Ok(vec![])
+}
+
+/// Calendar slots.
+#[tool(read_only, grounds(slot = "slotRef"))]
+async fn calendar_slots() -> Result<Vec<CalendarSlot>, ToolError> {
+    Ok(vec![])
+}
+
+/// The next slot, if any.
+#[tool(read_only, grounds(slot = "id"))]
+async fn next_slot() -> Result<Option<Slot>, ToolError> {
+    Ok(None)
+}
+
+/// The first slot, returned plainly.
+#[tool(read_only, grounds(slot = "id"))]
+async fn first_slot() -> Slot {
+    slot("S-1")
+}
+
+/// Slots by week.
+#[tool(read_only, grounds(slot = "id"))]
+async fn weeks() -> Result<Vec<Vec<Slot>>, ToolError> {
+    Ok(vec![])
+}
+
+/// Slots by clinician.
+#[tool(read_only, grounds(slot = "anyone.id"))]
+async fn by_clinician() -> Result<std::collections::HashMap<String, Slot>, ToolError> {
+    Ok(Default::default())
+}
+
+/// Whatever the calendar answered.
+#[tool(read_only, grounds(slot = "items.id"))]
+async fn raw_calendar() -> Result<serde_json::Value, ToolError> {
+    Ok(json!({}))
+}
+
+/// Slots as text, with their data beside it.
+#[tool(read_only, grounds(slot = "data.id"))]
+async fn slot_content() -> Result<toolwright::Content, ToolError> {
+    Ok(toolwright::Content::new().text("S-1 at 09:00"))
+}
+
+/// Slot ids.
+#[tool(read_only, grounds(slot = ""))]
+async fn slot_ids() -> Result<Vec<String>, ToolError> {
+    Ok(vec!["S-1".into()])
+}
+
+/// The `UnknownGroundsPath` a registry of `build` refuses, as (tool, path, at, fields), and
+/// its message.
+fn refusal(build: Result<Registry, BuildError>) -> ((String, String, String, Vec<String>), String) {
+    match build {
+        Err(e @ BuildError::UnknownGroundsPath { .. }) => {
+            let message = e.to_string();
+            let BuildError::UnknownGroundsPath {
+                tool,
+                path,
+                at,
+                fields,
+                ..
+            } = e
+            else {
+                unreachable!()
+            };
+            ((tool, path, at, fields), message)
+        }
+        other => panic!("expected UnknownGroundsPath, got {other:?}"),
+    }
+}
+
+fn names(names: &[&str]) -> Vec<String> {
+    names.iter().map(|n| (*n).to_owned()).collect()
+}
+
+#[test]
+fn a_grounds_path_that_names_no_field_of_the_result_fails_the_build_naming_the_fields() {
+    let (found, message) = refusal(Registry::builder().tool(SearchSlotsMistyped).build());
+    assert_eq!(
+        found,
+        (
+            "search_slots_mistyped".into(),
+            "slot_id".into(),
+            String::new(),
+            names(&["id", "start"])
+        )
+    );
+    assert_eq!(
+        message,
+        "tool `search_slots_mistyped` grounds `slot` ids at `slot_id`, which names no field of its result: the result has `id`, `start`; write the path of the field that holds the ids, such as `\"id\"`"
+    );
+    let (found, message) = refusal(Registry::builder().tool(SearchOrdersMistyped).build());
+    assert_eq!(found.2, "lines");
+    assert_eq!(found.3, names(&["sku"]));
+    assert!(message.contains("`lines` in the result has `sku`; write the path of the field that holds the ids, such as `\"lines.sku\"`"), "{message}");
+    let (found, message) = refusal(Registry::builder().tool(SlotIdsMistyped).build());
+    assert_eq!((found.2.as_str(), found.3.len()), ("", 0));
+    assert!(message.contains("the result has no fields; write the path of the field that holds the ids, or `\"\"` for the result itself"), "{message}");
+    // The path is the result's JSON, as serde writes it.
+    let (found, _) = refusal(Registry::builder().tool(CalendarSlotsMistyped).build());
+    assert_eq!(found.3, names(&["slotRef"]));
+
+    // Every path a result can hold is accepted: renamed fields, options, plain returns,
+    // nested lists, maps, untyped JSON, `Content`'s data, the result itself.
+    Registry::builder()
+        .tool(CalendarSlots)
+        .tool(NextSlot)
+        .tool(FirstSlot)
+        .tool(Weeks)
+        .tool(ByClinician)
+        .tool(RawCalendar)
+        .tool(SlotContent)
+        .tool(SlotIds)
+        .tool(SearchOrders)
+        .build()
+        .expect("every path names a field the result may have");
+}
+
+#[test]
+fn a_runtime_tools_grounds_path_is_checked_against_its_output_schema() {
+    let tool = |path: &str, output: Option<serde_json::Value>| {
+        let mut builder = toolwright::DynamicTool::builder("search_slots")
+            .description("Open slots.")
+            .input_schema(json!({"type": "object", "properties": {}}))
+            .grounds("slot", path)
+            .handler(|_args, _ctx| async { Ok(json!([{"id": "S-1"}])) });
+        if let Some(output) = output {
+            builder = builder.output_schema(output);
+        }
+        builder.build().unwrap()
+    };
+    let slots = json!({
+        "type": "array",
+        "items": {"type": "object", "properties": {"id": {"type": "string"}, "start": {"type": "string"}}}
+    });
+    let (found, message) = refusal(
+        Registry::builder()
+            .dynamic_tool(tool("slot_id", Some(slots.clone())))
+            .build(),
+    );
+    assert_eq!(found.3, names(&["id", "start"]));
+    assert!(
+        message.contains("the result has `id`, `start`"),
+        "{message}"
+    );
+    assert!(Registry::builder()
+        .dynamic_tool(tool("id", Some(slots)))
+        .build()
+        .is_ok());
+    // Without an output schema, nothing says which fields there are.
+    assert!(Registry::builder()
+        .dynamic_tool(tool("slot_id", None))
+        .build()
+        .is_ok());
 }

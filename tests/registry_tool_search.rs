@@ -466,6 +466,75 @@ fn deferring_a_name_the_registry_lacks_or_a_search_tool_name_taken_fails_the_bui
     assert_eq!(plain.search_tool(), None);
 }
 
+/// A tool that answers the name the model sends it, declaring what it answers as ids of `kind`.
+fn echo(kind: &str) -> DynamicTool {
+    DynamicTool::builder("echo_name")
+        .description("Repeats a name.")
+        .input_schema(json!({"type": "object", "properties": {"name": {"type": "string"}}}))
+        .grounds(kind, "")
+        .handler(|args, _ctx| async move { Ok(args["name"].clone()) })
+        .build()
+        .expect("the echo builds")
+}
+
+#[tokio::test]
+async fn a_tool_may_not_ground_the_kinds_toolwright_keeps_so_no_output_finds_a_deferred_tool() {
+    // The found tools are kept as ids of `toolwright.found_tool`: a tool declaring that kind
+    // would let the model find `delete_account` by naming it, without a search.
+    let err = builder()
+        .dynamic_tool(echo("toolwright.found_tool"))
+        .build()
+        .expect_err("a tool declaring a reserved kind is refused");
+    assert_eq!(
+        err,
+        BuildError::ReservedKind {
+            tool: "echo_name".to_owned(),
+            kind: "toolwright.found_tool".to_owned()
+        }
+    );
+    assert!(
+        err.to_string()
+            .contains("kinds that start with `toolwright.` are kept"),
+        "{err}"
+    );
+    // Every reserved kind, and an argument declared as one, while serving too.
+    let registry = registry();
+    let change = registry.change(|c| c.dynamic_tool(echo("toolwright.anything")));
+    assert!(
+        matches!(change, Err(BuildError::ReservedKind { .. })),
+        "{change:?}"
+    );
+    let reads = DynamicTool::builder("read_found")
+        .description("Reads a found tool's name.")
+        .input_schema(json!({"type": "object", "properties": {"tool": {"type": "string"}}}))
+        .grounded("tool", "toolwright.found_tool")
+        .handler(|args, _ctx| async move { Ok(args["tool"].clone()) })
+        .build()
+        .expect("the tool builds");
+    let change = registry.change(|c| c.dynamic_tool(reads));
+    assert!(
+        matches!(change, Err(BuildError::ReservedKind { .. })),
+        "{change:?}"
+    );
+    // The registry's own search tool grounds that kind still.
+    let session = Session::new("found-1");
+    let search = ToolCall::new("c1", "search_tools", r#"{"query":"delete an account"}"#);
+    assert_eq!(
+        registry.call_in(&session, search).await.status(),
+        Status::Success
+    );
+    let delete = ToolCall::new("c2", "delete_account", r#"{"account_id":"A1"}"#);
+    assert_eq!(
+        registry.call_in(&session, delete).await.status(),
+        Status::Success
+    );
+    // A kind of the application's own is fine.
+    assert!(builder()
+        .dynamic_tool(echo("customer_name"))
+        .build()
+        .is_ok());
+}
+
 #[tokio::test]
 async fn a_change_keeps_what_is_deferred_and_indexes_the_new_table() {
     let registry = registry();

@@ -111,6 +111,9 @@ impl ToolCall {
 #[derive(Clone)]
 pub struct Session(Arc<SessionInner>);
 
+/// A kind of id and a tool that grounds it.
+type KindAndTool = (Arc<str>, Arc<str>);
+
 #[derive(Clone)]
 struct SessionInner {
     id: String,
@@ -131,6 +134,10 @@ struct SessionInner {
     /// `None` outside a conversation, which finds nothing. Holds only names of deferred tools
     /// of the registry, so it is bounded by the registry.
     found: Option<Arc<Mutex<HashSet<Arc<str>>>>>,
+    /// (kind, tool): the tools whose latest call in this conversation (as this process saw)
+    /// succeeded without an id of a kind they ground, so a grounded argument's hint does not
+    /// send the model back to them. Bounded by the registry's declarations.
+    came_back_empty: Option<Arc<Mutex<Vec<KindAndTool>>>>,
     /// The model's provider searches deferred tools itself ([`Session::with_native_tool_search`]).
     native_search: bool,
 }
@@ -151,6 +158,7 @@ impl Session {
             memory: Some(Arc::new(InMemoryConversation::new())),
             store: None,
             found: Some(Arc::default()),
+            came_back_empty: Some(Arc::default()),
             native_search: false,
         }))
     }
@@ -173,6 +181,7 @@ impl Session {
             memory: None,
             store: None,
             found: None,
+            came_back_empty: None,
             native_search: false,
         }))
     }
@@ -262,6 +271,37 @@ impl Session {
                 }
             }
         }
+    }
+
+    /// Notes what the latest successful call of `tool` returned of each kind it grounds
+    /// (`kinds`: the kind, and whether the result held an id of it).
+    pub(crate) fn note_grounded(&self, tool: &str, kinds: &[(&str, bool)]) {
+        let Some(empty) = &self.0.came_back_empty else {
+            return;
+        };
+        let mut empty = empty.lock().unwrap_or_else(PoisonError::into_inner);
+        for &(kind, produced) in kinds {
+            let at = empty.iter().position(|(k, t)| **k == *kind && **t == *tool);
+            match (at, produced) {
+                (Some(at), true) => {
+                    empty.swap_remove(at);
+                }
+                (None, false) => empty.push((Arc::from(kind), Arc::from(tool))),
+                _ => {}
+            }
+        }
+    }
+
+    /// Whether the latest call of `tool` in this conversation (as this process saw) succeeded
+    /// without an id of `kind`.
+    pub(crate) fn came_back_empty(&self, kind: &str, tool: &str) -> bool {
+        self.0.came_back_empty.as_ref().is_some_and(|empty| {
+            empty
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .iter()
+                .any(|(k, t)| **k == *kind && **t == *tool)
+        })
     }
 
     /// The conversation's memory; `None` outside a conversation ([`Session::anonymous`]).
@@ -536,6 +576,7 @@ impl<'de> Deserialize<'de> for Session {
             approver: None,
             asker: None,
             found: memory.as_ref().map(|_| Arc::default()),
+            came_back_empty: memory.as_ref().map(|_| Arc::default()),
             native_search: false,
             memory,
             store: None,

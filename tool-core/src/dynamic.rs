@@ -137,6 +137,7 @@ impl DynamicTool {
             grounded: Vec::new(),
             grounds: Vec::new(),
             examples: Vec::new(),
+            internal: false,
         }
     }
 
@@ -197,6 +198,8 @@ pub struct DynamicToolBuilder {
     /// (kind of id, path in the result)
     grounds: Vec<(String, String)>,
     examples: Vec<Value>,
+    /// Made by toolwright itself, so it may ground the kinds toolwright keeps.
+    internal: bool,
 }
 
 impl fmt::Debug for DynamicToolBuilder {
@@ -281,9 +284,19 @@ impl DynamicToolBuilder {
 
     /// Remembers the ids of `kind` found at `path` in each successful result (as
     /// `#[tool(grounds(kind = "path"))]`): field names joined by `.`, arrays walked at every
-    /// step, `""` for the result itself.
+    /// step, `""` for the result itself. With an [`output_schema`](Self::output_schema), a
+    /// path that names no field of it makes the registry refuse the tool
+    /// ([`BuildError::UnknownGroundsPath`]); a kind that starts with `toolwright.` is kept for
+    /// toolwright's own records and refused too ([`BuildError::ReservedKind`]).
     pub fn grounds(mut self, kind: impl Into<String>, path: impl Into<String>) -> Self {
         self.grounds.push((kind.into(), path.into()));
+        self
+    }
+
+    /// A tool toolwright itself defines (the registry's search tool), which may ground the
+    /// kinds toolwright keeps for itself.
+    pub(crate) fn internal(mut self) -> Self {
+        self.internal = true;
         self
     }
 
@@ -477,6 +490,7 @@ impl DynamicToolBuilder {
         if self.task {
             meta = meta.task();
         }
+        meta.internal = self.internal;
         if self.requires_approval {
             meta = meta.requires_approval();
         }
@@ -763,6 +777,7 @@ fn grounded(
         report.into_vec(),
         spec.fields(),
         &pipeline.finders.read().unwrap_or_else(|e| e.into_inner()),
+        session,
     )))
 }
 

@@ -28,6 +28,7 @@ use std::sync::Arc;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
+use crate::call::Session;
 use crate::conversation::{ConversationMemory, Grounding};
 use crate::outcome::Violations;
 use crate::outcome::{ErrorKind, Failure, Violation};
@@ -116,18 +117,26 @@ pub(crate) type Finders = HashMap<&'static str, Vec<Arc<str>>>;
 
 /// `ungrounded_identifier`: every id no tool returned (`violations`), and which tools return
 /// ids of the kinds that were refused. Only the refused fields' kinds count: a model told to
-/// look a `member` id up with a tool that returns `book` ids calls the wrong tool.
+/// look a `member` id up with a tool that returns `book` ids calls the wrong tool. Nor does it
+/// name a tool whose latest call in the conversation returned no id of the kind: sent back to
+/// it, the model would loop.
 #[cold]
 pub(crate) fn ungrounded(
     violations: Vec<Violation>,
     fields: &[FieldMeta],
     finders: &Finders,
+    session: &Session,
 ) -> Failure {
     let mut message = crate::validate::summarize(&violations);
     if !message.ends_with('.') {
         message.push('.');
     }
-    message.push_str(&lookup_hint(&refused_kinds(&violations, fields), finders));
+    let kinds = refused_kinds(&violations, fields);
+    let sources: Vec<Sources> = kinds
+        .iter()
+        .map(|kind| Sources::of(kind, finders, session))
+        .collect();
+    message.push_str(&lookup_hint(&sources));
     let mut failure = Failure::new(ErrorKind::UngroundedIdentifier, message);
     failure.violations = violations;
     failure
@@ -150,27 +159,64 @@ fn refused_kinds(violations: &[Violation], fields: &[FieldMeta]) -> Vec<&'static
     kinds
 }
 
-/// Where the model finds ids of `kinds`: the tools that return each kind, or the user for a
-/// kind no tool returns.
-fn lookup_hint(kinds: &[&str], finders: &Finders) -> String {
-    let tools = |kind: &str| -> Option<String> {
-        let mut names: Vec<&str> = finders.get(kind)?.iter().map(|name| &**name).collect();
+/// Where ids of one kind come from: the tools to look one up with, and those that return
+/// such ids but whose latest call here returned none.
+struct Sources<'a> {
+    kind: &'a str,
+    /// `` `a` or `b` ``: the tools worth calling; `None` when there are none.
+    tools: Option<String>,
+    /// `` `a` and `b` ``: the tools that just returned no id of the kind; `None` when none did.
+    came_back_empty: Option<String>,
+}
+
+impl<'a> Sources<'a> {
+    fn of(kind: &'a str, finders: &Finders, session: &Session) -> Self {
+        let mut names: Vec<&str> = finders
+            .get(kind)
+            .map(|tools| tools.iter().map(|name| &**name).collect())
+            .unwrap_or_default();
         names.sort_unstable();
         names.dedup();
-        let names: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
-        (!names.is_empty()).then(|| names.join(" or "))
-    };
-    match kinds {
-        [kind] => match tools(kind) {
-            Some(tools) => format!(" Look it up first with {tools}; never invent ids."),
-            None => " Use an id the user or a tool gave you; never invent one.".to_owned(),
+        let (empty, tools): (Vec<&str>, Vec<&str>) = names
+            .into_iter()
+            .partition(|tool| session.came_back_empty(kind, tool));
+        let list = |names: Vec<&str>, joint: &str| {
+            let names: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+            (!names.is_empty()).then(|| names.join(joint))
+        };
+        Sources {
+            kind,
+            tools: list(tools, " or "),
+            came_back_empty: list(empty, " and "),
+        }
+    }
+}
+
+/// Where the model finds ids of the refused kinds: the tools that return each kind and were
+/// not just called without one, a word that those just called found none, or the user for a
+/// kind no tool returns.
+fn lookup_hint(sources: &[Sources<'_>]) -> String {
+    match sources {
+        [one] => match (&one.tools, &one.came_back_empty) {
+            (Some(tools), _) => format!(" Look it up first with {tools}; never invent ids."),
+            (None, Some(empty)) => format!(
+                " {empty} just returned no {} id, so there is none to use yet: call it again only with other arguments, or ask the user for the id; never invent one.",
+                bare(one.kind)
+            ),
+            (None, None) => " Use an id the user or a tool gave you; never invent one.".to_owned(),
         },
-        kinds => {
-            let (mut found, mut given) = (Vec::new(), Vec::new());
-            for kind in kinds {
-                match tools(kind) {
-                    Some(tools) => found.push(format!("{} id with {tools}", article(kind))),
-                    None => given.push(format!("{} id", article(kind))),
+        sources => {
+            let (mut found, mut given, mut none) = (Vec::new(), Vec::new(), Vec::new());
+            for source in sources {
+                match (&source.tools, &source.came_back_empty) {
+                    (Some(tools), _) => {
+                        found.push(format!("{} id with {tools}", article(source.kind)));
+                    }
+                    (None, Some(empty)) => {
+                        none.push(format!("{empty} just returned no {} id", bare(source.kind)));
+                        given.push(format!("{} id", article(source.kind)));
+                    }
+                    (None, None) => given.push(format!("{} id", article(source.kind))),
                 }
             }
             let mut parts = Vec::new();
@@ -184,21 +230,42 @@ fn lookup_hint(kinds: &[&str], finders: &Finders) -> String {
             if parts.is_empty() {
                 return " Use an id the user or a tool gave you; never invent one.".to_owned();
             }
-            format!(" {}; never invent ids.", parts.join("; "))
+            let mut hint = String::new();
+            if !none.is_empty() {
+                hint = format!(" {}.", none.join("; "));
+            }
+            format!("{hint} {}; never invent ids.", parts.join("; "))
         }
     }
 }
 
-/// Remembers the ids a successful result carries, as `grounds` declares them.
-pub(crate) fn remember(grounds: &[Grounds], data: &RawValue, memory: &dyn ConversationMemory) {
+/// `` `order` ``: the kind in backticks, without an article.
+fn bare(kind: &str) -> String {
+    format!("`{kind}`")
+}
+
+/// Remembers the ids a successful result carries, as `grounds` declares them, and says for
+/// each kind declared whether the result held an id of it.
+pub(crate) fn remember(
+    grounds: &[Grounds],
+    data: &RawValue,
+    memory: &dyn ConversationMemory,
+) -> Vec<(&'static str, bool)> {
     let Ok(value) = serde_json::from_str::<Value>(data.get()) else {
-        return;
+        return Vec::new();
     };
+    let mut kinds: Vec<(&'static str, bool)> = Vec::with_capacity(grounds.len());
     for grounds in grounds {
         let mut ids = Vec::new();
         grounds.ids_in(&value, &mut ids);
+        let produced = !ids.is_empty();
         memory.record_ids(grounds.kind(), ids);
+        match kinds.iter_mut().find(|(kind, _)| *kind == grounds.kind()) {
+            Some((_, any)) => *any |= produced,
+            None => kinds.push((grounds.kind(), produced)),
+        }
     }
+    kinds
 }
 
 #[cfg(test)]

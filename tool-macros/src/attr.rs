@@ -58,6 +58,9 @@ pub struct ToolAttrs {
     pub blocking: Option<LitBool>,
     /// `example = r#"{..}"#`, repeatable: example arguments as JSON text, in order.
     pub examples: Vec<LitStr>,
+    /// Where `description = ".."` was written: already reported as an unknown key, so a missing
+    /// doc comment is not reported a second time.
+    pub description_key: Option<Span>,
 }
 
 /// The value of a number literal, integers kept exact: a bound of `u64::MAX` must not become
@@ -315,6 +318,53 @@ fn unknown_key_message(what: &str, key: &str, valid: &[&str], hints: &[(&str, &s
     }
 }
 
+/// The value of `timeout_ms`: an integer literal. A duration written as text (`"2s"`) or any
+/// other value is an error that names the integer to write. Durations are not accepted as
+/// text: the key names its unit, and one spelling per setting keeps every tool readable alike.
+fn timeout_ms(cx: &Ctxt, value: Expr) -> Option<LitInt> {
+    match value {
+        Expr::Lit(ExprLit {
+            lit: Lit::Int(lit), ..
+        }) => return Some(lit),
+        Expr::Lit(ExprLit {
+            lit: Lit::Str(text),
+            ..
+        }) => {
+            if let Some(ms) = duration_ms(&text.value()) {
+                cx.error_spanned_by(
+                    &text,
+                    format!("`timeout_ms` is a whole number of milliseconds, not a text: write `timeout_ms = {ms}` for {:?}", text.value()),
+                );
+                return None;
+            }
+            cx.error_spanned_by(&text, "`timeout_ms` is a whole number of milliseconds, not a text: write `timeout_ms = 2000` for 2 s");
+        }
+        other => cx.error_spanned_by(
+            other,
+            "`timeout_ms` is a whole number of milliseconds: write `timeout_ms = 2000` for 2 s",
+        ),
+    }
+    None
+}
+
+/// Milliseconds in a duration written as text: a whole or decimal number and a unit, `ms`,
+/// `s`, `m` or `h` (`"500ms"`, `"2s"`, `"1.5s"`, `"1m"`), so an error can name the integer.
+fn duration_ms(text: &str) -> Option<u64> {
+    let text = text.trim();
+    let split = text.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
+    let (number, unit) = text.split_at(split);
+    let number: f64 = number.parse().ok()?;
+    let scale = match unit.trim() {
+        "ms" => 1.0,
+        "s" | "sec" | "secs" => 1_000.0,
+        "m" | "min" | "mins" => 60_000.0,
+        "h" => 3_600_000.0,
+        _ => return None,
+    };
+    let ms = (number * scale).round();
+    (ms.is_finite() && ms >= 1.0 && ms <= u64::MAX as f64).then_some(ms as u64)
+}
+
 fn parse_u64(cx: &Ctxt, lit: &LitInt) -> Option<u64> {
     match lit.base10_parse::<u64>() {
         Ok(v) => Some(v),
@@ -342,6 +392,8 @@ struct ToolAttrsBuilder<'c> {
     blocking: Attr<'c, LitBool>,
     /// Repeatable, so a list rather than an [`Attr`].
     examples: Vec<LitStr>,
+    /// Where `description = ..` was written (an unknown key, reported once).
+    description: Option<Span>,
 }
 
 impl<'c> ToolAttrsBuilder<'c> {
@@ -361,6 +413,7 @@ impl<'c> ToolAttrsBuilder<'c> {
             grounds: Attr::none(cx, "#[tool]", "grounds"),
             blocking: Attr::none(cx, "#[tool]", "blocking"),
             examples: Vec::new(),
+            description: None,
         }
     }
 
@@ -369,9 +422,10 @@ impl<'c> ToolAttrsBuilder<'c> {
         match key_of(meta).as_str() {
             "name" => self.name.set(at, meta.value()?.parse()?),
             "timeout_ms" => {
-                let lit: LitInt = meta.value()?.parse()?;
-                if let Some(v) = parse_u64(cx, &lit) {
-                    self.timeout_ms.set(at, (v, lit));
+                if let Some(lit) = timeout_ms(cx, meta.value()?.parse()?) {
+                    if let Some(v) = parse_u64(cx, &lit) {
+                        self.timeout_ms.set(at, (v, lit));
+                    }
                 }
             }
             "idempotent" => self.idempotent.set(at, meta.value()?.parse()?),
@@ -406,11 +460,36 @@ impl<'c> ToolAttrsBuilder<'c> {
                 ),
             },
             other => {
-                cx.error_spanned_by(
-                    at,
-                    unknown_key_message("#[tool]", other, TOOL_KEYS, TOOL_KEY_HINTS),
-                );
-                skip_value(meta)?;
+                let mut message = unknown_key_message("#[tool]", other, TOOL_KEYS, TOOL_KEY_HINTS);
+                // The value is read (a text may show what to write instead) or skipped.
+                let text = if meta.input.peek(Token![=]) {
+                    match meta.value()?.parse::<Expr>()? {
+                        Expr::Lit(ExprLit {
+                            lit: Lit::Str(text),
+                            ..
+                        }) => Some(text.value()),
+                        _ => None,
+                    }
+                } else {
+                    skip_value(meta)?;
+                    None
+                };
+                match (other, text) {
+                    ("description" | "desc", text) => {
+                        self.description = Some(at.span());
+                        let doc = text
+                            .filter(|t| !t.trim().is_empty() && !t.contains('\n'))
+                            .unwrap_or_else(|| "What the tool does.".to_owned());
+                        message = format!("unknown `#[tool]` key `{other}`: the description is the function's `///` doc comment; remove this key and write `/// {}` above the function", doc.trim());
+                    }
+                    ("timeout", Some(text)) => {
+                        if let Some(ms) = duration_ms(&text) {
+                            message = format!("unknown `#[tool]` key `timeout`: the timeout is `timeout_ms`, a whole number of milliseconds: write `timeout_ms = {ms}` for {text:?}");
+                        }
+                    }
+                    _ => {}
+                }
+                cx.error_spanned_by(at, message);
             }
         }
         Ok(())
@@ -432,6 +511,7 @@ impl<'c> ToolAttrsBuilder<'c> {
             grounds: self.grounds.get().unwrap_or_default(),
             blocking: self.blocking.get(),
             examples: self.examples,
+            description_key: self.description,
         }
     }
 }
@@ -701,6 +781,11 @@ impl<'c> ArgAttrsBuilder<'c> {
                         &lit,
                         "name the kind of id: `grounded = \"order\"`, matching a tool's `grounds(order = \"id\")`",
                     );
+                } else if lit.value().starts_with("toolwright.") {
+                    cx.error_spanned_by(
+                        &lit,
+                        format!("`{}` is a kind toolwright keeps for what the registry records itself (kinds that start with `toolwright.`): name the kind after your own ids, such as `grounded = \"order\"`", lit.value()),
+                    );
                 }
                 self.grounded.set(at, lit);
             }
@@ -756,6 +841,18 @@ mod tests {
         let m = unknown_key_message("#[arg]", "zzz", ARG_KEYS, ARG_KEY_HINTS);
         assert!(!m.contains("did you mean"), "{m}");
         assert!(m.contains("valid keys: `range`"), "{m}");
+    }
+
+    #[test]
+    fn durations_written_as_text_are_read_to_name_the_milliseconds() {
+        assert_eq!(duration_ms("2s"), Some(2000));
+        assert_eq!(duration_ms("500ms"), Some(500));
+        assert_eq!(duration_ms("1m"), Some(60_000));
+        assert_eq!(duration_ms("1.5s"), Some(1500));
+        assert_eq!(duration_ms(" 2 s "), Some(2000));
+        assert_eq!(duration_ms("2"), None, "no unit: not read as any");
+        assert_eq!(duration_ms("two seconds"), None);
+        assert_eq!(duration_ms("0s"), None, "zero is its own error");
     }
 
     #[test]

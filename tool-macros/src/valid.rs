@@ -323,7 +323,8 @@ fn name_and_description(cx: &Ctxt, tool: &ToolFn) {
             ),
         );
     }
-    if tool.description.is_none() {
+    // `description = ".."` is reported where it is written, saying where the text goes.
+    if tool.description.is_none() && tool.attrs.description_key.is_none() {
         cx.error_spanned_by(
             &tool.item.sig.ident,
             format!("tool `{}` has no description: add a `///` doc comment above the function saying what the tool does; the model reads it to decide when to call the tool", tool.name),

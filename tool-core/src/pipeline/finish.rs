@@ -113,7 +113,8 @@ pub(crate) fn finalize(
     if let Some(memory) = session.memory() {
         if let (Some(spec), Some(data)) = (spec, outcome.data.as_deref()) {
             if !spec.grounds().is_empty() && outcome.is_ok() {
-                provenance::remember(spec.grounds(), data, memory);
+                let kinds = provenance::remember(spec.grounds(), data, memory);
+                session.note_grounded(spec.name(), &kinds);
             }
         }
         model_retry = recovery::apply(&pipeline.recovery, memory, &mut outcome);

@@ -283,7 +283,7 @@ fn validate_typed<T: Tool>(
     match shape::parse::<T::Args>(arguments) {
         Ok(args) => match typed_checks::<T>(&args, session) {
             None => Ok(args),
-            Some(refused) => Err(refused.failure(spec, pipeline)),
+            Some(refused) => Err(refused.failure(spec, session, pipeline)),
         },
         Err(e) => Err(Box::new(shape::failure(
             arguments,
@@ -372,13 +372,14 @@ impl RuleRefusal {
 impl TypedRefusal {
     /// The failure the model gets. (Compiled once: the typed checks only say what they found.)
     #[cold]
-    fn failure(self, spec: &ToolSpec, pipeline: &Pipeline) -> Box<Failure> {
+    fn failure(self, spec: &ToolSpec, session: &Session, pipeline: &Pipeline) -> Box<Failure> {
         match self {
             TypedRefusal::Rules(refused) => refused.failure(spec),
             TypedRefusal::Ungrounded(report) => Box::new(provenance::ungrounded(
                 report.into_vec(),
                 spec.fields(),
                 &pipeline.finders.read().unwrap_or_else(|e| e.into_inner()),
+                session,
             )),
             TypedRefusal::Unauthorized(e) => {
                 crate::guard::validation_failure(e, ErrorKind::Unauthorized)

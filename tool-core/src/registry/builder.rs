@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::outcome::Violation;
+use crate::tool::grounds::is_reserved;
 
 /// Makes a tool under its registered name (its own, or prefixed by [`RegistryBuilder::prefixed`]).
 pub(super) type Pending =
@@ -625,6 +626,7 @@ pub(super) fn add(
                 state: need.type_name,
             });
         }
+        declarations(&name, tool.spec())?;
         examples(&name, tool.as_ref())?;
         let shown_to = shown_to.remove(&name);
         tools.insert(
@@ -654,6 +656,38 @@ pub(super) fn defer(
                     name,
                 })
             }
+        }
+    }
+    Ok(())
+}
+
+/// What a tool declares of its ids, checked against what it can do: no kind toolwright keeps
+/// for itself (a result that grounded one would grant what only the registry may), and every
+/// `grounds` path names a field of the tool's output schema (a path that names none grounds
+/// nothing, and the model, told to look the id up with this tool, calls it again and again).
+fn declarations(name: &str, spec: &ToolSpec) -> Result<(), BuildError> {
+    let kinds = spec
+        .grounds()
+        .iter()
+        .map(|g| g.kind())
+        .chain(spec.fields().iter().filter_map(|f| f.grounded_kind()));
+    if !spec.meta.internal {
+        if let Some(kind) = kinds.into_iter().find(|kind| is_reserved(kind)) {
+            return Err(BuildError::ReservedKind {
+                tool: name.to_owned(),
+                kind: kind.to_owned(),
+            });
+        }
+    }
+    for grounds in spec.grounds() {
+        if let Some(unreached) = grounds.unreached(spec.output_schema()) {
+            return Err(BuildError::UnknownGroundsPath {
+                tool: name.to_owned(),
+                kind: grounds.kind().to_owned(),
+                path: grounds.path().to_owned(),
+                at: unreached.at,
+                fields: unreached.fields,
+            });
         }
     }
     Ok(())
@@ -824,6 +858,33 @@ pub enum BuildError {
         /// semantic failure, which is one message).
         violations: Vec<Violation>,
     },
+    /// A tool declares a kind of id that toolwright keeps for itself (one that starts with
+    /// `toolwright.`, such as the deferred tools a search found), in `grounds` or `grounded`:
+    /// its results could ground what only the registry may, so it is refused.
+    ReservedKind {
+        /// The tool.
+        tool: String,
+        /// The kind it declares.
+        kind: String,
+    },
+    /// A tool's `grounds` path (`#[tool(grounds(kind = "path"))]`,
+    /// [`DynamicToolBuilder::grounds`](crate::dynamic::DynamicToolBuilder::grounds)) names no
+    /// field of its output schema: no result could ground an id there, and a model sent to the
+    /// tool to look an id up would call it again and again. A tool defined at run time without
+    /// an output schema accepts every path.
+    UnknownGroundsPath {
+        /// The tool.
+        tool: String,
+        /// The kind of id.
+        kind: String,
+        /// The path as declared.
+        path: String,
+        /// The part of the path that was found, before the field that is not there (`""`:
+        /// the result itself).
+        at: String,
+        /// The fields there are at `at`, sorted; empty where the value is not an object.
+        fields: Vec<String>,
+    },
 }
 
 impl fmt::Display for BuildError {
@@ -902,8 +963,83 @@ impl fmt::Display for BuildError {
                 }
                 f.write_str("; fix the example, or the rule if the example is right")
             }
+            BuildError::ReservedKind { tool, kind } => write!(
+                f,
+                "tool `{tool}` declares ids of kind `{kind}`, and kinds that start with `toolwright.` are kept for what the registry records itself (such as the tools a search found): name the kind after your own ids, such as `order`"
+            ),
+            BuildError::UnknownGroundsPath {
+                tool,
+                kind,
+                path,
+                at,
+                fields,
+            } => unknown_grounds_path(f, tool, kind, path, at, fields),
         }
     }
+}
+
+/// [`BuildError::UnknownGroundsPath`]: the fields there are, and the path to write instead.
+fn unknown_grounds_path(
+    f: &mut fmt::Formatter<'_>,
+    tool: &str,
+    kind: &str,
+    path: &str,
+    at: &str,
+    fields: &[String],
+) -> fmt::Result {
+    write!(
+        f,
+        "tool `{tool}` grounds `{kind}` ids at `{path}`, which names no field of its result: "
+    )?;
+    let place = if at.is_empty() {
+        "the result".to_owned()
+    } else {
+        format!("`{at}` in the result")
+    };
+    if fields.is_empty() {
+        return write!(
+            f,
+            "{place} has no fields; write the path of the field that holds the ids, or `\"{at}\"` for {place} itself"
+        );
+    }
+    let listed: Vec<String> = fields.iter().map(|field| format!("`{field}`")).collect();
+    let missing = path
+        .strip_prefix(at)
+        .unwrap_or(path)
+        .trim_start_matches('.')
+        .split('.')
+        .next()
+        .unwrap_or_default();
+    let guess = closest_field(missing, fields);
+    let fix = if at.is_empty() {
+        guess.to_owned()
+    } else {
+        format!("{at}.{guess}")
+    };
+    write!(
+        f,
+        "{place} has {}; write the path of the field that holds the ids, such as `\"{fix}\"`",
+        listed.join(", ")
+    )
+}
+
+/// The field a mistaken step most likely meant: one that ends or starts the step (`slot_id`
+/// for `id`), else one named like an id, else the first.
+fn closest_field<'f>(step: &str, fields: &'f [String]) -> &'f str {
+    let related = |field: &&String| {
+        let (field, step) = (field.to_ascii_lowercase(), step.to_ascii_lowercase());
+        step.ends_with(&field) || step.starts_with(&field) || field.ends_with(&step)
+    };
+    fields
+        .iter()
+        .find(related)
+        .or_else(|| {
+            fields
+                .iter()
+                .find(|f| f.to_ascii_lowercase().ends_with("id"))
+        })
+        .or_else(|| fields.first())
+        .map_or("", String::as_str)
 }
 
 impl std::error::Error for BuildError {}

@@ -132,6 +132,7 @@ impl ToolSearch {
             }))
             .effect(Effect::ReadOnly)
             .grounds(FOUND_KIND, "tools.name")
+            .internal()
             .handler(move |args, ctx| {
                 let registry = registry
                     .get()

@@ -237,6 +237,9 @@ pub struct ToolMeta {
     pub(crate) fields: &'static [FieldMeta],
     pub(crate) examples: &'static [&'static str],
     pub(crate) task: bool,
+    /// Declared by toolwright itself (the registry's search tool): may ground the kinds it
+    /// keeps for itself.
+    pub(crate) internal: bool,
 }
 
 impl ToolMeta {
@@ -256,6 +259,7 @@ impl ToolMeta {
             fields: &[],
             examples: &[],
             task: false,
+            internal: false,
         }
     }
 
