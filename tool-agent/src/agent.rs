@@ -342,7 +342,7 @@ impl Agent {
                 ),
             );
             inner.events.emit(AgentEvent::ToolOutcome {
-                call,
+                call: &call,
                 outcome: &outcome,
             });
             if let Some(last) = run.steps.last_mut() {
@@ -366,22 +366,25 @@ impl Agent {
         // One slot per call: a turn read back from elsewhere was checked for this when it was
         // read (`Run`'s deserialization); held here too, so no stored shape can index past.
         turn.outcomes.resize(turn.calls.len(), None);
-        let todo: Vec<(usize, &ToolCall)> = turn
+        // Owned calls: a stream of borrowed ones makes the drive's future `Send` only for one
+        // lifetime, and a caller could no longer spawn it.
+        let todo: Vec<(usize, ToolCall)> = turn
             .calls
             .iter()
             .zip(&turn.outcomes)
             .enumerate()
             .filter(|(_, (_, outcome))| outcome.is_none())
-            .map(|(i, (call, _))| (i, call))
+            .map(|(i, (call, _))| (i, call.clone()))
             .collect();
         let bound = inner.tool_concurrency.unwrap_or(todo.len()).max(1);
         let started = Instant::now();
         let batch = stream::iter(todo)
             .map(|(i, call)| async move {
-                (i, call, inner.registry.call_in(session, call.clone()).await)
+                let outcome = inner.registry.call_in(session, call.clone()).await;
+                (i, call, outcome)
             })
             .buffered(bound)
-            .collect::<Vec<(usize, &ToolCall, Outcome)>>();
+            .collect::<Vec<(usize, ToolCall, Outcome)>>();
         let Ok(finished) = tokio::time::timeout_at(deadline, batch).await else {
             return Err(End::Aborted(AbortReason::Deadline));
         };
@@ -390,7 +393,7 @@ impl Agent {
         let mut done = Vec::with_capacity(finished.len());
         for (i, call, outcome) in finished {
             inner.events.emit(AgentEvent::ToolOutcome {
-                call,
+                call: &call,
                 outcome: &outcome,
             });
             if let Some(last) = run.steps.last_mut() {

@@ -197,9 +197,13 @@ fn read(id: &str, body: &str, principal: Option<&str>) -> Result<Kept<Run>, RunE
     Ok(kept)
 }
 
-/// The body kept under `run`, `None` when no such run lives.
-async fn load(store: &dyn ConversationStore, run: &str) -> Result<Option<String>, RunError> {
-    match store.load_run(run).await {
+/// What loading `run` answered, as a run error: a run whose last save was refused for its
+/// size is outgrown, never read from an earlier save.
+fn loaded(
+    run: &str,
+    loaded: Result<Option<String>, ConversationStoreError>,
+) -> Result<Option<String>, RunError> {
+    match loaded {
         Ok(body) => Ok(body),
         Err(ConversationStoreError::TooLarge { bytes, limit, .. }) => Err(RunError::Outgrown {
             run: run.to_owned(),
@@ -328,8 +332,8 @@ impl Agent {
     /// continued from an earlier turn.
     pub async fn resume_kept(&self, session: &Session, run_id: &str) -> Result<Run, RunError> {
         let keeper = self.keeper(session, run_id)?;
-        let unknown = || RunError::Unknown(run_id.to_owned());
-        let seen = load(&**keeper.store, run_id).await?.ok_or_else(unknown)?;
+        let seen = loaded(run_id, keeper.store.load_run(run_id).await)?
+            .ok_or_else(|| RunError::Unknown(run_id.to_owned()))?;
         let kept = read(run_id, &seen, keeper.principal)?;
         if kept.state == State::Ended {
             // Nothing to drive, and an ended run changes no more: answered as read.
@@ -349,7 +353,7 @@ impl Agent {
                     limit,
                 })
             }
-            _ => return Err(unknown()),
+            _ => return Err(RunError::Unknown(run_id.to_owned())),
         };
         if body == seen {
             return self.drive_kept(session, &keeper, kept.run).await;
@@ -373,7 +377,7 @@ impl Agent {
     /// such run lives, [`RunError::Outgrown`] when its last save was refused for its size.
     pub async fn kept_run(&self, session: &Session, run_id: &str) -> Result<Option<Run>, RunError> {
         let store = session.store().ok_or(RunError::NoStore)?;
-        let Some(body) = load(&**store, run_id).await? else {
+        let Some(body) = loaded(run_id, store.load_run(run_id).await)? else {
             return Ok(None);
         };
         Ok(Some(read(run_id, &body, session.principal())?.run))
