@@ -22,6 +22,7 @@ mod shop;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use axum::serve::ListenerExt;
 use toolwright::approval::Approvals;
 use toolwright::conversation::{ConversationStore, MemoryConversationStore, WaitingQuery};
 
@@ -99,6 +100,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     if !address.ip().is_loopback() {
         println!("(listening on {address}, beyond this machine: keep the token secret)");
     }
+    // No Nagle on the accepted sockets: a response's second write would otherwise wait for
+    // the browser's delayed acknowledgement.
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     axum::serve(listener, page::router(registry, approvals, token)).await?;
     Ok(())
 }

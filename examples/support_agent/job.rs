@@ -15,6 +15,7 @@ use axum::extract::{Path, Query, State as Shared};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use axum::serve::ListenerExt;
 use axum::{Json, Router};
 use toolwright::agent::{Agent, AgentEvent, ChatModel, End, Message, Run, ScriptedModel, Turn};
 use toolwright::approval::{Approval, ApprovalQueue, ApprovalRequest, Approver};
@@ -140,6 +141,9 @@ impl Service {
             .with_state(Arc::clone(&backend));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let base = format!("http://{}", listener.local_addr()?);
+        let listener = listener.tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
         });

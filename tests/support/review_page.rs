@@ -4,6 +4,7 @@
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 
+use axum::serve::ListenerExt;
 use toolwright::approval::Approvals;
 use toolwright::conversation::ConversationStore;
 use toolwright::Registry;
@@ -25,6 +26,9 @@ pub async fn serve(
         Approvals::new(Arc::clone(store)),
         token.to_owned(),
     );
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     tokio::spawn(async move { axum::serve(listener, router).await });
     address
 }

@@ -43,6 +43,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use axum::serve::ListenerExt;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
     PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool as McpTool,
@@ -247,6 +248,10 @@ async fn plain_handler_http(handler: fn() -> PlainEcho) -> String {
     let addr = listener
         .local_addr()
         .unwrap_or_else(|e| panic!("addr: {e}"));
+    // TCP_NODELAY, as `bind_http` sets it.
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     tokio::spawn(async move { axum::serve(listener, router).await });
     format!("http://{addr}/mcp")
 }

@@ -11,7 +11,8 @@
 //! the key, the same on every replica.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use rmcp::ErrorData;
@@ -151,6 +152,18 @@ fn session_id(principal: Option<&str>, key: &str) -> String {
         Some(principal) => format!("mcp-conversation-{}:{principal}:{key}", principal.len()),
         None => format!("mcp-conversation:{key}"),
     }
+}
+
+/// A new id, `{prefix}{process}-{n}`, for a conversation of one request or a call without a
+/// stable id: unique in this process by a counter, and across processes and replicas by a
+/// random prefix drawn once per process, so a request reads no randomness (a v4 UUID per
+/// request was a `getrandom` system call each).
+pub(crate) fn fresh_id(prefix: &str) -> String {
+    static PROCESS: OnceLock<String> = OnceLock::new();
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let process = PROCESS.get_or_init(|| uuid::Uuid::new_v4().simple().to_string());
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    format!("{prefix}{process}-{n}")
 }
 
 /// The string under `field` in a request's `_meta`, checked: `Ok(None)` when absent, `-32602`

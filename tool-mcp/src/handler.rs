@@ -271,10 +271,7 @@ impl Tools {
                 elicits: named.elicits,
             });
         }
-        let fresh = || {
-            self.open(format!("mcp-{}", uuid::Uuid::new_v4()), grant, context)
-                .0
-        };
+        let fresh = || self.open(conversations::fresh_id("mcp-"), grant, context).0;
         if stateless {
             // No session: a conversation of this request alone, over HTTP (where the request
             // has a handler of its own) and over stdio (where the connection has one) alike.
@@ -478,13 +475,18 @@ pub(crate) fn call_tool_result(outcome: &Outcome) -> CallToolResult {
             return result;
         }
     }
-    let text = vec![ContentBlock::text(outcome.to_model_string())];
+    // The envelope is written once, as text; `structuredContent` is read back from it rather
+    // than built again through serde (which measured the envelope a second time for a failed
+    // call and copied its schema node by node).
+    let text = outcome.to_model_string();
+    let structured = serde_json::from_str(&text).unwrap_or_else(|_| outcome.to_model_json());
+    let text = vec![ContentBlock::text(text)];
     let mut result = if outcome.status() == Status::Error {
         CallToolResult::error(text)
     } else {
         CallToolResult::success(text)
     };
-    result.structured_content = Some(outcome.to_model_json());
+    result.structured_content = Some(structured);
     result
 }
 
@@ -613,7 +615,7 @@ impl ServerHandler for Tools {
                 .get::<http::request::Parts>()
                 .and_then(|parts| parts.extensions.get::<Grant>());
             let fresh = self
-                .open(format!("mcp-{}", uuid::Uuid::new_v4()), grant, &context)
+                .open(conversations::fresh_id("mcp-"), grant, &context)
                 .0;
             return Ok(ListToolsResult::with_all_items(
                 self.visible(&fresh.session),
@@ -763,7 +765,7 @@ impl ServerHandler for Tools {
                 .map(|meta| &***meta);
             match conversations::key_in(metas, CALL_KEY)? {
                 Some(call) => format!("call:{call}"),
-                None => format!("request:{}", uuid::Uuid::new_v4()),
+                None => conversations::fresh_id("request:"),
             }
         } else {
             request_id(&context)

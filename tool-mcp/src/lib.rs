@@ -884,6 +884,28 @@ where
     /// body read timeout, are in the routes; the connection cap and the header read timeout
     /// are the server's (yours, here). Call it inside a tokio runtime: idle sessions are ended
     /// by a task it starts.
+    ///
+    /// Set `TCP_NODELAY` on the connections your server accepts, as [`McpServer::bind_http`]
+    /// does: rmcp streams a response's body after its head, and with Nagle's algorithm on, that
+    /// second write waits for the client's delayed acknowledgement, about 40 ms on every
+    /// request of a kept-alive connection. With `axum::serve`:
+    ///
+    /// ```no_run
+    /// use axum::serve::ListenerExt;
+    /// use toolwright::Registry;
+    /// use toolwright_mcp::McpServer;
+    /// use tokio_util::sync::CancellationToken;
+    ///
+    /// # async fn demo(registry: Registry) -> Result<(), Box<dyn std::error::Error>> {
+    /// let router = McpServer::new(registry).router(CancellationToken::new())?;
+    /// let listener = tokio::net::TcpListener::bind("127.0.0.1:8080")
+    ///     .await?
+    ///     .tap_io(|tcp| {
+    ///         let _ = tcp.set_nodelay(true);
+    ///     });
+    /// axum::serve(listener, router).await?;
+    /// # Ok(()) }
+    /// ```
     pub fn router(self, shutdown: CancellationToken) -> Result<axum::Router, ServeError> {
         let shared = self.shared()?;
         // Body limit: the argument limit plus room for the envelope, and never below rmcp's

@@ -1,6 +1,6 @@
 //! The HTTP listener of [`McpServer::bind_http`](crate::McpServer::bind_http): hyper's HTTP/1
-//! connection with a header read timeout, at most so many connections at once, and a `503`
-//! with `Retry-After` for one past the cap.
+//! connection with a header read timeout, `TCP_NODELAY` on every accepted socket, at most so
+//! many connections at once, and a `503` with `Retry-After` for one past the cap.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -45,7 +45,10 @@ pub(crate) async fn serve(
         let stream = tokio::select! {
             () = &mut stopped => break,
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
+                Ok((stream, _)) => {
+                    nodelay(&stream);
+                    stream
+                }
                 Err(e) => {
                     // Out of file descriptors and the like: wait rather than spin.
                     tracing::warn!(target: "toolwright::mcp", error = %e, "accepting a connection failed");
@@ -71,6 +74,17 @@ pub(crate) async fn serve(
     let _all = connections.acquire_many(max).await;
     let _refused = refusals.acquire_many(REFUSALS_AT_ONCE as u32).await;
     Ok(())
+}
+
+/// Turns Nagle's algorithm off on an accepted connection. With it on, the second small write
+/// of a response (a streamed body's first chunk after the head) waits for the client to
+/// acknowledge the first, and a client delays that acknowledgement by up to 40 ms: every
+/// request on a kept-alive connection would stall that long. A failure costs latency, not
+/// correctness, so it is logged and the connection served.
+fn nodelay(stream: &TcpStream) {
+    if let Err(e) = stream.set_nodelay(true) {
+        tracing::debug!(target: "toolwright::mcp", error = %e, "setting TCP_NODELAY failed");
+    }
 }
 
 fn builder(limits: ConnectionLimits) -> http1::Builder {

@@ -285,3 +285,132 @@ async fn progress_goes_out_only_for_a_call_with_a_progress_token_and_before_its_
     assert!(without.contains(r#""id":2"#), "{without}");
     assert!(!without.contains("notifications/progress"), "{without}");
 }
+
+/// One kept-alive HTTP/1.1 connection to `server`, as an MCP client holds one: every request
+/// goes over this one socket.
+struct KeptAlive {
+    sender: hyper::client::conn::http1::SendRequest<axum::body::Body>,
+    host: String,
+}
+
+impl KeptAlive {
+    async fn open(server: &HttpServer) -> Self {
+        let stream = tokio::net::TcpStream::connect(server.local_addr())
+            .await
+            .expect("connects");
+        // As HTTP clients set it (reqwest, hyper-util's pool): the client's own writes go out
+        // at once, so any wait is the server's.
+        stream.set_nodelay(true).expect("TCP_NODELAY");
+        let (sender, connection) =
+            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+                .await
+                .expect("the HTTP/1.1 handshake");
+        tokio::spawn(connection);
+        KeptAlive {
+            sender,
+            host: server.local_addr().to_string(),
+        }
+    }
+
+    /// POSTs `body` with `headers` and reads the whole response: its session id and body.
+    async fn post(&mut self, headers: &[(&str, &str)], body: Value) -> (Option<String>, String) {
+        let mut request = http::Request::post("/mcp")
+            .header("host", &self.host)
+            .header("authorization", "Bearer support-token")
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream");
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let request = request
+            .body(axum::body::Body::from(body.to_string()))
+            .expect("a request");
+        self.sender
+            .ready()
+            .await
+            .expect("the connection is still open");
+        let response = self.sender.send_request(request).await.expect("answered");
+        let session = response
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let body = axum::body::to_bytes(axum::body::Body::new(response.into_body()), 1 << 20)
+            .await
+            .expect("the whole body");
+        (session, String::from_utf8_lossy(&body).into_owned())
+    }
+}
+
+/// The median time of `calls` sequential `tools/call`s of `echo`, each `request(i)`.
+async fn median_call(
+    connection: &mut KeptAlive,
+    headers: &[(&str, &str)],
+    calls: u64,
+    request: impl Fn(u64) -> Value,
+) -> Duration {
+    let mut times = Vec::new();
+    for i in 0..calls {
+        let started = std::time::Instant::now();
+        let (_, body) = connection.post(headers, request(i)).await;
+        times.push(started.elapsed());
+        assert!(body.contains(r#""status":"success""#), "{body}");
+    }
+    times.sort();
+    times[times.len() / 2]
+}
+
+fn echo_call(id: u64, meta: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+        "name": "echo", "arguments": {"text": "hello"}, "_meta": meta,
+    }})
+}
+
+/// Sequential calls on one kept-alive connection, in a 2025-11-25 session and as 2026-07-28
+/// requests, answer in well under the 40 ms a delayed acknowledgement costs (with Nagle's
+/// algorithm on the server's socket, every response's streamed body waited for it). The bound
+/// is generous, so a loaded machine does not fail it; the stall it catches is in every call.
+#[tokio::test]
+async fn sequential_calls_on_one_kept_alive_connection_do_not_wait_for_delayed_acks() {
+    const CALLS: u64 = 15;
+    let bound = Duration::from_millis(20);
+    let server = start(&Counters::default()).await;
+    let mut connection = KeptAlive::open(&server).await;
+
+    let initialize = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}});
+    let (session, _) = connection
+        .post(&[("mcp-protocol-version", "2025-11-25")], initialize)
+        .await;
+    let session = session.expect("a session id");
+    let in_session = [
+        ("mcp-protocol-version", "2025-11-25"),
+        ("mcp-session-id", session.as_str()),
+    ];
+    let initialized = json!({"jsonrpc":"2.0","method":"notifications/initialized"});
+    connection.post(&in_session, initialized).await;
+    let sessions = median_call(&mut connection, &in_session, CALLS, |i| {
+        echo_call(i + 1, json!({}))
+    })
+    .await;
+
+    let stateless = [
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/call"),
+        ("mcp-name", "echo"),
+    ];
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"},
+    });
+    let requests = median_call(&mut connection, &stateless, CALLS, |i| {
+        echo_call(i + 1, meta.clone())
+    })
+    .await;
+
+    assert!(
+        sessions < bound && requests < bound,
+        "the median call took {sessions:?} in a 2025-11-25 session and {requests:?} as a \
+         2026-07-28 request, over one kept-alive connection (at most {bound:?} expected)"
+    );
+}

@@ -1347,9 +1347,10 @@ impl Client {
         answer(&body, &json!(90))
     }
 
-    /// Polls `tasks/get` until the task is no longer working.
+    /// Polls `tasks/get` every second of (paused) time until the task is no longer working,
+    /// for longer than the slowest tool here takes (an hour).
     async fn settled(&self, token: &str, task: &str) -> Value {
-        for _ in 0..1000 {
+        for _ in 0..4000 {
             let got = self.task_request(token, "tasks/get", task).await;
             if got["result"]["status"] != "working" {
                 return got;
