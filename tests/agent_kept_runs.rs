@@ -923,3 +923,32 @@ mod redis {
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
+
+/// Every way of driving a run can be spawned on a multi-threaded runtime: the futures are `Send`
+/// for any lifetime of what they borrow, not for one only (a stream of borrowed calls inside a
+/// turn once made them `Send` for one lifetime, and `tokio::spawn` refused them).
+#[tokio::test]
+async fn every_drive_of_a_run_can_be_spawned() {
+    let store: Arc<dyn ConversationStore> = Arc::new(MemoryConversationStore::new());
+    let agent = replica(
+        &Ledger::default(),
+        vec![Turn::text("done"), Turn::text("done")],
+    );
+    let session = session(&store);
+    let (a, s) = (agent.clone(), session.clone());
+    let kept =
+        tokio::spawn(async move { a.run_kept(&s, "spawned", vec![Message::user("hi")]).await });
+    let run = kept
+        .await
+        .expect("the spawned run ends")
+        .expect("the run is kept");
+    let (a, s) = (agent.clone(), session.clone());
+    let resumed = tokio::spawn(async move { a.resume_kept(&s, "spawned").await });
+    assert!(resumed.await.expect("the spawned resume ends").is_ok());
+    let (a, s) = (agent.clone(), session.clone());
+    let plain = tokio::spawn(async move { a.run(&s, vec![Message::user("hi")]).await });
+    plain.await.expect("the spawned run ends");
+    let (a, s) = (agent, session);
+    let again = tokio::spawn(async move { a.resume(&s, run).await });
+    again.await.expect("the spawned resume ends");
+}
