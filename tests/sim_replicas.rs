@@ -71,59 +71,7 @@ struct Known {
 }
 
 /// Remove an entry when its fix lands: the simulation then holds that promise again.
-const KNOWN_DEFECTS: &[Known] = &[
-    Known {
-        invariant: "approval_runs_one_call",
-        surface: "approval-request-state",
-        defect: "approval across replicas: a used requestState is remembered by one replica \
-                 only, so the same answer runs the call again on another",
-    },
-    Known {
-        invariant: "caps_hold",
-        surface: "tasks",
-        defect: "task caps under concurrency: the cap counts tasks already opened, and a call \
-                 opens its task only after its checks",
-    },
-    Known {
-        invariant: "task_is_its_own_call",
-        surface: "tasks",
-        defect: "task re-send: a call key attaches to the running task of another \
-                 conversation, tool or arguments",
-    },
-    Known {
-        invariant: "task_stopped_at_ttl",
-        surface: "tasks",
-        defect: "task TTL: a working task is stopped only when a tasks request arrives",
-    },
-    Known {
-        invariant: "no_panic",
-        surface: "tool-agent/src/agent.rs",
-        defect: "kept run, malformed checkpoint: a pending turn with fewer outcome slots than \
-                 calls panics in finish_turn",
-    },
-    Known {
-        invariant: "effect_at_most_once",
-        surface: "kept-run-after-not-saved",
-        defect: "kept run that outgrew the store: a run not saved resumes from its earlier \
-                 checkpoint and pays again",
-    },
-    Known {
-        invariant: "refusal_changes_nothing",
-        surface: "kept-run",
-        defect: "refused resume: the refusal re-saves the run with the refused agent's TTL",
-    },
-    Known {
-        invariant: "internal_kinds_reserved",
-        surface: "registry",
-        defect: "reserved kind: a runtime tool may ground its output under the kind found tools \
-                 are kept under, and a deferred tool is then callable without a search",
-    },
-    Known {
-        invariant: "bounds_hold",
-        surface: "memory-runs",
-        defect: "memory runs bound: MAX_MEMORY_RUNS yields only to runs no one holds",
-    },
-];
+const KNOWN_DEFECTS: &[Known] = &[];
 
 /// Seeds per run when `SIM_SEEDS` is not set.
 const DEFAULT_SEEDS: u64 = 600;

@@ -150,15 +150,17 @@ pub async fn approval_ticket(world: Arc<World>, mut rng: fastrand::Rng) {
 // Approvals over 2026-07-28: an input-required result, answered on any replica
 // ---------------------------------------------------------------------------------------------
 
-/// Two MCP servers share `request_state_key`; alice's call of a tool that requires approval is
-/// answered with an input-required result; the accepted answer and its `requestState` are sent
-/// one to three times, to either server, at once or apart, sometimes by another principal.
+/// Two MCP servers share `request_state_key` and, as its docs ask of replicas, the store their
+/// used approvals are marked in; alice's call of a tool that requires approval is answered with
+/// an input-required result; the accepted answer and its `requestState` are sent one to three
+/// times, to either server, at once or apart, sometimes by another principal.
 pub async fn approval_request_state(world: Arc<World>, mut rng: fastrand::Rng) {
     let key = vec![7u8; 32];
     let servers: Vec<Arc<Server>> = (0..2)
         .map(|i| {
-            let server =
-                McpServer::new(world.registry(10 + i, None)).request_state_key(key.clone());
+            let server = McpServer::new(world.registry(10 + i, None))
+                .request_state_key(key.clone())
+                .request_state_store(world.conversations());
             Arc::new(Server::new(server))
         })
         .collect();

@@ -1,6 +1,6 @@
 //! The conversation store every replica shares, behind a wrapper the seed drives: an operation
 //! may fail before it reaches the store, or reach it and lose its reply; a run's save may be
-//! refused as too large. Everything else goes to a real `MemoryConversationStore` (the code under
+//! handed a body over the store's bound, which the store refuses. Everything else goes to a real `MemoryConversationStore` (the code under
 //! test), so the faults are the store's and the promises are the library's.
 
 use std::io;
@@ -27,7 +27,7 @@ pub struct Faults {
     pub fail: u32,
     /// The operation is applied and its reply lost (written, but the caller sees an error).
     pub lost_reply: u32,
-    /// A save of a run (whose id starts with `run-`) is refused as too large.
+    /// A save of a run (whose id starts with `run-`) carries a body over the store's bound.
     pub too_large: u32,
 }
 
@@ -190,14 +190,13 @@ impl ConversationStore for FaultyStore {
         ttl: Duration,
         hold: Option<Duration>,
     ) -> ConversationFuture<'a, bool> {
-        // A run's result outgrew the store: the save is refused as the store refuses a body
-        // over its bound, and nothing is written.
+        // A run's result outgrew the store: the store itself is handed a body over its bound,
+        // and refuses it as it would (marking the run outgrown in the same step).
         if run.starts_with("run-") && self.roll(self.faults.too_large) {
-            return Box::pin(std::future::ready(Err(ConversationStoreError::TooLarge {
-                what: "a run",
-                bytes: MAX_RUN_BYTES + 1,
-                limit: MAX_RUN_BYTES,
-            })));
+            return Box::pin(async move {
+                let outgrown = format!("{body}{}", " ".repeat(MAX_RUN_BYTES + 1));
+                self.inner.save_run(run, holder, &outgrown, ttl, hold).await
+            });
         }
         self.around(
             "save_run",
