@@ -342,7 +342,7 @@ impl Agent {
                 ),
             );
             inner.events.emit(AgentEvent::ToolOutcome {
-                call: &call,
+                call,
                 outcome: &outcome,
             });
             if let Some(last) = run.steps.last_mut() {
