@@ -134,9 +134,9 @@ struct SessionInner {
     /// `None` outside a conversation, which finds nothing. Holds only names of deferred tools
     /// of the registry, so it is bounded by the registry.
     found: Option<Arc<Mutex<HashSet<Arc<str>>>>>,
-    /// (kind, tool): the tools whose latest call in this conversation (as this process saw)
-    /// succeeded without an id of a kind they ground, so a grounded argument's hint does not
-    /// send the model back to them. Bounded by the registry's declarations.
+    /// (kind, tool): the kinds the latest successful grounding call in this conversation (as
+    /// this process saw) returned no id of, so a grounded argument's hint does not send the
+    /// model straight back to it. Bounded by the registry's declarations.
     came_back_empty: Option<Arc<Mutex<Vec<KindAndTool>>>>,
     /// The model's provider searches deferred tools itself ([`Session::with_native_tool_search`]).
     native_search: bool,
@@ -273,27 +273,25 @@ impl Session {
         }
     }
 
-    /// Notes what the latest successful call of `tool` returned of each kind it grounds
-    /// (`kinds`: the kind, and whether the result held an id of it).
+    /// Notes what the latest successful call of a grounding tool returned of each kind it
+    /// grounds (`kinds`: the kind, and whether the result held an id of it). Only that call
+    /// counts: a tool that came back empty earlier, with other tools called since, is a fine
+    /// place to look again.
     pub(crate) fn note_grounded(&self, tool: &str, kinds: &[(&str, bool)]) {
         let Some(empty) = &self.0.came_back_empty else {
             return;
         };
         let mut empty = empty.lock().unwrap_or_else(PoisonError::into_inner);
+        empty.clear();
         for &(kind, produced) in kinds {
-            let at = empty.iter().position(|(k, t)| **k == *kind && **t == *tool);
-            match (at, produced) {
-                (Some(at), true) => {
-                    empty.swap_remove(at);
-                }
-                (None, false) => empty.push((Arc::from(kind), Arc::from(tool))),
-                _ => {}
+            if !produced {
+                empty.push((Arc::from(kind), Arc::from(tool)));
             }
         }
     }
 
-    /// Whether the latest call of `tool` in this conversation (as this process saw) succeeded
-    /// without an id of `kind`.
+    /// Whether `tool` made the latest successful grounding call in this conversation (as this
+    /// process saw) and it returned no id of `kind`.
     pub(crate) fn came_back_empty(&self, kind: &str, tool: &str) -> bool {
         self.0.came_back_empty.as_ref().is_some_and(|empty| {
             empty

@@ -118,8 +118,8 @@ pub(crate) type Finders = HashMap<&'static str, Vec<Arc<str>>>;
 /// `ungrounded_identifier`: every id no tool returned (`violations`), and which tools return
 /// ids of the kinds that were refused. Only the refused fields' kinds count: a model told to
 /// look a `member` id up with a tool that returns `book` ids calls the wrong tool. Nor does it
-/// name a tool whose latest call in the conversation returned no id of the kind: sent back to
-/// it, the model would loop.
+/// name the tool whose call was the conversation's latest successful grounding call when that
+/// call returned no id of the kind: sent straight back to it, the model would loop.
 #[cold]
 pub(crate) fn ungrounded(
     violations: Vec<Violation>,
@@ -160,7 +160,7 @@ fn refused_kinds(violations: &[Violation], fields: &[FieldMeta]) -> Vec<&'static
 }
 
 /// Where ids of one kind come from: the tools to look one up with, and those that return
-/// such ids but whose latest call here returned none.
+/// such ids but just returned none (the latest successful grounding call here).
 struct Sources<'a> {
     kind: &'a str,
     /// `` `a` or `b` ``: the tools worth calling; `None` when there are none.
