@@ -191,7 +191,8 @@ fn own_shape(
     }
     if is_object {
         let properties = object.get("properties").and_then(Value::as_object);
-        if let Some(next) = properties.and_then(|p| p.get(steps[step])) {
+        let field = steps.get(step).copied();
+        if let Some(next) = properties.zip(field).and_then(|(p, field)| p.get(field)) {
             any |= reaches(root, next, steps, step + 1, depth + 1, deepest);
         } else if has("patternProperties") {
             return true;
