@@ -67,7 +67,10 @@ def lines(binary, offsets):
     found = {}
     for offset, where in zip(offsets, out):
         path, _, line = where.rpartition(":")
-        found[offset] = None if path in ("??", "") else (path, line.split(" ")[0])
+        line = line.split(" ")[0]
+        # Line 0 ("?") is code the compiler made (drop glue, shims), which it files under the
+        # crate's root: no file a reader opens.
+        found[offset] = None if path in ("??", "") or line in ("?", "0") else (path, line)
     return found
 
 
