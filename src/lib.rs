@@ -359,6 +359,11 @@ pub use toolwright_core::redis;
 /// argument and result types implement. [`data`] derives through it.
 pub use schemars;
 
+/// The approval review page, as an axum router a service mounts (the `review-page` feature):
+/// the calls waiting for a person, with Approve, Deny and Edit, and the same as a JSON API.
+#[cfg(feature = "review-page")]
+pub mod review;
+
 /// Everything a tool author needs: `use toolwright::prelude::*;`.
 pub mod prelude {
     pub use toolwright_core::{
