@@ -359,8 +359,7 @@ pub use toolwright_core::redis;
 /// argument and result types implement. [`data`] derives through it.
 pub use schemars;
 
-/// The approval review page, as an axum router a service mounts (the `review-page` feature):
-/// the calls waiting for a person, with Approve, Deny and Edit, and the same as a JSON API.
+// The approval review page, as an axum router a service mounts (the `review-page` feature).
 #[cfg(feature = "review-page")]
 pub mod review;
 
