@@ -193,6 +193,8 @@ async fn a_cookie_signed_decision_from_another_origin_is_refused_and_decides_not
     ];
     let response = send(&router, request(Method::POST, &api, &headers, "")).await;
     assert_eq!(response.status(), StatusCode::FORBIDDEN);
+    let answer: Value = serde_json::from_str(&text(response).await).unwrap();
+    assert_eq!(answer["error"], "other_origin");
     assert_eq!(shop.state(0).await, TicketState::Waiting);
 
     // The page's own origin decides.
@@ -438,4 +440,16 @@ async fn nested_under_a_path_its_links_redirects_and_cookie_follow_the_path() {
     let location = response.headers()["location"].to_str().unwrap();
     assert!(location.starts_with("/approvals?notice="), "{location}");
     assert_eq!(shop.state(0).await, TicketState::Approved);
+
+    // The API, nested too, refuses in JSON.
+    let refused = send(
+        &router,
+        request(Method::GET, "/approvals/api/tickets", &[], ""),
+    )
+    .await;
+    assert_eq!(refused.status(), StatusCode::UNAUTHORIZED);
+    let answer: Value = serde_json::from_str(&text(refused).await).unwrap();
+    assert_eq!(answer["error"], "unauthorized");
+    let (status, listed) = get_page(&router, "/approvals/api/tickets").await;
+    assert_eq!(status, StatusCode::OK, "{listed}");
 }

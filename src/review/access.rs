@@ -7,7 +7,7 @@ use axum::middleware::Next;
 use axum::response::Response;
 use subtle::ConstantTimeEq as _;
 
-use super::{html, Shared, Token, COOKIE};
+use super::{api, html, Shared, Token, COOKIE};
 
 /// How a request proved it holds the token.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -55,14 +55,22 @@ pub(super) async fn require_token(
     request: Request,
     next: Next,
 ) -> Response {
+    // The API is answered in JSON, the page in HTML (the path is the one inside the router,
+    // whatever it is nested at).
+    let api = request.uri().path().starts_with("/api/");
     match signed_in(&review.token, request.headers()) {
+        None if api => api::unauthorized(),
         None => html::unauthorized(),
         Some(SignedIn::Cookie)
             if request.method() != Method::GET
                 && request.method() != Method::HEAD
                 && !from_the_page(request.headers(), &review.origins) =>
         {
-            html::other_origin()
+            if api {
+                api::other_origin()
+            } else {
+                html::other_origin()
+            }
         }
         Some(_) => next.run(request).await,
     }

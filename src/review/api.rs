@@ -91,6 +91,28 @@ async fn decided(review: &Shared, id: &str, verdict: Verdict) -> Response {
     }
 }
 
+/// No token, or the wrong one: 401.
+pub(super) fn unauthorized() -> Response {
+    refusal(Refused {
+        status: StatusCode::UNAUTHORIZED,
+        code: "unauthorized",
+        message: "send `Authorization: Bearer TOKEN` with the page's token".to_owned(),
+        violations: Vec::new(),
+    })
+}
+
+/// A decision signed in by the cookie from another origin: 403, nothing decided.
+pub(super) fn other_origin() -> Response {
+    refusal(Refused {
+        status: StatusCode::FORBIDDEN,
+        code: "other_origin",
+        message: "this request did not come from the review page's own origin; nothing was \
+                  decided"
+            .to_owned(),
+        violations: Vec::new(),
+    })
+}
+
 fn bad_request(message: &str) -> Response {
     refusal(Refused {
         status: StatusCode::UNPROCESSABLE_ENTITY,

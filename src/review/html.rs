@@ -182,7 +182,7 @@ pub(super) fn unreachable(error: &str) -> Response {
 }
 
 /// A decision from another origin: 403, nothing decided.
-pub(crate) fn other_origin() -> Response {
+pub(super) fn other_origin() -> Response {
     let main = html! {
         p.error {
             "This request did not come from the review page itself (its " code { "Origin" }
@@ -195,7 +195,7 @@ pub(crate) fn other_origin() -> Response {
 }
 
 /// No token, or the wrong one: 401.
-pub(crate) fn unauthorized() -> Response {
+pub(super) fn unauthorized() -> Response {
     let main = html! {
         p.error {
             "Open the address the service printed for this page (it carries the token once), \

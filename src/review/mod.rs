@@ -20,9 +20,10 @@
 //! | `POST api/tickets/{id}/deny` | `{"reason": ".."}` | `{"ticket": id, "decided": "denied"}` |
 //! | `POST api/tickets/{id}/edit` | `{"arguments": {..}}` | `{"ticket": id, "decided": "approved with edits"}` |
 //!
-//! A refusal is `{"error": code, "message": ..}` with its status: `unknown_ticket` (404),
-//! `already_decided` (409), `invalid_arguments` (422, with `violations`, each a `path` and a
-//! `message`), `redacted_value` and `bad_request` (422), `store_unavailable` (503).
+//! A refusal is `{"error": code, "message": ..}` with its status: `unauthorized` (401),
+//! `other_origin` (403), `unknown_ticket` (404), `already_decided` (409), `invalid_arguments`
+//! (422, with `violations`, each a `path` and a `message`), `redacted_value` and `bad_request`
+//! (422), `store_unavailable` (503). A body over [`MAX_BODY_BYTES`] is 413.
 //!
 //! # Access
 //!
