@@ -251,6 +251,19 @@ async fn a_tool_argument_reading_script_is_rendered_as_text() {
 }
 
 #[tokio::test]
+async fn the_reviewer_s_name_heads_the_page_as_text() {
+    let shop = Shop::with(&[]).await;
+    let router = shop.page().reviewer("<i>ann</i>").router();
+    let (_, body) = get_page(&router, "/").await;
+    assert!(
+        body.contains("Reviewing as <strong>&lt;i&gt;ann&lt;/i&gt;</strong>"),
+        "{body}"
+    );
+    let (_, body) = get_page(&shop.router(), "/").await;
+    assert!(!body.contains("Reviewing as"), "{body}");
+}
+
+#[tokio::test]
 async fn a_page_lists_at_most_tickets_per_page_with_a_link_to_the_rest() {
     let customers: Vec<String> = (0..=TICKETS_PER_PAGE).map(|i| format!("c{i}")).collect();
     let asked: Vec<(&str, &str)> = customers.iter().map(|c| (c.as_str(), "late")).collect();

@@ -168,7 +168,17 @@ pub(super) async fn decide(
                 .await
         }
     };
-    result.map(|()| verdict.taken()).map_err(|e| refused(id, e))
+    let decided = result
+        .map(|()| verdict.taken())
+        .map_err(|e| refused(id, e))?;
+    tracing::info!(
+        target: "toolwright::review",
+        reviewer = review.reviewer.as_deref().unwrap_or(""),
+        ticket = id,
+        decided,
+        "a reviewer decided a ticket"
+    );
+    Ok(decided)
 }
 
 fn refused(ticket: &str, error: DecideError) -> Refused {

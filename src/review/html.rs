@@ -47,6 +47,7 @@ pub(super) fn list(
     filters: &Filters,
     page: &WaitingPage,
     note: Option<&Note>,
+    reviewer: Option<&str>,
     status: StatusCode,
 ) -> Response {
     let on_page = |id: &str| page.tickets.iter().any(|t| t.id == id);
@@ -59,6 +60,9 @@ pub(super) fn list(
     });
     let now = now_ms();
     let main = html! {
+        @if let Some(name) = reviewer {
+            p.reviewer { "Reviewing as " strong { (name) } }
+        }
         form.filters method="get" action=(base.home("")) {
             label { "Tool " input name="tool" value=(filters.tool.as_deref().unwrap_or("")); }
             " "

@@ -41,6 +41,9 @@
 //! `Authorization: Bearer` needs no such check: no browser attaches that header on another
 //! page's behalf. Reading (`GET`) is open to the cookie from anywhere (a link, a bookmark).
 //!
+//! The token stands for one reviewer: [`ReviewPage::reviewer`] names them on the page and in a
+//! `tracing` event for every decision taken (who decided which ticket, and how).
+//!
 //! Every answer carries `Cache-Control: no-store`, `Referrer-Policy: same-origin` and a
 //! `Content-Security-Policy` that forbids framing the page (`frame-ancestors 'none'`) and posting
 //! its forms anywhere but to itself.
@@ -182,7 +185,7 @@ impl fmt::Display for TokenError {
 impl std::error::Error for TokenError {}
 
 /// The review page's settings: the tickets it decides, the registry whose validation checks an
-/// edit, the token, and the origins a decision may come from. [`router`](ReviewPage::router)
+/// edit, the token, the origins a decision may come from, and who the reviewer is. [`router`](ReviewPage::router)
 /// makes the routes.
 ///
 /// ```
@@ -197,6 +200,7 @@ impl std::error::Error for TokenError {}
 /// let token = Token::new("correct-horse-battery-staple").unwrap();
 /// let router: axum::Router = ReviewPage::new(registry, approvals, token)
 ///     .allow_origin("https://review.example.com")
+///     .reviewer("ann@example.com")
 ///     .router();
 /// ```
 #[derive(Clone, Debug)]
@@ -205,6 +209,7 @@ pub struct ReviewPage {
     approvals: Approvals,
     token: Token,
     origins: Vec<String>,
+    reviewer: Option<String>,
 }
 
 impl ReviewPage {
@@ -217,7 +222,19 @@ impl ReviewPage {
             approvals,
             token,
             origins: Vec::new(),
+            reviewer: None,
         }
+    }
+
+    /// Who holds this page's token: shown at the top of the page ("Reviewing as ..."), and
+    /// recorded with every decision taken, in a `tracing` event at `INFO` (target
+    /// `toolwright::review`, fields `reviewer`, `ticket`, `decided`), so a log says who
+    /// approved what. The token is the reviewer's: give each reviewer a page of their own
+    /// (nested at paths of their own) to tell them apart. Default: none, and the event's
+    /// `reviewer` is empty.
+    pub fn reviewer(mut self, name: impl Into<String>) -> ReviewPage {
+        self.reviewer = Some(name.into());
+        self
     }
 
     /// Also takes decisions from pages of `origin` (`scheme://host[:port]`, compared without

@@ -141,7 +141,14 @@ async fn render(
     status: StatusCode,
 ) -> Response {
     match review.approvals.waiting(&filters.query()).await {
-        Ok(page) => html::list(base, filters, &page, note, status),
+        Ok(page) => html::list(
+            base,
+            filters,
+            &page,
+            note,
+            review.reviewer.as_deref(),
+            status,
+        ),
         Err(e) => html::unreachable(&e.to_string()),
     }
 }
