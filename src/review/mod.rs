@@ -120,7 +120,9 @@ pub const COOKIE: &str = "toolwright_review_token";
 ///
 /// let token = Token::random().expect("the system's randomness");
 /// assert_eq!(token.as_str().len(), 32);
+/// assert!(Token::new("correct-horse-battery-staple").is_ok());
 /// assert!(Token::new("short").is_err());
+/// assert!(Token::new("sixteen+chars&more").is_err()); // would not survive a query string
 /// ```
 #[derive(Clone)]
 pub struct Token(Arc<str>);
@@ -138,8 +140,8 @@ impl Token {
     }
 
     /// A token of the application's own (from its configuration, say): at least
-    /// [`Token::MIN_LEN`] characters, printable ASCII without spaces or `;` (it travels in a
-    /// query string, a header and a cookie).
+    /// [`Token::MIN_LEN`] characters, each an ASCII letter, digit, `-`, `.`, `_` or `~` (it
+    /// travels as it is in a query string, a header and a cookie).
     pub fn new(token: impl Into<String>) -> Result<Token, TokenError> {
         let token = token.into();
         if token.len() < Self::MIN_LEN {
@@ -149,11 +151,10 @@ impl Token {
                 token.len()
             )));
         }
-        let fits = |c: char| c.is_ascii_graphic() && !matches!(c, ';' | ',' | '"' | '\\');
+        let fits = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_' | '~');
         if !token.chars().all(fits) {
             return Err(TokenError(
-                "a review token is printable ASCII without spaces, `;`, `,`, `\"` or `\\`"
-                    .to_owned(),
+                "a review token is ASCII letters, digits, `-`, `.`, `_` and `~` only".to_owned(),
             ));
         }
         Ok(Token(token.into()))
@@ -249,7 +250,21 @@ impl ReviewPage {
 
     /// The page's routes: `/` (the list), `/version` (what the script polls),
     /// `/tickets/{id}/{approve,deny,edit}` (the forms) and the JSON API under `/api/`. Mount it
-    /// with `Router::nest` or `Router::merge`.
+    /// with `Router::nest` (its links follow the path) or `Router::merge` (at the root).
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use toolwright::approval::Approvals;
+    /// # use toolwright::conversation::MemoryConversationStore;
+    /// use toolwright::review::{ReviewPage, Token};
+    /// # let registry = toolwright::Registry::builder().build().unwrap();
+    /// # let approvals = Approvals::new(Arc::new(MemoryConversationStore::new()));
+    /// let page = ReviewPage::new(registry, approvals, Token::random().unwrap());
+    /// let app = axum::Router::new()
+    ///     .route("/health", axum::routing::get(|| async { "ok" }))
+    ///     .nest("/approvals", page.router());
+    /// # let _: axum::Router = app;
+    /// ```
     pub fn router(self) -> Router {
         let review = Arc::new(self);
         // Everything but the front door (which takes the token once) needs it on every request.
