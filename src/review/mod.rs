@@ -1,5 +1,6 @@
 //! The approval review page: the calls waiting for a person, with Approve, Deny and Edit, as an
-//! axum [`Router`] a service mounts beside its own routes (the `review-page` feature).
+//! axum [`Router`] a service mounts beside its own routes (the `review-page` feature; axum 0.8,
+//! the version the service's own `axum` dependency must have to mount it).
 //!
 //! It lists the [`Approvals`] tickets waiting in a conversation store, oldest first, each with
 //! its tool, who asked (the principal), the conversation, how long ago, and the arguments as a
