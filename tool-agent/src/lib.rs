@@ -7,7 +7,7 @@
 //!
 //! ```
 //! use toolwright::prelude::*;
-//! use toolwright_agent::{Agent, End, Message, ScriptedModel, Turn};
+//! use toolwright::agent::{Agent, End, Message, ScriptedModel, Turn};
 //!
 //! /// Repeat the text back.
 //! #[tool(read_only)]

@@ -42,14 +42,14 @@ pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The default least time between two `notifications/progress` of one call: 50 ms
-/// ([`toolwright_core::progress::DEFAULT_INTERVAL`]).
+/// ([`toolwright::progress::DEFAULT_INTERVAL`]).
 pub const DEFAULT_PROGRESS_INTERVAL: Duration = toolwright_core::progress::DEFAULT_INTERVAL;
 
 /// Serves `registry` over stdio with the defaults: `McpServer::new(registry).serve_stdio()`.
 ///
 /// ```no_run
-/// # async fn demo(registry: toolwright_core::Registry) -> Result<(), toolwright_mcp::ServeError> {
-/// toolwright_mcp::serve_stdio(registry).await
+/// # async fn demo(registry: toolwright::Registry) -> Result<(), toolwright::mcp::ServeError> {
+/// toolwright::mcp::serve_stdio(registry).await
 /// # }
 /// ```
 pub async fn serve_stdio(registry: Registry) -> Result<(), ServeError> {
@@ -70,9 +70,9 @@ type SessionFactory = dyn Fn(Session) -> Session + Send + Sync;
 /// ```
 /// use std::sync::Arc;
 /// use std::time::Duration;
-/// use toolwright_core::approval::Approval;
-/// use toolwright_core::Registry;
-/// use toolwright_mcp::{Grant, McpServer};
+/// use toolwright::approval::Approval;
+/// use toolwright::Registry;
+/// use toolwright::mcp::{Grant, McpServer};
 ///
 /// let registry = Registry::builder().build().unwrap();
 /// let server = McpServer::new(registry)
@@ -83,7 +83,7 @@ type SessionFactory = dyn Fn(Session) -> Session + Send + Sync;
 ///     // scopes (from the grant) and its eliciting approver:
 ///     .session_factory(|session| session.with_idempotency_scope("support"))
 ///     // for clients that cannot elicit:
-///     .approver(Arc::new(|_: &toolwright_core::approval::ApprovalRequest<'_>| {
+///     .approver(Arc::new(|_: &toolwright::approval::ApprovalRequest<'_>| {
 ///         Approval::Denied { reason: "no reviewer on this channel".into() }
 ///     }))
 ///     .approval_timeout(Duration::from_secs(120))
@@ -267,14 +267,14 @@ impl<F> McpServer<F> {
     /// Configure the server before or after: every other setting is kept.
     ///
     /// ```no_run
-    /// use toolwright_core::Registry;
-    /// use toolwright_mcp::rmcp::model::{
+    /// use toolwright::Registry;
+    /// use toolwright::mcp::rmcp::model::{
     ///     CallToolRequestParams, CallToolResponse, ListToolsResult, PaginatedRequestParams,
     ///     ServerConfig,
     /// };
-    /// use toolwright_mcp::rmcp::service::{NotificationContext, RequestContext};
-    /// use toolwright_mcp::rmcp::{ErrorData, RoleServer, ServerHandler};
-    /// use toolwright_mcp::{McpServer, Tools};
+    /// use toolwright::mcp::rmcp::service::{NotificationContext, RequestContext};
+    /// use toolwright::mcp::rmcp::{ErrorData, RoleServer, ServerHandler};
+    /// use toolwright::mcp::{McpServer, Tools};
     ///
     /// struct MyServer {
     ///     tools: Tools,
@@ -304,7 +304,7 @@ impl<F> McpServer<F> {
     ///     }
     /// }
     ///
-    /// # async fn demo(registry: Registry) -> Result<(), toolwright_mcp::ServeError> {
+    /// # async fn demo(registry: Registry) -> Result<(), toolwright::mcp::ServeError> {
     /// let greeting = String::from("hello");
     /// McpServer::new(registry)
     ///     .name("notes", "1.0.0")
@@ -358,8 +358,8 @@ impl<F> McpServer<F> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// # let registry = toolwright_core::Registry::builder().build().unwrap();
-    /// let server = toolwright_mcp::McpServer::new(registry).progress_interval(Duration::from_millis(250));
+    /// # let registry = toolwright::Registry::builder().build().unwrap();
+    /// let server = toolwright::mcp::McpServer::new(registry).progress_interval(Duration::from_millis(250));
     /// # let _ = server;
     /// ```
     pub fn progress_interval(mut self, interval: Duration) -> Self {
@@ -542,12 +542,12 @@ impl<F> McpServer<F> {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use toolwright_core::conversation::MemoryConversationStore;
-    /// # let registry = toolwright_core::Registry::builder().build().unwrap();
+    /// use toolwright::conversation::MemoryConversationStore;
+    /// # let registry = toolwright::Registry::builder().build().unwrap();
     /// # let secret = vec![7u8; 32];
     /// // In production, the RedisConversationStore every replica shares.
     /// let shared = Arc::new(MemoryConversationStore::new());
-    /// let server = toolwright_mcp::McpServer::new(registry)
+    /// let server = toolwright::mcp::McpServer::new(registry)
     ///     .request_state_key(secret)
     ///     .request_state_store(shared);
     /// # let _ = server;
@@ -592,8 +592,8 @@ impl<F> McpServer<F> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// # let registry = toolwright_core::Registry::builder().build().unwrap();
-    /// let server = toolwright_mcp::McpServer::new(registry)
+    /// # let registry = toolwright::Registry::builder().build().unwrap();
+    /// let server = toolwright::mcp::McpServer::new(registry)
     ///     .task_ttl(Duration::from_secs(6 * 3600))
     ///     .max_tasks_per_principal(20);
     /// # let _ = server;
@@ -618,10 +618,10 @@ impl<F> McpServer<F> {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use toolwright_core::conversation::MemoryConversationStore;
-    /// # let registry = toolwright_core::Registry::builder().build().unwrap();
+    /// use toolwright::conversation::MemoryConversationStore;
+    /// # let registry = toolwright::Registry::builder().build().unwrap();
     /// let store = Arc::new(MemoryConversationStore::new());
-    /// let server = toolwright_mcp::McpServer::new(registry).task_store(store);
+    /// let server = toolwright::mcp::McpServer::new(registry).task_store(store);
     /// # let _ = server;
     /// ```
     pub fn task_store(mut self, store: Arc<dyn ConversationStore>) -> Self {
@@ -797,7 +797,7 @@ where
     /// ```no_run
     /// use axum::serve::ListenerExt;
     /// use toolwright::Registry;
-    /// use toolwright_mcp::McpServer;
+    /// use toolwright::mcp::McpServer;
     /// use tokio_util::sync::CancellationToken;
     ///
     /// # async fn demo(registry: Registry) -> Result<(), Box<dyn std::error::Error>> {
