@@ -137,9 +137,7 @@ pub mod clock {
 
     /// What `#[data]` reads an `Instant` field with, after reporting it: serde cannot
     /// derive for one, and this keeps the derive from adding errors of its own.
-    pub fn refused_deserialize<'de, D: serde::Deserializer<'de>, T>(
-        _: D,
-    ) -> Result<T, D::Error> {
+    pub fn refused_deserialize<'de, D: serde::Deserializer<'de>, T>(_: D) -> Result<T, D::Error> {
         Err(serde::de::Error::custom("an `Instant` cannot be sent"))
     }
 
