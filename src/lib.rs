@@ -1,5 +1,5 @@
 #![doc = include_str!("docs/crate.md")]
-#![warn(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![forbid(unsafe_code)]
 #![deny(unreachable_pub)]
 
@@ -25,11 +25,13 @@ pub use toolwright_core::dynamic::DynamicTool;
 /// A registry as a `tower::Service<ToolCall>` (the `tower` feature), so tower's layers compose
 /// in front of it: `registry.service_in(session)`.
 #[cfg(feature = "tower")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
 pub use toolwright_core::service;
 
 /// Serve a registry as a Model Context Protocol server over stdio and streamable HTTP, on
 /// rmcp (the `mcp` feature): `toolwright::mcp::McpServer::new(registry).serve_stdio()`.
 #[cfg(feature = "mcp")]
+#[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
 #[doc(inline)]
 pub use toolwright_mcp as mcp;
 
@@ -54,6 +56,7 @@ pub use serde_json;
 /// [`RedisStore`](idempotency::RedisStore) and
 /// [`RedisConversationStore`](conversation::RedisConversationStore) take, at the version they take.
 #[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub use toolwright_core::redis;
 
 /// The schemars (1.x) toolwright is built on: `toolwright::schemars::JsonSchema` is what a tool's

@@ -1,20 +1,32 @@
 #![doc = include_str!("docs/crate.md")]
-#![warn(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+#![forbid(unsafe_code)]
 #![deny(unreachable_pub)]
 
+// What a user configures: the builder, its defaults, what every session shares.
+mod server;
+
+// One MCP session and its methods (`tools/list`, `tools/call`), then what a call may meet on
+// its way: the conversation it belongs to, progress, a question or an approval for the user,
+// and a task that outlives its request.
 mod approval;
 mod conversations;
 mod handler;
 mod input;
-mod listen;
 mod progress;
-#[cfg(feature = "proxy")]
-pub mod proxy;
-mod server;
-mod sessions;
-mod streamable;
 mod tasks;
 
+// Streamable HTTP: who may call, whose each session is, the listener.
+mod listen;
+mod sessions;
+mod streamable;
+
+// Another MCP server's tools through the pipeline.
+#[cfg(feature = "proxy")]
+#[cfg_attr(docsrs, doc(cfg(feature = "proxy")))]
+pub mod proxy;
+
+// The public items of the modules above, at the crate's root.
 pub use crate::conversations::{CALL_KEY, CONVERSATION_KEY, MAX_CONVERSATION_KEY_BYTES};
 pub use crate::handler::Tools;
 pub(crate) use crate::server::Served;

@@ -58,6 +58,7 @@ pub use runs::{RunClaim, DEFAULT_RUN_TTL, MAX_MEMORY_RUNS, MAX_RUN_BYTES};
 /// found it with the registry's search tool (`RegistryBuilder::deferred`).
 pub(crate) const FOUND_KIND: &str = "toolwright.found_tool";
 #[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub use redis_store::RedisConversationStore;
 pub use store::{
     CallRecord, ConversationFuture, ConversationStore, ConversationStoreBuilder,

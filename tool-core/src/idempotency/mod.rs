@@ -81,6 +81,7 @@ mod stored;
 pub use fingerprint::Fingerprint;
 pub use memory::{MemoryStore, MemoryStoreBuilder, DEFAULT_MAX_BYTES};
 #[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub use redis_store::{RedisStore, RedisStoreBuilder};
 pub(crate) use stage::{
     begin as begin_call, begin_now as begin_call_now, settle as settle_call,
