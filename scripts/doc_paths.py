@@ -274,6 +274,13 @@ def scan(mapper, path, fix):
                 continue
             new.append(text[last:a])
             part, bad = rewrite(mapper, text, a, b)
+            # `[`toolwright_core::X`]` is a link whose text is its target: the shown path
+            # changes, the target stays where rustdoc resolves it.
+            shorthand = text[a - 1 : a] == "[" and text[b : b + 1] == "]"
+            if shorthand and text[b + 1 : b + 2] not in ("(", "[") and part != text[a:b]:
+                part += "](" + text[a + 1 : b - 1]
+                b += 1
+                part += ")"
             new.append(part)
             problems += bad
             last = b

@@ -30,6 +30,8 @@ pub const DEFAULT_SESSION_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The default time after which a named conversation ([`CONVERSATION_KEY`]) that no request
 /// used is forgotten: 30 minutes.
+///
+/// [`CONVERSATION_KEY`]: crate::CONVERSATION_KEY
 pub const DEFAULT_CONVERSATION_IDLE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 
 /// The default cap on open HTTP connections of [`McpServer::bind_http`]: 1,024.
@@ -42,7 +44,7 @@ pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The default least time between two `notifications/progress` of one call: 50 ms
-/// ([`toolwright::progress::DEFAULT_INTERVAL`]).
+/// ([`toolwright::progress::DEFAULT_INTERVAL`](toolwright_core::progress::DEFAULT_INTERVAL)).
 pub const DEFAULT_PROGRESS_INTERVAL: Duration = toolwright_core::progress::DEFAULT_INTERVAL;
 
 /// Serves `registry` over stdio with the defaults: `McpServer::new(registry).serve_stdio()`.
@@ -510,6 +512,8 @@ impl<F> McpServer<F> {
     /// [`McpServer::max_sessions_per_principal`] per principal (past it, that principal's
     /// least recently used one is forgotten). A forgotten conversation kept in a conversation
     /// store by [`McpServer::session_factory`] continues from the store.
+    ///
+    /// [`CONVERSATION_KEY`]: crate::CONVERSATION_KEY
     pub fn conversation_idle_timeout(mut self, timeout: Duration) -> Self {
         self.conversation_idle_timeout = timeout;
         self
