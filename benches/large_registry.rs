@@ -18,6 +18,9 @@
 //! `cargo bench --all-features --bench large_registry` (optionally `-- ROUNDS N`, the call
 //! rounds, default 400).
 
+// A counting global allocator measures the heap: `GlobalAlloc` is an unsafe trait.
+#![allow(unsafe_code)]
+
 #[path = "common/median.rs"]
 mod median;
 use median::median;

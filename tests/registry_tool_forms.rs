@@ -15,6 +15,7 @@ use toolwright::toolset;
 // ---------------------------------------------------------------------------------------------
 // Plain return types
 
+#[allow(missing_docs)] // a doc comment would become the schema's description
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Order {
     pub id: String,

@@ -8,6 +8,9 @@
 //! `cargo run -p toolwright-conformance --example write_fixtures -- DIR`) against the pydantic
 //! types of the official `openai`, `anthropic`, `google-genai` and `mcp` packages.
 
+#![forbid(unsafe_code)]
+#![deny(unreachable_pub)]
+
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -29,6 +32,7 @@ pub enum Category {
 }
 
 /// Sort order (undocumented variants: a plain string enum).
+#[allow(missing_docs)] // undocumented on purpose: what the providers see for a plain string enum
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Sort {

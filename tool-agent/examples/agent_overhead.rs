@@ -15,6 +15,9 @@
 //!    20-step run keeps (its transcript, steps and outcomes) plus its session, with a model
 //!    that records nothing.
 
+// A counting global allocator measures the heap: `GlobalAlloc` is an unsafe trait.
+#![allow(unsafe_code)]
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicIsize, Ordering};
 use std::time::{Duration, Instant};

@@ -749,7 +749,7 @@ pub struct Step {
 /// shape is a deserialization error naming the field, what it should hold and what it holds.
 ///
 /// ```
-/// use toolwright_agent::Run;
+/// use toolwright::agent::Run;
 /// # fn demo(run: Run) -> serde_json::Result<()> {
 /// let text = serde_json::to_string(&run)?;
 /// let back: Run = serde_json::from_str(&text)?;

@@ -279,9 +279,9 @@ impl Agent {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use toolwright_agent::{Agent, End, Message, ScriptedModel, Turn};
-    /// use toolwright_core::conversation::MemoryConversationStore;
-    /// use toolwright_core::{Registry, Session};
+    /// use toolwright::agent::{Agent, End, Message, ScriptedModel, Turn};
+    /// use toolwright::conversation::MemoryConversationStore;
+    /// use toolwright::{Registry, Session};
     ///
     /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
     /// let store = Arc::new(MemoryConversationStore::new());

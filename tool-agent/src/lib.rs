@@ -7,7 +7,7 @@
 //!
 //! ```
 //! use toolwright::prelude::*;
-//! use toolwright_agent::{Agent, End, Message, ScriptedModel, Turn};
+//! use toolwright::agent::{Agent, End, Message, ScriptedModel, Turn};
 //!
 //! /// Repeat the text back.
 //! #[tool(read_only)]
@@ -65,9 +65,9 @@
 //! with a `base_url`), with streaming; the OpenAI Responses API; Anthropic Messages; and Gemini
 //! `generateContent`. Keys come from `OPENAI_API_KEY`, `ANTHROPIC_API_KEY` and `GEMINI_API_KEY`.
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![forbid(unsafe_code)]
 #![deny(unreachable_pub)]
-#![warn(missing_docs)]
 
 mod agent;
 mod kept;
@@ -76,6 +76,7 @@ mod model;
 mod scripted;
 
 #[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub mod http;
 
 pub use agent::{

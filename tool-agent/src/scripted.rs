@@ -16,8 +16,8 @@ use crate::model::{AgentEvent, BoxFuture, ChatModel, ModelError, ModelRequest, T
 /// sent.
 ///
 /// ```
-/// use toolwright_agent::{ScriptedModel, Turn};
-/// use toolwright_core::ToolCall;
+/// use toolwright::agent::{ScriptedModel, Turn};
+/// use toolwright::ToolCall;
 ///
 /// let model = ScriptedModel::new([
 ///     Turn::calls([ToolCall::new("c1", "search_orders", r#"{"query":"ada"}"#)]),

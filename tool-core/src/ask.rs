@@ -12,8 +12,8 @@
 //! (go on with a default) or return.
 //!
 //! ```
-//! use toolwright_core::ask::Reply;
-//! use toolwright_core::{ToolContext, ToolError};
+//! use toolwright::ask::Reply;
+//! use toolwright::{ToolContext, ToolError};
 //!
 //! /// What the user wants shipped where, asked while the tool runs.
 //! #[derive(serde::Deserialize, schemars::JsonSchema)]
@@ -127,7 +127,7 @@ pub enum Reply<T> {
 /// use std::pin::Pin;
 ///
 /// use serde_json::json;
-/// use toolwright_core::ask::{Answer, Asker, Question};
+/// use toolwright::ask::{Answer, Asker, Question};
 ///
 /// /// Answers every question with the same form: for tests.
 /// struct Always(serde_json::Value);

@@ -10,7 +10,7 @@
 //! in a [`Carriage`](crate::providers::Carriage) — never a silent drop.
 //!
 //! ```
-//! use toolwright_core::content::{Block, Content};
+//! use toolwright::content::{Block, Content};
 //!
 //! let png: &[u8] = &[0x89, b'P', b'N', b'G'];
 //! let content = Content::new()

@@ -15,7 +15,7 @@ use crate::outcome::{ErrorKind, Violation};
 ///
 /// ```
 /// use std::time::Duration;
-/// use toolwright_core::{ErrorKind, ToolError};
+/// use toolwright::{ErrorKind, ToolError};
 ///
 /// let e = ToolError::rate_limited("payments API is throttling", Some(Duration::from_secs(2)));
 /// assert_eq!(e.kind(), ErrorKind::RateLimited);

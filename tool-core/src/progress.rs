@@ -15,8 +15,8 @@
 //!
 //! ```
 //! use std::sync::{Arc, Mutex};
-//! use toolwright_core::progress::{Progress, ProgressHandle};
-//! use toolwright_core::ToolCall;
+//! use toolwright::progress::{Progress, ProgressHandle};
+//! use toolwright::ToolCall;
 //!
 //! # #[tokio::main(flavor = "current_thread", start_paused = true)]
 //! # async fn main() {

@@ -12,8 +12,8 @@
 //! a registry whose tools talk to test doubles.
 //!
 //! ```
-//! use toolwright_core::replay::{replay, Recorder};
-//! use toolwright_core::{Registry, Session, ToolCall};
+//! use toolwright::replay::{replay, Recorder};
+//! use toolwright::{Registry, Session, ToolCall};
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() {
@@ -81,8 +81,8 @@ impl<W: Write> Recorder<W> {
     /// may replay differently, and the report says so).
     ///
     /// ```
-    /// use toolwright_core::replay::Recorder;
-    /// use toolwright_core::Registry;
+    /// use toolwright::replay::Recorder;
+    /// use toolwright::Registry;
     ///
     /// let registry = Registry::builder().build().unwrap();
     /// let recorder = Recorder::redacting(&registry, Vec::new());

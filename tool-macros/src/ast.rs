@@ -10,7 +10,7 @@ use syn::{Attribute, FnArg, GenericArgument, Ident, ItemFn, Pat, PathArguments, 
 use crate::attr::{self, ArgAttrs, ToolAttrs};
 use crate::ctxt::Ctxt;
 
-pub struct ToolFn {
+pub(crate) struct ToolFn {
     /// The function, with parameter attributes the compiler would reject removed.
     pub item: ItemFn,
     pub attrs: ToolAttrs,
@@ -25,14 +25,14 @@ pub struct ToolFn {
 }
 
 /// The `impl` block a `#[toolset]` method is in.
-pub struct Owner {
+pub(crate) struct Owner {
     /// `Orders<D>`, as written after `impl<..>`.
     pub self_ty: Type,
     /// `<D: Db>` and its where-clause: the tool struct's own.
     pub generics: syn::Generics,
 }
 
-pub enum Output {
+pub(crate) enum Output {
     /// `-> Result<T, E>`: the model sees `T`, written between the spans `first` and `last`.
     /// `error` is where a wrong `E` is blamed (first and last token): `E` itself, or all of
     /// `io::Result<T>`.
@@ -57,7 +57,7 @@ pub enum Output {
 
 impl Output {
     /// The type the model receives, and the first and last spans to blame it at.
-    pub fn value(&self) -> Option<(TokenStream, Span, Span)> {
+    pub(crate) fn value(&self) -> Option<(TokenStream, Span, Span)> {
         match self {
             Output::Result {
                 ok, first, last, ..
@@ -69,7 +69,7 @@ impl Output {
     }
 }
 
-pub struct Param {
+pub(crate) struct Param {
     /// The parameter as written (pattern or receiver), for errors about it.
     pub written: TokenStream,
     pub ident: Ident,
@@ -79,7 +79,7 @@ pub struct Param {
     pub arg: ArgAttrs,
 }
 
-pub enum ParamKind {
+pub(crate) enum ParamKind {
     /// Part of the argument struct and the schema.
     Arg,
     /// Injected: `IdempotencyKey`.
@@ -97,7 +97,7 @@ pub enum ParamKind {
 
 /// How a method takes `self`.
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub enum Receiver {
+pub(crate) enum Receiver {
     /// `&self`: the one a tool can have, the instance being shared by every call.
     Shared,
     /// `&mut self`.
@@ -120,7 +120,7 @@ fn docs(attrs: &[Attribute]) -> Vec<Attribute> {
 /// reflowed by [`crate::doc::reflow`] (a paragraph's lines joined with spaces, paragraphs
 /// separated by a blank line), the ends trimmed. A `#[doc]` that is not a string literal is
 /// left out.
-pub fn doc_text(attrs: &[Attribute]) -> Option<String> {
+pub(crate) fn doc_text(attrs: &[Attribute]) -> Option<String> {
     let mut lines = Vec::new();
     for attr in attrs {
         if let syn::Meta::NameValue(nv) = &attr.meta {
@@ -142,7 +142,7 @@ pub fn doc_text(attrs: &[Attribute]) -> Option<String> {
 
 /// The spans of the first and last tokens of `tokens`: an error spanned from one to the other
 /// underlines all of it (stable Rust cannot join spans).
-pub fn token_spans(tokens: &impl ToTokens) -> (Span, Span) {
+pub(crate) fn token_spans(tokens: &impl ToTokens) -> (Span, Span) {
     let mut iter = tokens.to_token_stream().into_iter();
     let first = iter.next().map_or_else(Span::call_site, |t| t.span());
     let last = iter.last().map_or(first, |t| t.span());
@@ -260,7 +260,7 @@ fn output(sig: &syn::Signature) -> Output {
 /// `tokens` with every `Self` replaced by `self_ty`: generated items outside the `impl` name
 /// the type a method's `Self` stands for. `Self::Row` becomes `<Orders<D>>::Row`; the
 /// replacement keeps the span of `Self`.
-pub fn replace_self(tokens: TokenStream, self_ty: &Type) -> TokenStream {
+pub(crate) fn replace_self(tokens: TokenStream, self_ty: &Type) -> TokenStream {
     use proc_macro2::{Punct, Spacing, TokenTree};
     let mut out = TokenStream::new();
     let mut iter = tokens.into_iter().peekable();
@@ -324,7 +324,7 @@ fn replace_self_in<T: syn::parse::Parse + ToTokens>(value: &mut T, self_ty: &Typ
 impl ToolFn {
     /// A `#[tool]` method of a `#[toolset]` impl: `Self` in its types is the impl's type, since
     /// the generated items live outside the `impl` (paths are rewritten where they are called).
-    pub fn in_impl(&mut self, owner: Owner) {
+    pub(crate) fn in_impl(&mut self, owner: Owner) {
         let self_ty = &owner.self_ty;
         for param in &mut self.params {
             if !matches!(param.kind, ParamKind::Receiver(_)) {
@@ -343,7 +343,7 @@ impl ToolFn {
     }
 
     /// The first type parameter of the `impl` that `ty` names, if any.
-    pub fn impl_parameter_in(&self, ty: &Type) -> Option<String> {
+    pub(crate) fn impl_parameter_in(&self, ty: &Type) -> Option<String> {
         let owner = self.owner.as_ref()?;
         let names: Vec<String> = owner
             .generics
@@ -354,7 +354,7 @@ impl ToolFn {
     }
 
     /// The receiver, if the function has one.
-    pub fn receiver(&self) -> Option<Receiver> {
+    pub(crate) fn receiver(&self) -> Option<Receiver> {
         self.params.iter().find_map(|p| match p.kind {
             ParamKind::Receiver(r) => Some(r),
             _ => None,
@@ -362,11 +362,11 @@ impl ToolFn {
     }
 
     /// Whether the function is a plain `fn`, run on the blocking pool or inline.
-    pub fn is_sync(&self) -> bool {
+    pub(crate) fn is_sync(&self) -> bool {
         self.item.sig.asyncness.is_none()
     }
 
-    pub fn from_item(cx: &Ctxt, attrs: ToolAttrs, mut item: ItemFn) -> ToolFn {
+    pub(crate) fn from_item(cx: &Ctxt, attrs: ToolAttrs, mut item: ItemFn) -> ToolFn {
         let description = doc_text(&item.attrs);
         let (name, name_span) = match &attrs.name {
             Some(lit) => (lit.value(), lit.span()),
@@ -391,19 +391,19 @@ impl ToolFn {
         }
     }
 
-    pub fn args(&self) -> impl Iterator<Item = &Param> {
+    pub(crate) fn args(&self) -> impl Iterator<Item = &Param> {
         self.params
             .iter()
             .filter(|p| matches!(p.kind, ParamKind::Arg))
     }
 
-    pub fn takes_key(&self) -> bool {
+    pub(crate) fn takes_key(&self) -> bool {
         self.params.iter().any(|p| matches!(p.kind, ParamKind::Key))
     }
 }
 
 /// A function whose body syn cannot read: the signature parsed, the body kept as written.
-pub struct UnparsedBody {
+pub(crate) struct UnparsedBody {
     /// The function with an empty body, for the model.
     pub item: ItemFn,
     pub body: proc_macro2::Group,
@@ -430,7 +430,7 @@ impl syn::parse::Parse for UnparsedBody {
 
 /// Every type path in `ty`, `ty` itself included: through generic arguments (`Option<..>`,
 /// `Vec<..>`, `HashMap<.., ..>`), tuples, arrays, slices, references and parentheses.
-pub fn type_paths<'t>(ty: &'t Type, found: &mut Vec<&'t syn::TypePath>) {
+pub(crate) fn type_paths<'t>(ty: &'t Type, found: &mut Vec<&'t syn::TypePath>) {
     match ty {
         Type::Path(p) => {
             found.push(p);
@@ -456,7 +456,7 @@ pub fn type_paths<'t>(ty: &'t Type, found: &mut Vec<&'t syn::TypePath>) {
 /// crate's, or `use std::time`) is not matched. `Duration` is not matched by name here: a
 /// bare `Duration` may be chrono's or the user's own, so the expansion asks the compiler
 /// whether the type is `std::time::Duration` (`ClockProbe`).
-pub fn clock_types(ty: &Type) -> Vec<(&syn::TypePath, &'static str)> {
+pub(crate) fn clock_types(ty: &Type) -> Vec<(&syn::TypePath, &'static str)> {
     let mut paths = Vec::new();
     type_paths(ty, &mut paths);
     paths
@@ -490,7 +490,7 @@ fn clock_type(p: &syn::TypePath) -> Option<&'static str> {
 
 /// The paths in `ty` whose last segment is `Duration` (any path, no generic arguments): the
 /// expansion asks the compiler of each whether it is `std::time::Duration`.
-pub fn duration_candidates(ty: &Type) -> Vec<&syn::TypePath> {
+pub(crate) fn duration_candidates(ty: &Type) -> Vec<&syn::TypePath> {
     let mut paths = Vec::new();
     type_paths(ty, &mut paths);
     paths.retain(|p| {

@@ -9,7 +9,7 @@ use syn::{Expr, ExprLit, ExprUnary, Lit, LitBool, LitInt, LitStr, Path, Token, U
 
 use crate::ctxt::Ctxt;
 
-pub const TOOL_KEYS: &[&str] = &[
+pub(crate) const TOOL_KEYS: &[&str] = &[
     "name",
     "timeout_ms",
     "idempotent",
@@ -26,7 +26,7 @@ pub const TOOL_KEYS: &[&str] = &[
     "example",
 ];
 
-pub const ARG_KEYS: &[&str] = &[
+pub(crate) const ARG_KEYS: &[&str] = &[
     "range",
     "length",
     "pattern",
@@ -39,7 +39,7 @@ pub const ARG_KEYS: &[&str] = &[
 
 /// What `#[tool(...)]` says, each key at most once.
 #[derive(Default)]
-pub struct ToolAttrs {
+pub(crate) struct ToolAttrs {
     pub name: Option<LitStr>,
     pub timeout_ms: Option<(u64, LitInt)>,
     pub idempotent: Option<LitBool>,
@@ -66,7 +66,7 @@ pub struct ToolAttrs {
 /// The value of a number literal, integers kept exact: a bound of `u64::MAX` must not become
 /// the nearest `f64`, 18446744073709551616.
 #[derive(Clone, Copy, PartialEq, Debug)]
-pub enum NumValue {
+pub(crate) enum NumValue {
     /// Between `i64::MIN` and `u64::MAX`, the integers a bound can hold.
     Int(i128),
     Float(f64),
@@ -74,7 +74,7 @@ pub enum NumValue {
 
 impl NumValue {
     /// `a > b`, exact when both are integers.
-    pub fn above(self, other: NumValue) -> bool {
+    pub(crate) fn above(self, other: NumValue) -> bool {
         match (self, other) {
             (NumValue::Int(a), NumValue::Int(b)) => a > b,
             (a, b) => a.as_f64() > b.as_f64(),
@@ -101,22 +101,22 @@ impl std::fmt::Display for NumValue {
 
 /// A number literal as written: `1`, `0.5`, `-3`.
 #[derive(Clone)]
-pub struct NumLit {
+pub(crate) struct NumLit {
     pub value: NumValue,
     pub span: Span,
 }
 
 /// A length bound and where it was written.
-pub type LengthBound = (u64, Span);
+pub(crate) type LengthBound = (u64, Span);
 
-pub enum OneOf {
+pub(crate) enum OneOf {
     Strings(Vec<LitStr>),
     Numbers(Vec<NumLit>),
 }
 
 /// What the `#[arg(...)]` attributes of one parameter say, each key at most once.
 #[derive(Default)]
-pub struct ArgAttrs {
+pub(crate) struct ArgAttrs {
     pub range: Option<(Span, Option<NumLit>, Option<NumLit>)>,
     pub length: Option<(Span, Option<LengthBound>, Option<LengthBound>)>,
     pub pattern: Option<LitStr>,
@@ -132,7 +132,7 @@ pub struct ArgAttrs {
 
 /// One key of an attribute while it is parsed, as serde_derive's `Attr<T>`: set at most once,
 /// a second setting reported as "duplicate" at its own span, the first value kept.
-pub struct Attr<'c, T> {
+pub(crate) struct Attr<'c, T> {
     cx: &'c Ctxt,
     within: &'static str,
     key: &'static str,
@@ -140,7 +140,7 @@ pub struct Attr<'c, T> {
 }
 
 impl<'c, T> Attr<'c, T> {
-    pub fn none(cx: &'c Ctxt, within: &'static str, key: &'static str) -> Self {
+    pub(crate) fn none(cx: &'c Ctxt, within: &'static str, key: &'static str) -> Self {
         Attr {
             cx,
             within,
@@ -150,7 +150,7 @@ impl<'c, T> Attr<'c, T> {
     }
 
     /// Sets the value, or reports `at` as a duplicate.
-    pub fn set(&mut self, at: impl ToTokens, value: T) {
+    pub(crate) fn set(&mut self, at: impl ToTokens, value: T) {
         if self.value.is_some() {
             self.cx.error_spanned_by(
                 at,
@@ -161,11 +161,11 @@ impl<'c, T> Attr<'c, T> {
         }
     }
 
-    pub fn is_set(&self) -> bool {
+    pub(crate) fn is_set(&self) -> bool {
         self.value.is_some()
     }
 
-    pub fn get(self) -> Option<T> {
+    pub(crate) fn get(self) -> Option<T> {
         self.value
     }
 }
@@ -183,7 +183,7 @@ fn set_flag(flag: &mut Attr<Span>, meta: &ParseNestedMeta, key: &str) -> syn::Re
     Ok(())
 }
 
-pub fn key_of(meta: &ParseNestedMeta) -> String {
+pub(crate) fn key_of(meta: &ParseNestedMeta) -> String {
     meta.path
         .get_ident()
         .map(ToString::to_string)
@@ -199,7 +199,7 @@ pub fn key_of(meta: &ParseNestedMeta) -> String {
 }
 
 /// Consumes whatever value follows a key we could not use, so parsing can go on.
-pub fn skip_value(meta: &ParseNestedMeta) -> syn::Result<()> {
+pub(crate) fn skip_value(meta: &ParseNestedMeta) -> syn::Result<()> {
     if meta.input.peek(Token![=]) {
         let value = meta.value()?;
         let _: Expr = value.parse()?;
@@ -210,7 +210,7 @@ pub fn skip_value(meta: &ParseNestedMeta) -> syn::Result<()> {
 }
 
 /// Levenshtein distance, for "did you mean" hints.
-pub fn distance(a: &str, b: &str) -> usize {
+pub(crate) fn distance(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
     let mut prev: Vec<usize> = (0..=b.len()).collect();
     for (i, ca) in a.chars().enumerate() {
@@ -578,7 +578,7 @@ fn grounds(cx: &Ctxt, meta: &ParseNestedMeta) -> syn::Result<Vec<(syn::Ident, Li
     Ok(grounds)
 }
 
-pub fn parse_tool_attrs(cx: &Ctxt, tokens: TokenStream) -> ToolAttrs {
+pub(crate) fn parse_tool_attrs(cx: &Ctxt, tokens: TokenStream) -> ToolAttrs {
     let mut builder = ToolAttrsBuilder::new(cx);
     let parser = syn::meta::parser(|meta| builder.key(cx, &meta));
     if let Err(e) = syn::parse::Parser::parse2(parser, tokens) {
@@ -829,7 +829,7 @@ fn value_as<T: syn::parse::Parse>(meta: &ParseNestedMeta, fix: &str) -> syn::Res
 }
 
 /// Every `#[arg(...)]` among a parameter's attributes, as one declaration.
-pub fn parse_arg_attrs(cx: &Ctxt, attrs: &[syn::Attribute]) -> ArgAttrs {
+pub(crate) fn parse_arg_attrs(cx: &Ctxt, attrs: &[syn::Attribute]) -> ArgAttrs {
     let mut builder = ArgAttrsBuilder::new(cx);
     let mut written = None;
     for attr in attrs.iter().filter(|a| a.path().is_ident("arg")) {

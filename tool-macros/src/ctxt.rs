@@ -7,32 +7,32 @@ use std::fmt::Display;
 use quote::ToTokens;
 
 #[derive(Default)]
-pub struct Ctxt {
+pub(crate) struct Ctxt {
     errors: RefCell<Vec<syn::Error>>,
 }
 
 impl Ctxt {
     /// Records an error spanning `tokens`.
-    pub fn error_spanned_by<T: ToTokens, M: Display>(&self, tokens: T, message: M) {
+    pub(crate) fn error_spanned_by<T: ToTokens, M: Display>(&self, tokens: T, message: M) {
         self.errors
             .borrow_mut()
             .push(syn::Error::new_spanned(tokens.into_token_stream(), message));
     }
 
     /// Records an error at `span`.
-    pub fn error_at<M: Display>(&self, span: proc_macro2::Span, message: M) {
+    pub(crate) fn error_at<M: Display>(&self, span: proc_macro2::Span, message: M) {
         self.errors
             .borrow_mut()
             .push(syn::Error::new(span, message));
     }
 
     /// Records a parse error.
-    pub fn syn_error(&self, error: syn::Error) {
+    pub(crate) fn syn_error(&self, error: syn::Error) {
         self.errors.borrow_mut().push(error);
     }
 
     /// All errors combined, if any.
-    pub fn check(self) -> syn::Result<()> {
+    pub(crate) fn check(self) -> syn::Result<()> {
         let mut errors = self.errors.into_inner().into_iter();
         let Some(mut combined) = errors.next() else {
             return Ok(());

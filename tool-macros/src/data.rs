@@ -47,7 +47,7 @@ const OPTION_HINTS: &[(&str, &str)] = &[
 
 /// Which derives the type gets.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Direction {
+pub(crate) enum Direction {
     /// `Serialize`, `Deserialize` and `JsonSchema`.
     Both,
     /// `Deserialize` and `JsonSchema`: an argument type.
@@ -74,7 +74,7 @@ fn unknown_option_message(key: &str) -> String {
 }
 
 /// Parses `input` / `output`; anything else is recorded and parsing goes on.
-pub fn parse_options(cx: &Ctxt, tokens: TokenStream) -> Direction {
+pub(crate) fn parse_options(cx: &Ctxt, tokens: TokenStream) -> Direction {
     let mut input = Attr::none(cx, "#[data]", "input");
     let mut output = Attr::none(cx, "#[data]", "output");
     // The flag that completed the pair, where `input, output` is blamed.
@@ -152,7 +152,7 @@ fn head(item: &syn::Item) -> TokenStream {
 }
 
 /// Records an error unless `item` is a struct or an enum, saying what to write instead.
-pub fn check_item(cx: &Ctxt, item: &syn::Item) {
+pub(crate) fn check_item(cx: &Ctxt, item: &syn::Item) {
     let fix = match item {
         syn::Item::Struct(_) | syn::Item::Enum(_) => return,
         syn::Item::Fn(_) => {
@@ -177,7 +177,7 @@ pub fn check_item(cx: &Ctxt, item: &syn::Item) {
 
 /// The derives and their crate paths, then the item as written: the user's own `#[serde]` and
 /// `#[schemars]` attributes come after the derive that introduces them.
-pub fn expand(direction: Direction, item: &syn::Item) -> TokenStream {
+pub(crate) fn expand(direction: Direction, item: &syn::Item) -> TokenStream {
     let p = quote!(::toolwright::__private_v0_1);
     let derives = match direction {
         Direction::Both => quote!(#p::serde::Serialize, #p::serde::Deserialize),
@@ -262,7 +262,7 @@ fn mentions(tokens: TokenStream, name: &str) -> bool {
 }
 
 /// The whole attribute: the derives, or every mistake next to the unchanged item.
-pub fn data(attr: TokenStream, item: TokenStream) -> TokenStream {
+pub(crate) fn data(attr: TokenStream, item: TokenStream) -> TokenStream {
     let cx = Ctxt::default();
     let direction = parse_options(&cx, attr);
     let parsed = match syn::parse2::<syn::Item>(item.clone()) {

@@ -10,7 +10,7 @@
 /// after it that is none of those continues the item, as in Markdown); a heading or table row
 /// ends its line; a fenced code block (```` ``` ```` or `~~~`) is kept line for line, blank
 /// lines included.
-pub fn reflow(text: &str) -> String {
+pub(crate) fn reflow(text: &str) -> String {
     let mut out = String::new();
     // The current line of `out` takes no continuation: a heading, a table row, a fence.
     let mut closed = false;
@@ -76,7 +76,7 @@ fn heading(line: &str) -> bool {
 /// The lines of `///` comments (`#[doc = "..."]` string literals), each without rustdoc's one
 /// leading space; `None` when some `#[doc]` is not a string literal (`#[doc = include_str!(..)]`),
 /// whose text only the compiler knows.
-pub fn doc_lines(attrs: &[syn::Attribute]) -> Option<Vec<String>> {
+pub(crate) fn doc_lines(attrs: &[syn::Attribute]) -> Option<Vec<String>> {
     let mut lines = Vec::new();
     for attr in attrs.iter().filter(|a| a.path().is_ident("doc")) {
         let syn::Meta::NameValue(nv) = &attr.meta else {

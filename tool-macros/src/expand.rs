@@ -14,9 +14,9 @@ mod chain;
 mod spans;
 
 use args::args_struct;
-pub use chain::duration_probes;
+pub(crate) use chain::duration_probes;
 use chain::{links, owner_bounds, register, registration};
-pub use spans::anchored;
+pub(crate) use spans::anchored;
 use spans::{allow_lints, at_call_site, located_at};
 
 fn pascal_case(snake: &str) -> String {
@@ -294,7 +294,7 @@ fn tool_struct(tool: &ToolFn, names: &Names) -> TokenStream {
 
 /// The function with its argument struct, tool struct, `Tool` impl and collection entry; and,
 /// for a `#[toolset]` method, the block that registers it (else empty).
-pub fn expand(tool: &ToolFn) -> (TokenStream, TokenStream) {
+pub(crate) fn expand(tool: &ToolFn) -> (TokenStream, TokenStream) {
     let item = &tool.item;
     let names = Names::of(tool);
     let Some((ok, first, last)) = tool.output.value() else {
@@ -748,7 +748,7 @@ impl Mode {
 /// tool or builds its arguments still type-checks and the mistake is the only error (thiserror
 /// emits a fallback impl for the same reason). The stand-in's calls fail; it never runs, since
 /// the crate does not compile.
-pub fn stub(tool: &ToolFn) -> (TokenStream, TokenStream) {
+pub(crate) fn stub(tool: &ToolFn) -> (TokenStream, TokenStream) {
     // A method stays in its `impl`; the toolset emits it.
     let item = tool.owner.is_none().then_some(&tool.item);
     let (items, register) = stub_items(tool);
@@ -757,7 +757,7 @@ pub fn stub(tool: &ToolFn) -> (TokenStream, TokenStream) {
 
 /// The stand-in's items, without the function; and, for a `#[toolset]` method, the block that
 /// registers the stand-in.
-pub fn stub_items(tool: &ToolFn) -> (TokenStream, TokenStream) {
+pub(crate) fn stub_items(tool: &ToolFn) -> (TokenStream, TokenStream) {
     // A method outside a `#[toolset]` stands in an `impl`, where the stand-in's items cannot
     // go; it is not named as a tool anyway.
     if tool.owner.is_none() && tool.receiver().is_some() {

@@ -6,6 +6,9 @@
 //! every mistake at its span, `expand` generates code. `#[data]`, a few derives and two flags,
 //! does the same steps in `data`.
 
+#![forbid(unsafe_code)]
+#![deny(unreachable_pub)]
+
 mod ast;
 mod attr;
 mod ctxt;

@@ -13,7 +13,7 @@ use crate::ast::Owner;
 use crate::ctxt::Ctxt;
 use crate::expand;
 
-pub fn toolset(attr: TokenStream, item: TokenStream) -> TokenStream {
+pub(crate) fn toolset(attr: TokenStream, item: TokenStream) -> TokenStream {
     let cx = Ctxt::default();
     if !attr.is_empty() {
         cx.error_spanned_by(

@@ -234,7 +234,7 @@ fn not_result_message(ty: &syn::Type) -> String {
     )
 }
 
-pub fn check(cx: &Ctxt, tool: &ToolFn) {
+pub(crate) fn check(cx: &Ctxt, tool: &ToolFn) {
     signature(cx, tool);
     name_and_description(cx, tool);
     policy(cx, tool);
@@ -441,7 +441,7 @@ fn receiver_problem(tool: &ToolFn, receiver: Receiver) -> Option<&'static str> {
 
 /// Why a model cannot fill std's `SystemTime` or `Instant` (`name`), and what to take instead:
 /// for a `#[tool]` parameter and for a field of a `#[data]` type the model sends.
-pub fn clock_message(name: &str) -> String {
+pub(crate) fn clock_message(name: &str) -> String {
     const TIMESTAMP: &str = "take a `String` holding an RFC 3339 timestamp (say so in its `///` doc: \"when, as RFC 3339, such as 2024-05-01T12:00:00Z\") and parse it in the function, or a `chrono::DateTime<Utc>` or `jiff::Timestamp` (with the crate's `serde` feature and schemars' `chrono04` or `jiff02` feature in Cargo.toml), whose schema is a string of format `date-time`";
     match name {
         "Instant" => format!("a model cannot send an `Instant`: it is a reading of this process's monotonic clock, with no meaning outside it (and no serde or schema support); for a point in time, {TIMESTAMP}; for a delay, take an integer with its unit in the name, such as `delay_ms: u64`"),

@@ -9,8 +9,8 @@
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! use toolwright_core::Registry;
-//! use toolwright_mcp::proxy::Upstream;
+//! use toolwright::Registry;
+//! use toolwright::mcp::proxy::Upstream;
 //!
 //! let upstream = Upstream::spawn(tokio::process::Command::new("some-mcp-server")).await?;
 //! let proxied = upstream.tools();
@@ -162,7 +162,7 @@ pub struct Proxied {
 ///
 /// ```no_run
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-/// use toolwright_mcp::proxy::Upstream;
+/// use toolwright::mcp::proxy::Upstream;
 ///
 /// let upstream = Upstream::builder()
 ///     .max_answer_bytes(1024 * 1024)

@@ -33,7 +33,7 @@ use crate::sessions::{Activity, Full, OwnedSessions};
 /// it belongs to) and the scopes the request carrying it may use.
 ///
 /// ```
-/// use toolwright_mcp::Grant;
+/// use toolwright::mcp::Grant;
 ///
 /// let grant = Grant::new("user:alice").with_scopes(["orders:read"]);
 /// assert_eq!(grant.principal(), "user:alice");
@@ -83,8 +83,8 @@ impl Grant {
 /// A closure `Fn(&str) -> Option<Grant>` is an authorizer:
 ///
 /// ```
-/// use toolwright_mcp::{Grant, McpServer};
-/// # fn demo(registry: toolwright_core::Registry) {
+/// use toolwright::mcp::{Grant, McpServer};
+/// # fn demo(registry: toolwright::Registry) {
 /// let server = McpServer::new(registry).authorize(|token: &str| match token {
 ///     "alice-token" => Some(Grant::new("user:alice").with_scopes(["orders:read"])),
 ///     _ => None,
@@ -117,7 +117,7 @@ where
 /// and named in every 401's `WWW-Authenticate`.
 ///
 /// ```
-/// use toolwright_mcp::ProtectedResource;
+/// use toolwright::mcp::ProtectedResource;
 ///
 /// let metadata = ProtectedResource::new("https://tools.example.com/mcp")
 ///     .authorization_server("https://auth.example.com")

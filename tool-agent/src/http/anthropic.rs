@@ -16,7 +16,7 @@ const PROVIDER: &str = "Anthropic Messages";
 /// its content blocks came (thinking blocks included).
 ///
 /// ```no_run
-/// use toolwright_agent::http::AnthropicMessages;
+/// use toolwright::agent::http::AnthropicMessages;
 ///
 /// let claude = AnthropicMessages::new("claude-sonnet-4-5").max_tokens(2048); // ANTHROPIC_API_KEY
 /// # let _ = claude;

@@ -16,7 +16,7 @@ const PROVIDER: &str = "Gemini";
 /// `functionResponse` parts of one user content.
 ///
 /// ```no_run
-/// use toolwright_agent::http::GeminiGenerate;
+/// use toolwright::agent::http::GeminiGenerate;
 ///
 /// let gemini = GeminiGenerate::new("gemini-2.5-flash"); // GEMINI_API_KEY
 /// # let _ = gemini;

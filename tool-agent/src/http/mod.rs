@@ -1,7 +1,7 @@
 //! Model clients over HTTP (the `http` feature): one [`ChatModel`](crate::ChatModel) per
 //! provider wire format, each built on toolwright's provider adapters (the tools are the
 //! registry's export, the calls are parsed and the outcomes formatted by
-//! `toolwright_core::providers`).
+//! `toolwright::providers`).
 //!
 //! | client | API | key | default base URL |
 //! |---|---|---|---|
@@ -22,7 +22,7 @@
 //! request recorded.
 //!
 //! ```no_run
-//! use toolwright_agent::http::OpenAiChat;
+//! use toolwright::agent::http::OpenAiChat;
 //!
 //! // A local OpenAI-compatible server (Ollama here), streaming:
 //! let model = OpenAiChat::new("qwen2.5:7b")

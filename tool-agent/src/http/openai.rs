@@ -24,7 +24,7 @@ const PROVIDER: &str = "OpenAI Chat Completions";
 /// cut in half.
 ///
 /// ```no_run
-/// use toolwright_agent::http::OpenAiChat;
+/// use toolwright::agent::http::OpenAiChat;
 ///
 /// let openai = OpenAiChat::new("gpt-4.1-mini"); // key from OPENAI_API_KEY
 /// let local = OpenAiChat::new("Qwen/Qwen2.5-7B-Instruct")

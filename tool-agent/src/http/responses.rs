@@ -16,7 +16,7 @@ const PROVIDER: &str = "OpenAI Responses";
 /// (reasoning items included); each result is a `function_call_output` item.
 ///
 /// ```no_run
-/// use toolwright_agent::http::OpenAiResponses;
+/// use toolwright::agent::http::OpenAiResponses;
 ///
 /// let model = OpenAiResponses::new("gpt-4.1-mini"); // OPENAI_API_KEY
 /// # let _ = model;

@@ -9,8 +9,8 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use toolwright_core::conversation::{ConversationMemory, InMemoryConversation};
-//! use toolwright_core::Session;
+//! use toolwright::conversation::{ConversationMemory, InMemoryConversation};
+//! use toolwright::Session;
 //!
 //! let memory = Arc::new(InMemoryConversation::new());
 //! let session = Session::new("conv-7").with_memory(memory.clone());
@@ -26,9 +26,9 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use toolwright_core::conversation::{ConversationStore, MemoryConversationStore, Prepare, CallRecord};
+//! use toolwright::conversation::{ConversationStore, MemoryConversationStore, Prepare, CallRecord};
 //!
-//! # async fn demo() -> Result<(), toolwright_core::conversation::ConversationStoreError> {
+//! # async fn demo() -> Result<(), toolwright::conversation::ConversationStoreError> {
 //! let store = Arc::new(MemoryConversationStore::new());
 //! // What the application grounds itself (the signed-in customer's account):
 //! let turn = CallRecord { ids: vec![("account".into(), vec!["ACC-311".into()])], ..CallRecord::default() };
@@ -60,6 +60,7 @@ pub use slots::{SlotCap, SlotHold};
 /// found it with the registry's search tool (`RegistryBuilder::deferred`).
 pub(crate) const FOUND_KIND: &str = "toolwright.found_tool";
 #[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub use redis_store::RedisConversationStore;
 pub use store::{
     CallRecord, ConversationFuture, ConversationStore, ConversationStoreBuilder,

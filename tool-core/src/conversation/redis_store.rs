@@ -338,9 +338,9 @@ return out
 ///
 /// ```no_run
 /// use std::time::Duration;
-/// use toolwright_core::conversation::RedisConversationStore;
+/// use toolwright::conversation::RedisConversationStore;
 ///
-/// # async fn demo() -> Result<(), toolwright_core::conversation::ConversationStoreError> {
+/// # async fn demo() -> Result<(), toolwright::conversation::ConversationStoreError> {
 /// let store = RedisConversationStore::builder()
 ///     .idle_ttl(Duration::from_secs(7 * 24 * 3600))
 ///     .connect("redis://127.0.0.1:6379/")

@@ -500,7 +500,7 @@ pub(crate) fn now_ms() -> u64 {
 /// that names no store, and the reference the Redis store is tested against.
 ///
 /// ```
-/// use toolwright_core::conversation::MemoryConversationStore;
+/// use toolwright::conversation::MemoryConversationStore;
 /// use std::time::Duration;
 ///
 /// let store = MemoryConversationStore::builder()

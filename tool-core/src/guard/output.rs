@@ -7,8 +7,8 @@
 //!
 //! ```
 //! use serde_json::Value;
-//! use toolwright_core::guard::output::ResultCheck;
-//! use toolwright_core::{Registry, ToolError};
+//! use toolwright::guard::output::ResultCheck;
+//! use toolwright::{Registry, ToolError};
 //!
 //! // Never show a model an email address a tool returned.
 //! let registry = Registry::builder()

@@ -4,8 +4,8 @@
 //! layer sees the call before its arguments are validated and cannot answer in the envelope.
 //!
 //! ```
-//! use toolwright_core::guard::policy::CallCheck;
-//! use toolwright_core::{Registry, ToolError};
+//! use toolwright::guard::policy::CallCheck;
+//! use toolwright::{Registry, ToolError};
 //!
 //! let registry = Registry::builder()
 //!     .call_guard(|call: &CallCheck<'_>| {

@@ -44,7 +44,7 @@ const DOMAIN: &[u8] = b"toolwright-fingerprint-v2\0";
 /// SHA-256 of a tool name and its canonical arguments. Displayed as 64 lowercase hex digits.
 ///
 /// ```
-/// use toolwright_core::idempotency::Fingerprint;
+/// use toolwright::idempotency::Fingerprint;
 ///
 /// let a = Fingerprint::of("refund_order", r#"{"order_id":"A1","amount":5}"#);
 /// let b = Fingerprint::of("refund_order", r#"{ "amount": 5.0, "order_id": "A1" }"#);
@@ -96,7 +96,7 @@ impl Fingerprint {
     /// The canonical text [`Fingerprint::of`] hashes, for debugging a mismatch.
     ///
     /// ```
-    /// use toolwright_core::idempotency::Fingerprint;
+    /// use toolwright::idempotency::Fingerprint;
     ///
     /// let text = Fingerprint::canonical_text(r#"{"b":[1.50,2e0],"a":{"y":null,"x":-0.0}}"#);
     /// assert_eq!(text.as_deref(), Some(r#"{"a":{"x":0,"y":null},"b":[1.5,2]}"#));
@@ -156,7 +156,7 @@ impl Fingerprint {
     /// `serde_json::Value`) every `null` and every exact number counts.
     ///
     /// ```
-    /// # use toolwright_core::{idempotency::Fingerprint, Registry};
+    /// # use toolwright::{idempotency::Fingerprint, Registry};
     /// # fn demo(registry: &Registry) {
     /// let spec = registry.spec("update_profile").unwrap();
     /// // `fields: HashMap<String, Option<String>>`: a null clears a field, so it counts.

@@ -107,7 +107,7 @@ struct Shard {
 ///
 /// ```
 /// use std::time::Duration;
-/// use toolwright_core::idempotency::MemoryStore;
+/// use toolwright::idempotency::MemoryStore;
 ///
 /// let store = MemoryStore::builder()
 ///     .max_bytes(8 * 1024 * 1024)

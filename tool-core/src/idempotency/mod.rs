@@ -3,12 +3,12 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use toolwright_core::idempotency::{
+//! use toolwright::idempotency::{
 //!     Begin, Fingerprint, IdempotencyStore, KeyMode, MemoryStore, DEFAULT_LOCK_TTL,
 //! };
 //!
 //! # #[tokio::main(flavor = "current_thread")]
-//! # async fn main() -> Result<(), toolwright_core::idempotency::StoreError> {
+//! # async fn main() -> Result<(), toolwright::idempotency::StoreError> {
 //! let store = MemoryStore::new();
 //! let arguments = r#"{"order_id":"A1","amount":5}"#;
 //! let fingerprint = Fingerprint::of("refund_order", arguments);
@@ -81,6 +81,7 @@ mod stored;
 pub use fingerprint::Fingerprint;
 pub use memory::{MemoryStore, MemoryStoreBuilder, DEFAULT_MAX_BYTES};
 #[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub use redis_store::{RedisStore, RedisStoreBuilder};
 pub(crate) use stage::{
     begin as begin_call, begin_now as begin_call_now, settle as settle_call,
@@ -104,7 +105,7 @@ use std::sync::Arc;
 /// names its parts unambiguously: a call id cannot be crafted to reach into another scope.
 ///
 /// ```
-/// use toolwright_core::IdempotencyKey;
+/// use toolwright::IdempotencyKey;
 ///
 /// let key = IdempotencyKey::derive("session-42", "refund_order", "call_1");
 /// assert_eq!(key.as_str(), "session-42:refund_order:call_1");
@@ -195,7 +196,7 @@ impl AsRef<str> for IdempotencyKey {
 /// replay. Narrow the [idempotency scope](crate::Session::with_idempotency_scope) to bound that.
 ///
 /// ```
-/// use toolwright_core::idempotency::{Fingerprint, KeyMode};
+/// use toolwright::idempotency::{Fingerprint, KeyMode};
 ///
 /// let first = Fingerprint::of("refund_order", r#"{"order_id":"A1","amount":5}"#);
 /// let again = Fingerprint::of("refund_order", r#"{ "amount": 5.0, "order_id": "A1" }"#);

@@ -75,9 +75,9 @@ return 1
 /// ([`ConnectionManager`]).
 ///
 /// ```no_run
-/// use toolwright_core::idempotency::RedisStore;
+/// use toolwright::idempotency::RedisStore;
 ///
-/// # async fn demo() -> Result<(), toolwright_core::idempotency::StoreError> {
+/// # async fn demo() -> Result<(), toolwright::idempotency::StoreError> {
 /// let store = RedisStore::connect("redis://127.0.0.1:6379/").await?;
 /// # let _ = store;
 /// # Ok(()) }

@@ -284,8 +284,8 @@ pub enum Settled {
 /// | `circuit_open`, `duplicate_in_flight`, `idempotency_mismatch`, `pending`, a degraded (fallback) result | [`Release`](Disposition::Release) | the tool itself did not act |
 ///
 /// ```
-/// use toolwright_core::idempotency::Disposition;
-/// use toolwright_core::{ErrorKind, Status};
+/// use toolwright::idempotency::Disposition;
+/// use toolwright::{ErrorKind, Status};
 ///
 /// assert_eq!(Disposition::for_kind(Status::Success, None, false), Disposition::Complete);
 /// assert_eq!(Disposition::for_kind(Status::Error, Some(ErrorKind::NotFound), false), Disposition::Complete);

@@ -16,8 +16,8 @@ use crate::outcome::{ErrorKind, Failure, Outcome, Status};
 /// [`Disposition`](super::Disposition)).
 ///
 /// ```
-/// use toolwright_core::idempotency::StoredOutcome;
-/// use toolwright_core::{ErrorKind, Status};
+/// use toolwright::idempotency::StoredOutcome;
+/// use toolwright::{ErrorKind, Status};
 ///
 /// let stored: StoredOutcome = serde_json::from_str(
 ///     r#"{"status":"error","error_type":"not_found","message":"order A1 does not exist","attempts":1}"#,

@@ -20,7 +20,7 @@
 //! ([`Outcome::raw_arguments`]) for an access-controlled path of the application's own.
 //!
 //! ```
-//! use toolwright_core::{ArgumentLog, Registry};
+//! use toolwright::{ArgumentLog, Registry};
 //! let registry = Registry::builder().log_arguments(ArgumentLog::Redacted).build().unwrap();
 //! # let _ = registry;
 //! ```
@@ -59,7 +59,7 @@
 //! called) is its parent, for instance the model's turn:
 //!
 //! ```
-//! use toolwright_core::{Registry, ToolCall};
+//! use toolwright::{Registry, ToolCall};
 //! use tracing::Instrument;
 //!
 //! # async fn turn(registry: &Registry) {

@@ -27,8 +27,8 @@ use crate::tool::spec::{FieldMeta, ToolSpec};
 ///
 /// ```
 /// use std::time::Duration;
-/// use toolwright_core::observe::QuarantinePolicy;
-/// use toolwright_core::Registry;
+/// use toolwright::observe::QuarantinePolicy;
+/// use toolwright::Registry;
 ///
 /// let policy = QuarantinePolicy::new()
 ///     .max_entries(500)

@@ -366,7 +366,7 @@ pub struct ToolStatsSnapshot {
 /// histogram's record; nothing is allocated.
 ///
 /// ```
-/// # use toolwright_core::Registry;
+/// # use toolwright::Registry;
 /// let registry = Registry::builder().build().unwrap();
 /// let stats = registry.stats();
 /// assert!(stats.tools.is_empty());

@@ -30,8 +30,8 @@ const MAX_DEPTH: usize = 64;
 ///
 /// ```
 /// use serde_json::json;
-/// use toolwright_core::repair::Fix;
-/// use toolwright_core::repair::DeterministicRepair;
+/// use toolwright::repair::Fix;
+/// use toolwright::repair::DeterministicRepair;
 ///
 /// let schema = json!({
 ///     "type": "object",

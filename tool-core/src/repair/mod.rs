@@ -24,8 +24,8 @@
 //! repair prompt, and [`parse_reply`] reads the model's answer.
 //!
 //! ```
-//! use toolwright_core::repair::{Repair, RepairRequest};
-//! use toolwright_core::Registry;
+//! use toolwright::repair::{Repair, RepairRequest};
+//! use toolwright::Registry;
 //!
 //! // A deterministic repairer: numbers sent as strings become numbers.
 //! let unquote_numbers = |request: &RepairRequest<'_>| {
@@ -224,7 +224,7 @@ pub(crate) fn log(
 /// not a JSON object, is [`Repair::Abort`].
 ///
 /// ```
-/// use toolwright_core::repair::{parse_reply, Repair};
+/// use toolwright::repair::{parse_reply, Repair};
 ///
 /// assert_eq!(parse_reply("```json\n{\"max_results\": 5}\n```"), Repair::Arguments(r#"{"max_results":5}"#.into()));
 /// assert_eq!(parse_reply(r#"{"abort": true}"#), Repair::Abort);

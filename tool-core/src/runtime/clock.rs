@@ -27,7 +27,7 @@ pub type Sleep = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
 ///
 /// ```
 /// use std::time::Duration;
-/// use toolwright_core::execute::{Clock, TokioClock};
+/// use toolwright::execute::{Clock, TokioClock};
 ///
 /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
 /// # async fn main() {

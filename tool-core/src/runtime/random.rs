@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 /// [`RegistryBuilder::random`](crate::RegistryBuilder::random) so every delay is reproducible.
 ///
 /// ```
-/// use toolwright_core::execute::{RandomSource, SeededRandom};
+/// use toolwright::execute::{RandomSource, SeededRandom};
 ///
 /// let a = SeededRandom::new(7);
 /// let b = SeededRandom::new(7);

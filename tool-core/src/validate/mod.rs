@@ -337,9 +337,9 @@ const SCRUBBED_CHARS: usize = 4;
 /// in the error that reports it.
 ///
 /// ```
-/// use toolwright_core::outcome::Violation;
-/// use toolwright_core::validate::redact_sensitive;
-/// use toolwright_core::tool::FieldMeta;
+/// use toolwright::outcome::Violation;
+/// use toolwright::validate::redact_sensitive;
+/// use toolwright::tool::FieldMeta;
 ///
 /// const FIELDS: &[FieldMeta] = &[FieldMeta::new("card").sensitive()];
 /// let mut violations = vec![Violation {

@@ -5,9 +5,9 @@
 //! value (`None`) passes every rule: "optional" means the model may leave it out.
 //!
 //! ```
-//! use toolwright_core::outcome::Violations;
-//! use toolwright_core::validate::rules;
-//! use toolwright_core::tool::Number;
+//! use toolwright::outcome::Violations;
+//! use toolwright::validate::rules;
+//! use toolwright::tool::Number;
 //!
 //! let mut report = Violations::new();
 //! rules::range(&50u32, "max_results", Some(Number::int(1)), Some(Number::int(20)), &mut report);

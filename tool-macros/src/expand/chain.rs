@@ -161,7 +161,7 @@ pub(super) fn owner_bounds(owner: &Owner) -> TokenStream {
 /// by autoref specialization: `(&ClockProbe::<T>::NEW).probe()` finds the by-value method that
 /// only `ClockProbe<std::time::Duration>` has, and every other `T` the by-reference one; the
 /// first returns a type that fails `refuse_duration`'s bound, with its message.
-pub fn duration_probes(ty: &syn::Type) -> TokenStream {
+pub(crate) fn duration_probes(ty: &syn::Type) -> TokenStream {
     let probes = crate::ast::duration_candidates(ty).into_iter().map(|path| {
         let (first, last) = token_spans(path);
         let p = quote_spanned!(first=> ::toolwright::__private_v0_1::clock);

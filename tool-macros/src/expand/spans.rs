@@ -45,7 +45,7 @@ pub(super) fn located_at(tokens: &TokenStream, span: Span) -> TokenStream {
 ///
 /// A macro expanded inside the output (a derive, `concat!`) is hashed with this expansion as
 /// its parent, whatever its tokens' spans: the expansion writes none where it can.
-pub fn anchored(tokens: TokenStream, anchor: Option<Span>) -> TokenStream {
+pub(crate) fn anchored(tokens: TokenStream, anchor: Option<Span>) -> TokenStream {
     let Some(site) = Span::call_site().source_text() else {
         return unmarked(tokens);
     };
