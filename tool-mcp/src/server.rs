@@ -659,8 +659,8 @@ impl<F> McpServer<F> {
     /// to wait for one or cancel one. The place is given back when the call is answered
     /// without becoming a task, and when its task ends.
     ///
-    /// The cap is this replica's: replicas sharing a [`task_store`](McpServer::task_store)
-    /// each admit up to it.
+    /// With a [`task_store`](McpServer::task_store) the cap is decided in the store, for
+    /// every replica sharing it: they admit up to it between them.
     ///
     /// [`DEFAULT_MAX_TASKS_PER_PRINCIPAL`]: crate::DEFAULT_MAX_TASKS_PER_PRINCIPAL
     pub fn max_tasks_per_principal(mut self, tasks: usize) -> Self {
@@ -671,8 +671,9 @@ impl<F> McpServer<F> {
     /// The most tasks this server has working at once, whoever started them (default
     /// [`DEFAULT_MAX_TASKS`], 10,000): each holds its call's future and, with a
     /// [`task_store`](McpServer::task_store), a renewal. Counted as
-    /// [`McpServer::max_tasks_per_principal`] is (calls under their checks included, this
-    /// replica's alone); a task call past it is refused with `-32600` before anything runs.
+    /// [`McpServer::max_tasks_per_principal`] is (calls under their checks included, and with
+    /// a task store every replica sharing it); a task call past it is refused with `-32600`
+    /// before anything runs.
     ///
     /// [`DEFAULT_MAX_TASKS`]: crate::DEFAULT_MAX_TASKS
     pub fn max_tasks(mut self, tasks: usize) -> Self {
