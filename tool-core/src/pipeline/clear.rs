@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::finish::{answered_by_store, rejected};
-use super::{Call, Pipeline};
+use super::state::{Call, Pipeline};
 use crate::approval::{self, ApprovalRequest, Refusal};
 use crate::call::Session;
 use crate::execute::Bounds;

@@ -4,8 +4,10 @@
 
 use std::sync::Arc;
 
+use super::erased::DynTool;
 use super::finish::rejected;
-use super::{run, Call, DynTool, Pipeline};
+use super::run::run;
+use super::state::{Call, Pipeline};
 use crate::call::Session;
 use crate::conversation::{durable, ConversationStore, Prepare};
 use crate::idempotency::Fingerprint;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use tokio::time::Instant;
 
-use super::{Call, Pipeline};
+use super::state::{Call, Pipeline};
 use crate::call::Session;
 use crate::conversation::recovery;
 use crate::execute::fallback::Interpreted;
