@@ -24,7 +24,8 @@ use crate::validate::shape::{self, ShapeValidator};
 /// A registered tool with its type erased, so one table can hold every tool.
 pub(crate) trait DynTool: Send + Sync {
     fn spec(&self) -> &ToolSpec;
-    fn guard(&self) -> &Bounds;
+    /// The bounds every attempt runs within: timeout, deadline, retries, breaker.
+    fn bounds(&self) -> &Bounds;
     fn stats(&self) -> &ToolStats;
     fn required_state(&self) -> Vec<StateRequirement>;
     /// The typed checks of `arguments` (shape, field rules, semantic rule, provenance,
@@ -235,7 +236,7 @@ pub(crate) struct Entry<T: Body> {
     tool: T,
     spec: ToolSpec,
     shape: ShapeValidator,
-    guard: Bounds,
+    bounds: Bounds,
     stats: ToolStats,
 }
 
@@ -245,13 +246,13 @@ pub(crate) fn entry_with<T: Body>(
     tool: T,
     spec: ToolSpec,
     shape: ShapeValidator,
-    guard: Bounds,
+    bounds: Bounds,
 ) -> Box<dyn DynTool> {
     Box::new(Entry {
         tool,
         spec,
         shape,
-        guard,
+        bounds,
         stats: ToolStats::default(),
     })
 }
@@ -261,8 +262,8 @@ impl<T: Body> DynTool for Entry<T> {
         &self.spec
     }
 
-    fn guard(&self) -> &Bounds {
-        &self.guard
+    fn bounds(&self) -> &Bounds {
+        &self.bounds
     }
 
     fn stats(&self) -> &ToolStats {

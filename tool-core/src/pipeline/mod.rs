@@ -14,10 +14,11 @@
 //! stage are ordinary functions, compiled once for all tools, so a tool adds to a build only
 //! what its own types need.
 
-mod clear;
+mod approval;
 mod durable;
 mod erased;
 mod finish;
+mod idempotency;
 mod run;
 mod state;
 

@@ -4,15 +4,16 @@ use std::future::Future;
 
 use tokio::time::Instant;
 
-use super::clear;
+use super::approval;
 use super::erased::{Answer, Args, DynTool, ToolAttempts};
-use super::finish::{conclude, finalize, rejected};
+use super::finish::{answered_by_store, conclude, finalize, rejected};
+use super::idempotency::{self, Step};
 use super::state::{Call, Pipeline};
 use crate::call::Session;
 use crate::execute::fallback::{self, Interpreted};
 use crate::execute::Executed;
 use crate::guard::{output, policy};
-use crate::idempotency::{self, IdempotencyKey};
+use crate::idempotency::IdempotencyKey;
 use crate::outcome::{Failure, Fixes, Outcome};
 use crate::repair::stage::{self as repair, Repairs};
 use crate::runtime::BoxFuture;
@@ -77,23 +78,32 @@ pub(super) fn run<'a>(
                 return rejected((spec, stats), call, *failure, session, pipeline);
             }
         }
-        // The stages before the attempt that wait on something else (the idempotency store,
-        // a reviewer) run in one boxed future of their own, entered only by calls that need
-        // one, so the call's future holds none of their state.
-        let lease = if matches!(spec.effect(), Effect::SideEffecting) || spec.requires_approval() {
-            let stage = (spec, tool.guard(), stats);
-            // On the in-memory store, a call that needs no approval waits on nothing here.
-            let cleared = match clear::clear_now(stage, &mut call, session, pipeline) {
-                Some(cleared) => cleared,
-                None => Box::pin(clear::clear(stage, &mut call, session, pipeline)).await,
+        // Idempotency, then approval: a call that already ran under its key is answered from
+        // the store, never asked about again. What these stages wait on (a store, a reviewer)
+        // is boxed on its own, entered only by calls that need it, so the call's future holds
+        // none of its state.
+        let mut lease = None;
+        if matches!(spec.effect(), Effect::SideEffecting) {
+            let begun = match idempotency::begin(spec, tool.bounds(), &call, session, pipeline) {
+                Step::Ready(begun) => begun,
+                Step::Waiting(begun) => begun.await,
             };
-            match cleared {
-                Ok(lease) => lease,
-                Err(outcome) => return outcome,
+            match begun {
+                // Boxed: the lease waits out every attempt, in the call's future.
+                Ok(begun) => lease = Some(Box::new(begun)),
+                Err(outcome) => {
+                    let call = call.take();
+                    return answered_by_store((spec, stats), call, outcome, session, pipeline);
+                }
             }
-        } else {
-            None
-        };
+        }
+        if spec.requires_approval() {
+            let asked =
+                approval::ask_approver((spec, stats), &mut call, &mut lease, session, pipeline);
+            if let Err(outcome) = Box::pin(asked).await {
+                return outcome;
+            }
+        }
         let key = match &lease {
             Some(lease) => Some(lease.key().clone()),
             None => spec
@@ -120,7 +130,7 @@ pub(super) fn run<'a>(
             pipeline,
         };
         let executed = tool
-            .guard()
+            .bounds()
             .attempts(&pipeline.sources, begin, attempts)
             .await;
         let mut executed = interpreted(executed, spec, session, &call.id, pipeline);
@@ -138,17 +148,8 @@ pub(super) fn run<'a>(
         let id = std::mem::take(&mut call.id);
         let mut outcome = conclude(spec, id, call.arrived, executed, degraded);
         if let Some(lease) = lease {
-            match &pipeline.memory {
-                Some(memory) => idempotency::settle_call_now(memory, *lease, &outcome, uncertain),
-                None => {
-                    Box::pin(idempotency::settle_call(
-                        &*pipeline.store,
-                        *lease,
-                        &outcome,
-                        uncertain,
-                    ))
-                    .await
-                }
+            if let Some(waiting) = idempotency::settle(pipeline, *lease, &outcome, uncertain) {
+                waiting.await;
             }
         }
         outcome.repaired_by = repaired_by;

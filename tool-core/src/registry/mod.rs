@@ -310,7 +310,7 @@ impl Registry {
     /// [`force_open`](BreakerHandle::force_open) and [`reset`](BreakerHandle::reset).
     pub fn breaker(&self, name: &str) -> Option<BreakerHandle> {
         self.table().tools.get(name).map(|t| BreakerHandle {
-            breaker: Arc::clone(t.tool.guard().breaker()),
+            breaker: Arc::clone(t.tool.bounds().breaker()),
             clock: self.inner.pipeline.sources.clock.clone(),
         })
     }
