@@ -3,13 +3,13 @@
 
 A module is a file (`src/a/b.rs` and `src/a/b/mod.rs` are `a::b`). An edge `a -> b` is a path
 to `b` written in `a`'s file outside its `#[cfg(test)]` module (a unit test may reach
-anywhere): `crate::b...`, `super::...` resolved from `a`, or `c::...` naming a child `c` of `a`
-(`use c::X;`, `pub use c::X;`), each taken to its longest prefix that is a module. A child
-reaching its parent is an edge like any other, whichever way a reader follows it: a parent that
-re-exports its child while the child imports from the parent is a circle; a child imports what
-it shares with its siblings from the sibling that owns it. Only the crate root is exempt (as a
-target and as a source): `lib.rs` is the table of contents. Usage:
-scripts/module_circles.py [SRC_DIR ...], default tool-core/src.
+anywhere): `crate::b...`, `super::...` resolved from `a`, or `c::...` naming a child `c` of `a`,
+each taken to its longest prefix that is a module. A child reaching its parent is an edge like
+any other: a parent that uses its child while the child imports from the parent is a circle
+(a child imports what it shares with its siblings from the sibling that owns it). A parent's
+re-export of its child (`pub use c::X;`) is its table of contents, not an import, and the crate
+root is exempt (as a target and as a source). Usage: scripts/module_circles.py [SRC_DIR ...],
+default tool-core/src.
 """
 import os
 import re
@@ -17,6 +17,7 @@ import sys
 
 PATH = re.compile(r"\b(crate|super)::((?:(?:[a-z_][a-z0-9_]*|super)::)*[a-z_][a-z0-9_]*|\{)")
 CHILD = re.compile(r"(?<![:\w])((?:[a-z_][a-z0-9_]*::)+)")
+REEXPORT = re.compile(r"\bpub(?:\([a-z]+\))?\s+use\s+[a-z_][a-z0-9_]*::[^;]*;", re.S)
 USE_GROUP = re.compile(r"\buse\s+(crate|super)::\{([^;]*)\};", re.S)
 
 
@@ -78,7 +79,8 @@ def targets(text, known, module):
     paths += [(m.group(1), m.group(2)) for m in PATH.finditer(text) if m.group(2) != "{"]
     if module:
         # A path that starts at a child of this module (`use c::X;`, `c::f()`).
-        paths += [("self", m.group(1)[:-2]) for m in CHILD.finditer(text)]
+        body = REEXPORT.sub("", text)
+        paths += [("self", m.group(1)[:-2]) for m in CHILD.finditer(body)]
     for root, path in paths:
         segs = absolute(root, path, module)
         # The longest prefix that is a module.
