@@ -151,6 +151,35 @@ pub struct Registry {
     inner: Arc<Inner>,
 }
 
+/// Why a transport refuses a call before handing it over ([`Registry::admit`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Inadmissible {
+    /// No tool of the name exists for the session: the registry has none, or a predicate
+    /// ([`visible_when`](RegistryBuilder::visible_when),
+    /// [`tool_filter`](RegistryBuilder::tool_filter)) hides it.
+    UnknownTool,
+    /// The argument text is longer than the transport accepts.
+    ArgumentsTooLarge {
+        /// The argument text's length, in bytes.
+        size: usize,
+        /// The transport's limit, in bytes.
+        limit: usize,
+    },
+}
+
+impl fmt::Display for Inadmissible {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Inadmissible::UnknownTool => f.write_str("no tool of this name exists for the session"),
+            Inadmissible::ArgumentsTooLarge { size, limit } => write!(
+                f,
+                "the arguments are {size} bytes, over the limit of {limit} bytes"
+            ),
+        }
+    }
+}
+
 impl Registry {
     /// An empty builder.
     pub fn builder() -> RegistryBuilder {
@@ -231,10 +260,53 @@ impl Registry {
     /// assert!(!registry.exists_for("open_books", &clerk));
     /// ```
     pub fn exists_for(&self, name: &str, session: &Session) -> bool {
+        self.slot_for(name, session).is_some()
+    }
+
+    /// The checks a transport makes before it hands a call over, decided as
+    /// [`Registry::call_in`] decides them: whether the tool `name` exists for `session` (see
+    /// [`Registry::exists_for`]; a tool whose scopes the session lacks exists, and the call
+    /// refuses it as `unauthorized`), then whether the argument text is within
+    /// `max_argument_bytes`, the transport's own limit on what it accepts. The transport answers
+    /// a refusal in its protocol (the MCP server: JSON-RPC `-32602`) instead of an outcome; a
+    /// call admitted here still goes through every check of the call itself.
+    ///
+    /// ```
+    /// # use toolwright_core::{Registry, Session, registry::Inadmissible};
+    /// let registry = Registry::builder().build().unwrap();
+    /// let session = Session::new("conv-1");
+    /// assert_eq!(
+    ///     registry.admit("refund_order", "{}", &session, 1024),
+    ///     Err(Inadmissible::UnknownTool)
+    /// );
+    /// ```
+    pub fn admit(
+        &self,
+        name: &str,
+        arguments: &str,
+        session: &Session,
+        max_argument_bytes: usize,
+    ) -> Result<(), Inadmissible> {
+        if self.slot_for(name, session).is_none() {
+            return Err(Inadmissible::UnknownTool);
+        }
+        if arguments.len() > max_argument_bytes {
+            return Err(Inadmissible::ArgumentsTooLarge {
+                size: arguments.len(),
+                limit: max_argument_bytes,
+            });
+        }
+        Ok(())
+    }
+
+    /// The tool `name` in the table, unless a predicate hides it from `session`: what a call of
+    /// the name reaches.
+    #[inline]
+    fn slot_for(&self, name: &str, session: &Session) -> Option<&Slot> {
         self.table()
             .tools
             .get(name)
-            .is_some_and(|slot| self.predicates_allow(slot, session))
+            .filter(|slot| self.predicates_allow(slot, session))
     }
 
     /// Whether `session` is shown the tool in `slot`: its scopes, then the predicates, and
@@ -381,19 +453,17 @@ impl Registry {
     ) -> impl Future<Output = Outcome> + Send + 'a {
         let (id, name, arguments, progress) = call.into_parts();
         let pipeline = &self.inner.pipeline;
-        match self.table().tools.get(name.as_str()) {
-            // A tool a predicate hides from this session does not exist for it. (One it lacks
-            // a scope for is `unauthorized`, decided by the pipeline before the arguments.)
-            Some(slot) if !slot.deferred && self.predicates_allow(slot, session) => {
-                Either::Left(pipeline::dispatch(
-                    &*slot.tool,
-                    Call::new(id, arguments, progress),
-                    session,
-                    pipeline,
-                ))
-            }
+        // A tool a predicate hides from this session does not exist for it. (One it lacks a
+        // scope for is `unauthorized`, decided by the pipeline before the arguments.)
+        match self.slot_for(name.as_str(), session) {
+            Some(slot) if !slot.deferred => Either::Left(pipeline::dispatch(
+                &*slot.tool,
+                Call::new(id, arguments, progress),
+                session,
+                pipeline,
+            )),
             // A deferred tool runs once the conversation found it.
-            Some(slot) if self.predicates_allow(slot, session) => {
+            Some(slot) => {
                 let call = Call::new(id, arguments, progress);
                 Either::Right(Either::Right(self.deferred(slot, name, call, session)))
             }
