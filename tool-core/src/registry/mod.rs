@@ -18,13 +18,15 @@
 
 mod builder;
 mod change;
+mod export;
+mod index;
 mod search;
 
 pub use builder::{BuildError, RegistryBuilder};
 pub use change::Changes;
+pub use index::SearchHit;
 pub use search::{
-    SearchHit, ToolSearch, DEFAULT_SEARCH_RESULTS, DEFAULT_SEARCH_TOOL, MAX_QUERY_CHARS,
-    MAX_SEARCH_RESULTS,
+    ToolSearch, DEFAULT_SEARCH_RESULTS, DEFAULT_SEARCH_TOOL, MAX_QUERY_CHARS, MAX_SEARCH_RESULTS,
 };
 
 use std::any::{Any, TypeId};
@@ -101,7 +103,7 @@ struct Table {
     specs: Vec<ToolSpec>,
     names: Arc<[String]>,
     /// The search index of the deferred tools, when there are any.
-    index: Option<search::Index>,
+    index: Option<index::Index>,
 }
 
 impl Table {
@@ -110,7 +112,12 @@ impl Table {
         specs.sort_by(|a, b| a.name.cmp(&b.name));
         let names = specs.iter().map(|s| s.name.to_string()).collect();
         // In name order, so the index (and a tie between two tools) is the same on every replica.
-        let index = search::Index::new(specs.iter().filter_map(|s| tools.get(s.name())));
+        let deferred = specs
+            .iter()
+            .filter_map(|s| tools.get(s.name()))
+            .filter(|slot| slot.deferred)
+            .map(|slot| slot.tool.spec());
+        let index = index::Index::new(deferred);
         Table {
             tools,
             specs,
