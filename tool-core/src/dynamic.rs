@@ -80,7 +80,7 @@ use crate::outcome::Violations;
 use crate::pipeline::{self, Body, Pipeline};
 use crate::provenance::{self, Identifier};
 use crate::providers::{Export, Provider};
-use crate::registry::BuildError;
+use crate::registry::error::BuildError;
 use crate::runtime::BoxFuture;
 use crate::tool::grounds::Grounds;
 use crate::tool::spec::{Effect, FieldMeta, StateRequirement, ToolMeta, ToolSpec};

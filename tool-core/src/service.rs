@@ -59,8 +59,8 @@ impl Service<ToolCall> for Registry {
 /// every clone serves the same conversation.
 #[derive(Clone)]
 pub struct SessionService {
-    registry: Registry,
-    session: Session,
+    pub(crate) registry: Registry,
+    pub(crate) session: Session,
 }
 
 impl std::fmt::Debug for SessionService {
@@ -95,16 +95,5 @@ impl Service<ToolCall> for SessionService {
     fn call(&mut self, call: ToolCall) -> ServiceFuture {
         let (registry, session) = (self.registry.clone(), self.session.clone());
         Box::pin(async move { Ok(registry.call_in(&session, call).await) })
-    }
-}
-
-impl Registry {
-    /// This registry as a `tower` service whose calls run in `session` (see the
-    /// [module](crate::service) for the contract).
-    pub fn service_in(&self, session: Session) -> SessionService {
-        SessionService {
-            registry: self.clone(),
-            session,
-        }
     }
 }

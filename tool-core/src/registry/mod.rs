@@ -18,12 +18,16 @@
 
 mod builder;
 mod change;
+pub(crate) mod error;
 mod export;
 mod index;
 mod search;
+#[cfg(feature = "tower")]
+mod serve;
 
-pub use builder::{BuildError, RegistryBuilder};
+pub use builder::RegistryBuilder;
 pub use change::Changes;
+pub use error::BuildError;
 pub use index::SearchHit;
 pub use search::{
     ToolSearch, DEFAULT_SEARCH_RESULTS, DEFAULT_SEARCH_TOOL, MAX_QUERY_CHARS, MAX_SEARCH_RESULTS,
