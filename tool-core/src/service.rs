@@ -31,9 +31,10 @@ use std::task::{Context, Poll};
 
 use tower_service::Service;
 
-use crate::call::{Session, ToolCall};
+use crate::call::ToolCall;
 use crate::outcome::Outcome;
 use crate::registry::Registry;
+use crate::session::Session;
 
 /// The future of a call through the [`Service`] implementations: owned, so a layer can hold it
 /// past the borrow of the service.

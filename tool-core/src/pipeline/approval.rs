@@ -7,10 +7,10 @@ use std::sync::Arc;
 use super::finish::rejected;
 use super::state::{Call, Pipeline};
 use crate::approval::{self, ApprovalRequest, Refusal};
-use crate::call::Session;
 use crate::idempotency::{Fingerprint, Lease};
 use crate::observe::{self, ToolStats};
 use crate::outcome::{Outcome, Status};
+use crate::session::Session;
 use crate::tool::spec::ToolSpec;
 
 /// Asks the session's approver about the call. `Err`: the call's finished outcome

@@ -8,10 +8,10 @@ use super::erased::DynTool;
 use super::finish::rejected;
 use super::run::run;
 use super::state::{Call, Pipeline};
-use crate::call::Session;
 use crate::conversation::{durable, ConversationStore, Prepare};
 use crate::idempotency::Fingerprint;
 use crate::outcome::{Failure, Outcome};
+use crate::session::Session;
 use crate::validate as checks;
 
 /// The store-backed path: the ids the call's grounded arguments hold, and the arguments a

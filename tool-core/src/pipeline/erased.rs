@@ -6,7 +6,7 @@
 use std::future::Future;
 
 use super::state::{Call, Pipeline};
-use crate::call::{Invocation, Session};
+use crate::context::Invocation;
 use crate::error::ToolError;
 use crate::execute::fallback::{self, FallbackFuture, Interpreted};
 use crate::execute::{Attempt, AttemptInfo, Bounds, Executed};
@@ -16,6 +16,7 @@ use crate::observe::{self, ToolStats};
 use crate::outcome::{ErrorKind, Failure, Violations};
 use crate::provenance;
 use crate::runtime::BoxFuture;
+use crate::session::Session;
 use crate::tool::spec::{StateRequirement, ToolSpec};
 use crate::tool::Tool;
 use crate::validate::field_failure;

@@ -8,7 +8,6 @@ use std::sync::Arc;
 use tokio::time::Instant;
 
 use super::state::{Call, Pipeline};
-use crate::call::Session;
 use crate::conversation::recovery;
 use crate::execute::fallback::Interpreted;
 use crate::execute::Executed;
@@ -16,6 +15,7 @@ use crate::idempotency::IdempotencyKey;
 use crate::observe::{self, ToolStats};
 use crate::outcome::{ErrorKind, Failure, Marks, Outcome};
 use crate::provenance::{self, Finders};
+use crate::session::Session;
 use crate::tool::spec::ToolSpec;
 use crate::validate as checks;
 

@@ -10,7 +10,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::state::{Call, Pipeline};
-use crate::call::Session;
 use crate::error::ToolError;
 use crate::execute::Bounds;
 use crate::idempotency::{
@@ -19,6 +18,7 @@ use crate::idempotency::{
 };
 use crate::outcome::Outcome;
 use crate::runtime::BoxFuture;
+use crate::session::Session;
 use crate::tool::spec::ToolSpec;
 
 /// How much longer than a call's whole deadline its idempotency lock lasts: room for the clock

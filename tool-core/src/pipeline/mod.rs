@@ -27,10 +27,10 @@ pub(crate) use erased::{entry_with, reparse, Body, DynTool};
 pub(crate) use finish::{finalize, finders};
 pub(crate) use state::{Call, Pipeline};
 
-use crate::call::Session;
 use crate::observe;
 use crate::outcome::Outcome;
 use crate::runtime::BoxFuture;
+use crate::session::Session;
 use durable::run_durable;
 use run::run;
 

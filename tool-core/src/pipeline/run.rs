@@ -9,7 +9,6 @@ use super::erased::{Answer, Args, DynTool, ToolAttempts};
 use super::finish::{answered_by_store, conclude, finalize, rejected};
 use super::idempotency::{self, Step};
 use super::state::{Call, Pipeline};
-use crate::call::Session;
 use crate::execute::fallback::{self, Interpreted};
 use crate::execute::Executed;
 use crate::guard::{output, policy};
@@ -17,6 +16,7 @@ use crate::idempotency::IdempotencyKey;
 use crate::outcome::{Failure, Fixes, Outcome};
 use crate::repair::stage::{self as repair, Repairs};
 use crate::runtime::BoxFuture;
+use crate::session::Session;
 use crate::tool::spec::{Effect, ToolSpec};
 use crate::validate as checks;
 

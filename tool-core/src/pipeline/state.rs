@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::call::StateMap;
+use crate::context::StateMap;
 use crate::conversation::recovery::RecoveryBudget;
 use crate::idempotency::{IdempotencyStore, KeyMode, MemoryStore};
 use crate::observe::{ArgumentLog, Quarantine};

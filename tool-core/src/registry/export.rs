@@ -4,8 +4,8 @@
 use serde_json::Value;
 
 use super::Registry;
-use crate::call::Session;
 use crate::providers::{Export, ExportError};
+use crate::session::Session;
 
 impl Registry {
     /// Every tool's definition for a provider: the value of its `tools` request field, each

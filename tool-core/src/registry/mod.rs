@@ -47,7 +47,8 @@ use futures_util::future::Either;
 use tokio::time::Instant;
 
 use crate::approval::{Approvals, DecideError};
-use crate::call::{Session, State, StateMap, ToolCall};
+use crate::call::ToolCall;
+use crate::context::{State, StateMap};
 use crate::conversation::RecoveryBudget;
 use crate::conversation::{Decision, TicketState, FOUND_KIND};
 use crate::execute::{
@@ -65,6 +66,7 @@ use crate::repair::{DeterministicRepair, Repairer};
 use crate::runtime::clock::ClockHandle;
 use crate::runtime::random::RandomHandle;
 use crate::runtime::Sources;
+use crate::session::Session;
 use crate::tool::spec::ToolSpec;
 use crate::tool::Tool;
 use crate::validate as checks;

@@ -17,9 +17,9 @@ use serde_json::{json, Value};
 
 use super::index::SearchHit;
 use super::{Inner, Registry};
-use crate::call::Session;
 use crate::conversation::{ConversationStoreError, Prepare, FOUND_KIND};
 use crate::dynamic::DynamicTool;
+use crate::session::Session;
 use crate::tool::spec::ToolSpec;
 use crate::tool::Effect;
 

@@ -1,8 +1,8 @@
 //! A registry as a `tower` service bound to a session ([`crate::service`]).
 
 use super::Registry;
-use crate::call::Session;
 use crate::service::SessionService;
+use crate::session::Session;
 
 impl Registry {
     /// This registry as a `tower` service whose calls run in `session` (see the
