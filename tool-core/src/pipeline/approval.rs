@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use super::finish::rejected;
+use super::finish::reject;
 use super::state::{Call, Pipeline};
 use crate::approval::{self, ApprovalRequest, Refusal};
 use crate::idempotency::{Fingerprint, Lease};
@@ -75,9 +75,7 @@ async fn not_approved(
         }
     }
     let ticket = match refusal {
-        Refusal::Denied(failure) => {
-            return rejected((spec, stats), call, failure, session, pipeline)
-        }
+        Refusal::Denied(failure) => return reject((spec, stats), call, failure, session, pipeline),
         Refusal::Pending(ticket) => ticket,
     };
     let data = serde_json::value::to_raw_value(&serde_json::json!({ "ticket": ticket }))

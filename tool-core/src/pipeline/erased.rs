@@ -32,7 +32,7 @@ pub(crate) trait DynTool: Send + Sync {
     /// The typed checks of `arguments` (shape, field rules, semantic rule, provenance,
     /// authorization), the parsed arguments kept for [`DynTool::invoke`] (boxed: only the tool
     /// knows their type).
-    fn validated(
+    fn check_arguments(
         &self,
         arguments: &str,
         session: &Session,
@@ -275,7 +275,7 @@ impl<T: Body> DynTool for Entry<T> {
         self.tool.required_state()
     }
 
-    fn validated(
+    fn check_arguments(
         &self,
         arguments: &str,
         session: &Session,

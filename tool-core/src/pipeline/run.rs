@@ -6,7 +6,7 @@ use tokio::time::Instant;
 
 use super::approval;
 use super::erased::{Answer, Args, DynTool, ToolAttempts};
-use super::finish::{answered_by_store, conclude, finalize, rejected};
+use super::finish::{answer_from_store, conclude, finalize, reject};
 use super::idempotency::{self, Step};
 use super::state::{Call, Pipeline};
 use crate::execute::fallback::{self, Interpreted};
@@ -44,10 +44,10 @@ pub(super) fn run<'a>(
         // about its arguments.
         // (A temporary, not a named local: a named `Result<Args, _>` would stay in the
         // future's state through every later await, beside the args moved out of it.)
-        let (args, repaired_by) = match checked(tool, &call, session, pipeline) {
+        let (args, repaired_by) = match check_input(tool, &call, session, pipeline) {
             Ok(args) => (args, Fixes::EMPTY),
             Err(failure) if pipeline.rules.is_none() && pipeline.repairer.is_none() => {
-                return rejected((spec, stats), call, *failure, session, pipeline)
+                return reject((spec, stats), call, *failure, session, pipeline)
             }
             // The repair pass is an ordinary stage over the type-erased tool, boxed (few
             // calls need it).
@@ -58,14 +58,14 @@ pub(super) fn run<'a>(
                     clock: &pipeline.sources.clock,
                     timeout: pipeline.repair_timeout,
                 };
-                let check = |text: &str| tool.validated(text, session, pipeline);
+                let check = |text: &str| tool.check_arguments(text, session, pipeline);
                 let (id, arguments) = (&call.id, &mut call.arguments);
                 let repair: BoxFuture<'_, Result<(Args, Fixes), Box<Failure>>> =
                     Box::pin(repair::repair(repairs, spec, id, arguments, failure, check));
                 match repair.await {
                     Ok(repaired) => repaired,
                     Err(failure) => {
-                        return rejected((spec, stats), call, *failure, session, pipeline)
+                        return reject((spec, stats), call, *failure, session, pipeline)
                     }
                 }
             }
@@ -75,7 +75,7 @@ pub(super) fn run<'a>(
             if let Err(failure) =
                 policy::check_call(guard, spec, session, &call.id, &call.arguments)
             {
-                return rejected((spec, stats), call, *failure, session, pipeline);
+                return reject((spec, stats), call, *failure, session, pipeline);
             }
         }
         // Idempotency, then approval: a call that already ran under its key is answered from
@@ -93,7 +93,7 @@ pub(super) fn run<'a>(
                 Ok(begun) => lease = Some(Box::new(begun)),
                 Err(outcome) => {
                     let call = call.take();
-                    return answered_by_store((spec, stats), call, outcome, session, pipeline);
+                    return answer_from_store((spec, stats), call, outcome, session, pipeline);
                 }
             }
         }
@@ -133,7 +133,7 @@ pub(super) fn run<'a>(
             .bounds()
             .attempts(&pipeline.sources, begin, attempts)
             .await;
-        let mut executed = interpreted(executed, spec, session, &call.id, pipeline);
+        let mut executed = check_output(executed, spec, session, &call.id, pipeline);
         let degraded = match fallback::wanted(spec.has_fallback(), spec.idempotent(), &executed) {
             Some(kind) => {
                 match tool.fall_back(&mut executed, kind, &call, key.as_ref(), session, pipeline) {
@@ -170,7 +170,7 @@ pub(super) fn run<'a>(
 }
 
 /// Scopes, the size limit, then the tool's typed checks.
-fn checked(
+fn check_input(
     tool: &dyn DynTool,
     call: &Call,
     session: &Session,
@@ -179,11 +179,11 @@ fn checked(
     crate::guard::scopes(tool.spec(), session)?;
     // The size before anything reads the text.
     checks::check_size(&call.arguments, pipeline.max_argument_bytes).map_err(Box::new)?;
-    tool.validated(&call.arguments, session, pipeline)
+    tool.check_arguments(&call.arguments, session, pipeline)
 }
 
 /// The attempts' answer, checked by the output guards.
-fn interpreted(
+fn check_output(
     executed: Executed<Answer>,
     spec: &ToolSpec,
     session: &Session,
