@@ -257,7 +257,7 @@ impl ToolContext {
     /// Reports how far the call got: `done` of `total` (if known), with a message for a person
     /// (empty for none). `done` should grow with every report. Under MCP, when the client asked
     /// for progress, it becomes a `notifications/progress`; with a handle from
-    /// [`ToolCall::with_progress`] it goes there; otherwise it is a `tracing` event. Reports are
+    /// [`ToolCall::with_progress`](crate::ToolCall::with_progress) it goes there; otherwise it is a `tracing` event. Reports are
     /// rate-limited (see [the `progress` module](crate::progress)), so report as often as is convenient.
     ///
     /// ```

@@ -326,7 +326,7 @@ impl Session {
         self.0.approver.as_deref()
     }
 
-    /// Sets who brings a tool's questions ([`ToolContext::ask`]) to the user. The MCP server
+    /// Sets who brings a tool's questions ([`ToolContext::ask`](crate::ToolContext::ask)) to the user. The MCP server
     /// sets one per request; without one, `ask` fails with `bad_request`.
     pub fn with_asker<A: Asker>(mut self, asker: Arc<A>) -> Self {
         Arc::make_mut(&mut self.0).asker = Some(asker);

@@ -31,7 +31,7 @@ pub enum Construct {
     },
     /// The tool's name breaks the provider's naming rule.
     ToolName,
-    /// A search of deferred tools by the provider itself ([`Export::native_tool_search`]),
+    /// A search of deferred tools by the provider itself ([`Export::native_tool_search`](crate::providers::Export::native_tool_search)),
     /// which the provider does not offer.
     NativeToolSearch,
     /// A parameter's name breaks the provider's naming rule.

@@ -19,7 +19,7 @@ use crate::tool::spec::ToolSpec;
 /// Rewrites transform what they can without loss (`oneOf` of constants to `enum`, `const` to a
 /// one-value `enum`, a `$ref` with siblings inlined, nullable types in the provider's form),
 /// restate in the description what the provider rejects but a sentence can carry (length
-/// bounds, formats, defaults, uniqueness), and refuse the rest ([`Construct`]).
+/// bounds, formats, defaults, uniqueness), and refuse the rest ([`Construct`](crate::providers::Construct)).
 ///
 /// A tool's example arguments ([`ToolSpec::examples`]) go where the provider reads them.
 /// Anthropic has a field for them, `input_examples` (an array of input objects, in the

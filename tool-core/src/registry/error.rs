@@ -10,14 +10,14 @@ use crate::outcome::{ErrorKind, Violation};
 pub enum BuildError {
     /// Two tools share a name; a model could not tell them apart.
     DuplicateTool(String),
-    /// A tool takes `State<T>` but no `T` was given to [`RegistryBuilder::state`].
+    /// A tool takes `State<T>` but no `T` was given to [`RegistryBuilder::state`](crate::RegistryBuilder::state).
     MissingState {
         /// The tool.
         tool: String,
         /// The missing state's type.
         state: &'static str,
     },
-    /// [`RegistryBuilder::breaker_for`] names a tool the registry does not have.
+    /// [`RegistryBuilder::breaker_for`](crate::RegistryBuilder::breaker_for) names a tool the registry does not have.
     UnknownBreakerTool(String),
     /// A builder setting (`setting`, such as `visible_when`) names a tool the registry does
     /// not have.
@@ -27,7 +27,7 @@ pub enum BuildError {
         /// The name it was given.
         name: String,
     },
-    /// A tool's registered name (with its [`prefixed`](RegistryBuilder::prefixed) prefix)
+    /// A tool's registered name (with its [`prefixed`](crate::RegistryBuilder::prefixed) prefix)
     /// is one some provider refuses.
     InvalidName {
         /// The name.
@@ -35,9 +35,9 @@ pub enum BuildError {
         /// What is wrong with it.
         why: &'static str,
     },
-    /// A change ([`Changes::deferred`]) defers this tool in a registry that has no search tool
+    /// A change ([`Changes::deferred`](crate::registry::Changes::deferred)) defers this tool in a registry that has no search tool
     /// to find it with: build the registry with
-    /// [`tool_search`](RegistryBuilder::tool_search).
+    /// [`tool_search`](crate::RegistryBuilder::tool_search).
     NoToolSearch(String),
     /// A tool defined at run time has no handler.
     MissingHandler(String),

@@ -10,7 +10,7 @@ use crate::session::Session;
 impl Registry {
     /// Every tool's definition for a provider: the value of its `tools` request field, each
     /// tool's examples as Anthropic's `input_examples` or, elsewhere, a last `Examples:`
-    /// paragraph of its description ([`Provider`]).
+    /// paragraph of its description ([`Provider`](crate::providers::Provider)).
     ///
     /// ```
     /// # use toolwright_core::{Registry, providers::Provider};

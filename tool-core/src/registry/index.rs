@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::tool::spec::ToolSpec;
 
-/// A tool a search found, and how well it matched ([`Registry::search`]).
+/// A tool a search found, and how well it matched ([`Registry::search`](crate::Registry::search)).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SearchHit {
     /// The tool's name.
