@@ -1,18 +1,24 @@
 #!/usr/bin/env python3
 """Prints the import circles among a crate's modules and exits 1 when there is one.
 
-A module is a file (`src/a/b.rs` and `src/a/b/mod.rs` are `a::b`). An edge `a -> b` is a
-`crate::b...` path written in `a`'s file outside its `#[cfg(test)]` module (a unit test may
-reach anywhere). A child reaching its parent (`super::`, or `crate::` to an ancestor) is not an
-edge: a parent holds what its children share. Usage: scripts/module_circles.py [SRC_DIR ...],
+A module is a file (`src/a/b.rs` and `src/a/b/mod.rs` are `a::b`). An edge `a -> b` is a path
+to `b` written in `a`'s file outside its `#[cfg(test)]` module (a unit test may reach
+anywhere): `crate::b...`, `super::...` resolved from `a`, or `c::...` naming a child `c` of `a`,
+each taken to its longest prefix that is a module. A child reaching its parent is an edge like
+any other: a parent that uses its child while the child imports from the parent is a circle
+(a child imports what it shares with its siblings from the sibling that owns it). A parent's
+re-export of its child (`pub use c::X;`) is its table of contents, not an import, and the crate
+root is exempt (as a target and as a source). Usage: scripts/module_circles.py [SRC_DIR ...],
 default tool-core/src.
 """
 import os
 import re
 import sys
 
-PATH = re.compile(r"\bcrate::((?:[a-z_][a-z0-9_]*::)*[a-z_][a-z0-9_]*|\{)")
-USE_GROUP = re.compile(r"\buse\s+crate::\{([^;]*)\};", re.S)
+PATH = re.compile(r"\b(crate|super)::((?:(?:[a-z_][a-z0-9_]*|super)::)*[a-z_][a-z0-9_]*|\{)")
+CHILD = re.compile(r"(?<![:\w])((?:[a-z_][a-z0-9_]*::)+)")
+REEXPORT = re.compile(r"\bpub(?:\([a-z]+\))?\s+use\s+[a-z_][a-z0-9_]*::[^;]*;", re.S)
+USE_GROUP = re.compile(r"\buse\s+(crate|super)::\{([^;]*)\};", re.S)
 
 
 def modules(src):
@@ -48,17 +54,35 @@ def strip_tests(text):
     return "".join(out)
 
 
-def targets(text, known):
+def absolute(root, path, module):
+    """`crate::a::b` as `a::b`; `super::...` from `module` as the path from the crate root."""
+    segs = path.split("::")
+    if root == "crate":
+        return segs
+    if root == "self":
+        return (module.split("::") if module else []) + segs
+    base = module.split("::") if module else []
+    base = base[:-1]
+    while segs and segs[0] == "super":
+        base, segs = base[:-1], segs[1:]
+    return base + segs
+
+
+def targets(text, known, module):
     paths = []
     for m in USE_GROUP.finditer(text):
-        for part in re.split(r",(?![^{]*\})", m.group(1)):
+        for part in re.split(r",(?![^{]*\})", m.group(2)):
             part = part.strip()
             if part:
-                paths.append(re.split(r"::\{|\s+as\s+", part)[0].replace(" ", ""))
+                paths.append((m.group(1), re.split(r"::\{|\s+as\s+", part)[0].replace(" ", "")))
     text = USE_GROUP.sub("", text)
-    paths += [m.group(1) for m in PATH.finditer(text) if m.group(1) != "{"]
-    for path in paths:
-        segs = path.split("::")
+    paths += [(m.group(1), m.group(2)) for m in PATH.finditer(text) if m.group(2) != "{"]
+    if module:
+        # A path that starts at a child of this module (`use c::X;`, `c::f()`).
+        body = REEXPORT.sub("", text)
+        paths += [("self", m.group(1)[:-2]) for m in CHILD.finditer(body)]
+    for root, path in paths:
+        segs = absolute(root, path, module)
         # The longest prefix that is a module.
         for n in range(len(segs), 0, -1):
             name = "::".join(segs[:n])
@@ -107,9 +131,8 @@ def main():
         graph = {m: set() for m in known}
         for name, path in known.items():
             text = strip_tests(open(path, encoding="utf-8").read())
-            for target in targets(text, known):
-                ancestor = target == "" or name == target or name.startswith(target + "::")
-                if not ancestor:
+            for target in targets(text, known, name):
+                if target not in ("", name):
                     graph[name].add(target)
         found = circles(graph)
         print(f"{src}: {len(known)} modules, {sum(map(len, graph.values()))} edges, {len(found)} circles")

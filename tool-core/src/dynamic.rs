@@ -73,15 +73,16 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::call::{Invocation, Session, ToolContext};
+use crate::context::{Invocation, ToolContext};
 use crate::error::ToolError;
 use crate::outcome::Failure;
 use crate::outcome::Violations;
 use crate::pipeline::{self, Body, Pipeline};
 use crate::provenance::{self, Identifier};
 use crate::providers::{Export, Provider};
-use crate::registry::BuildError;
+use crate::registry::error::BuildError;
 use crate::runtime::BoxFuture;
+use crate::session::Session;
 use crate::tool::grounds::Grounds;
 use crate::tool::spec::{Effect, FieldMeta, StateRequirement, ToolMeta, ToolSpec};
 use crate::validate::metered;

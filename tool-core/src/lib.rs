@@ -40,6 +40,8 @@
 // (idempotency, then timeouts, retries and the breaker); Classify (the result's shape); and
 // Recover, into the outcome the model reads.
 pub mod call;
+mod context;
+mod session;
 // Validate.
 pub mod validate;
 // Repair.

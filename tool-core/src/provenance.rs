@@ -28,10 +28,10 @@ use std::sync::Arc;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use crate::call::Session;
 use crate::conversation::{ConversationMemory, Grounding};
 use crate::outcome::Violations;
 use crate::outcome::{ErrorKind, Failure, Violation};
+use crate::session::Session;
 pub use crate::tool::grounds::Grounds;
 use crate::tool::spec::FieldMeta;
 use crate::validate::{escape_pointer, preview_str};

@@ -38,10 +38,11 @@ use std::sync::{Mutex, PoisonError};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::call::{Session, ToolCall};
+use crate::call::ToolCall;
 use crate::observe::redact::without_sensitive;
 use crate::outcome::Outcome;
 use crate::registry::Registry;
+use crate::session::Session;
 
 /// One recorded call: the conversation it belonged to, the call, the envelope the model read.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

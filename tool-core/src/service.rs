@@ -31,9 +31,10 @@ use std::task::{Context, Poll};
 
 use tower_service::Service;
 
-use crate::call::{Session, ToolCall};
+use crate::call::ToolCall;
 use crate::outcome::Outcome;
 use crate::registry::Registry;
+use crate::session::Session;
 
 /// The future of a call through the [`Service`] implementations: owned, so a layer can hold it
 /// past the borrow of the service.
@@ -59,8 +60,8 @@ impl Service<ToolCall> for Registry {
 /// every clone serves the same conversation.
 #[derive(Clone)]
 pub struct SessionService {
-    registry: Registry,
-    session: Session,
+    pub(crate) registry: Registry,
+    pub(crate) session: Session,
 }
 
 impl std::fmt::Debug for SessionService {
@@ -95,16 +96,5 @@ impl Service<ToolCall> for SessionService {
     fn call(&mut self, call: ToolCall) -> ServiceFuture {
         let (registry, session) = (self.registry.clone(), self.session.clone());
         Box::pin(async move { Ok(registry.call_in(&session, call).await) })
-    }
-}
-
-impl Registry {
-    /// This registry as a `tower` service whose calls run in `session` (see the
-    /// [module](crate::service) for the contract).
-    pub fn service_in(&self, session: Session) -> SessionService {
-        SessionService {
-            registry: self.clone(),
-            session,
-        }
     }
 }

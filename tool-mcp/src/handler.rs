@@ -15,6 +15,7 @@ use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext, Su
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{json, Value};
 use toolwright_core::approval::Approver;
+use toolwright_core::registry::Inadmissible;
 use toolwright_core::{providers, Outcome, Session, Status, ToolCall};
 
 use crate::approval::ElicitingApprover;
@@ -401,6 +402,24 @@ impl Tools {
             .collect()
     }
 
+    /// The core's refusal of a call before it runs, as JSON-RPC `-32602`.
+    fn inadmissible(&self, session: &Session, name: &str, refused: &Inadmissible) -> ErrorData {
+        match refused {
+            Inadmissible::UnknownTool => self.unknown_tool(session, name),
+            Inadmissible::ArgumentsTooLarge { size, limit } => ErrorData::invalid_params(
+                format!(
+                    "the arguments of '{name}' are {size} bytes, over this server's limit of {limit} bytes; send less data"
+                ),
+                Some(json!({
+                    "error_type": "arguments_too_large",
+                    "size_bytes": size,
+                    "limit_bytes": limit,
+                })),
+            ),
+            other => ErrorData::invalid_params(other.to_string(), None),
+        }
+    }
+
     /// `-32602` with the tools this session may call, in the message (clients often show only
     /// the message) and in `data`, so a model can still pick a real tool.
     fn unknown_tool(&self, session: &Session, name: &str) -> ErrorData {
@@ -688,37 +707,25 @@ impl ServerHandler for Tools {
         let stateless = is_stateless(&context);
         let resolved = self.session_in(&context, request.meta.as_ref(), stateless)?;
         let name = request.name;
-        // A name that does not exist for this session (none such, or a predicate hides it) is
-        // the spec's unknown tool. Every other call is the registry's to answer, as in
-        // process: a tool whose scopes the session lacks is `unauthorized`, and a deferred tool
-        // the session has not been seen to find may have been found on another replica (if it
-        // was not, `unknown_tool` telling the model to search).
-        let registry = &self.shared.registry;
-        if !registry.exists_for(&name, &resolved.session) {
-            return Err(self.unknown_tool(&resolved.session, &name));
-        }
-        // A search that finds tools changes what this session's `tools/list` holds.
-        let searching = !stateless && registry.search_tool() == Some(name.as_ref());
-        let listed_before = searching.then(|| registry.specs_for(&resolved.session).count());
         let arguments = match &request.arguments {
             Some(arguments) => serde_json::to_string(arguments)
                 .map_err(|e| ErrorData::invalid_params(e.to_string(), None))?,
             None => "{}".to_owned(),
         };
+        // The core decides what is refused before the call (a name that does not exist for this
+        // session, arguments over this server's limit); this maps its verdict to JSON-RPC. Every
+        // other call is the registry's to answer, as in process: a tool whose scopes the
+        // session lacks is `unauthorized`, and a deferred tool the session has not been seen to
+        // find may have been found on another replica (if it was not, `unknown_tool` telling
+        // the model to search).
+        let registry = &self.shared.registry;
         let limit = self.shared.max_argument_bytes;
-        if arguments.len() > limit {
-            return Err(ErrorData::invalid_params(
-                format!(
-                    "the arguments of '{name}' are {} bytes, over this server's limit of {limit} bytes; send less data",
-                    arguments.len()
-                ),
-                Some(json!({
-                    "error_type": "arguments_too_large",
-                    "size_bytes": arguments.len(),
-                    "limit_bytes": limit,
-                })),
-            ));
+        if let Err(refused) = registry.admit(&name, &arguments, &resolved.session, limit) {
+            return Err(self.inadmissible(&resolved.session, &name, &refused));
         }
+        // A search that finds tools changes what this session's `tools/list` holds.
+        let searching = !stateless && registry.search_tool() == Some(name.as_ref());
+        let listed_before = searching.then(|| registry.specs_for(&resolved.session).count());
         // A 2026-07-28 client that can answer a form is asked (for approval, for a tool's
         // questions) by an input-required result, and sends the call again with the answer;
         // a session's client is asked at once (the session's own asker and approver).

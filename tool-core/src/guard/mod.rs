@@ -15,9 +15,9 @@
 pub mod output;
 pub mod policy;
 
-use crate::call::Session;
 use crate::error::ToolError;
 use crate::outcome::{ErrorKind, Failure};
+use crate::session::Session;
 use crate::tool::spec::ToolSpec;
 
 /// Whether the session holds every scope the tool declares (`#[tool(scopes = [..])]`).

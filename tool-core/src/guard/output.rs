@@ -30,9 +30,9 @@
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use crate::call::Session;
 use crate::error::ToolError;
 use crate::outcome::{ErrorKind, Failure, Status};
+use crate::session::Session;
 use crate::tool::spec::ToolSpec;
 
 /// A successful result, as a [`ResultGuard`] sees it.

@@ -19,8 +19,8 @@
 //! # let _ = registry;
 //! ```
 
-use crate::call::Session;
 use crate::error::ToolError;
+use crate::session::Session;
 use crate::tool::spec::ToolSpec;
 
 /// A validated call, as a [`CallGuard`] sees it.

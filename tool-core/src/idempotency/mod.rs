@@ -74,7 +74,6 @@ mod fingerprint;
 mod memory;
 #[cfg(feature = "redis")]
 mod redis_store;
-mod stage;
 mod store;
 mod stored;
 
@@ -83,10 +82,6 @@ pub use memory::{MemoryStore, MemoryStoreBuilder, DEFAULT_MAX_BYTES};
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub use redis_store::{RedisStore, RedisStoreBuilder};
-pub(crate) use stage::{
-    begin as begin_call, begin_now as begin_call_now, settle as settle_call,
-    settle_now as settle_call_now,
-};
 pub use store::{
     Begin, Disposition, IdempotencyStore, Lease, Prior, Settled, StoreError, StoreFuture,
     DEFAULT_KEY_TTL, DEFAULT_LOCK_TTL,

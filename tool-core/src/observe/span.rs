@@ -8,8 +8,8 @@ use std::task::{Context, Poll};
 use tracing::field::Empty;
 use tracing::Span;
 
-use crate::call::Session;
 use crate::outcome::{Outcome, Status};
+use crate::session::Session;
 
 /// The span of one call, disabled (and free) when no subscriber wants it.
 pub(crate) fn call(tool: &str, call_id: &str, session: &Session) -> Span {

@@ -1,6 +1,6 @@
 //! The envelope as the model reads it: the fields an [`Outcome`] shows, how its schema goes in,
-//! how a failed call's envelope is cut down to its byte cap, and the two forms it is handed out
-//! in ([`Outcome::to_model_string`], [`Outcome::to_model_json`]).
+//! how a failed call's envelope is cut down to its byte cap, and its JSON value
+//! ([`Outcome::to_model_json`]; its text, [`Outcome::to_model_string`], is written in `text`).
 
 use std::borrow::Cow;
 
@@ -8,11 +8,12 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use super::{text, ErrorKind, Fixes, Outcome, Seam, Status, Violation, DEFAULT_MAX_ENVELOPE_BYTES};
+use super::{ErrorKind, Fixes, Outcome, Seam, Status, Violation, DEFAULT_MAX_ENVELOPE_BYTES};
 
 impl Outcome {
     /// The data of a success whose envelope has nothing but its status, data and attempts
-    /// (no fallback, replay or repair): most calls' outcome, written by [`text::success`].
+    /// (no fallback, replay or repair): most calls' outcome, written by
+    /// [`text::success`](super::text::success).
     #[inline]
     pub(super) fn plain_success(&self) -> Option<&RawValue> {
         let plain = self.status == Status::Success
@@ -118,52 +119,6 @@ impl Outcome {
             *slot = Value::clone(tree);
         }
         value
-    }
-
-    /// The envelope as compact JSON text, ready for a provider's tool-result message: what to hand
-    /// the model. The same envelope as `to_model_json()`, at a fraction of the cost of
-    /// `to_model_json().to_string()` (see [`Outcome::to_model_json`]): the tool's data is copied,
-    /// never re-parsed.
-    ///
-    /// ```
-    /// use toolwright_core::Outcome;
-    ///
-    /// fn tool_message(outcome: &Outcome) -> String {
-    ///     outcome.to_model_string()
-    /// }
-    /// ```
-    pub fn to_model_string(&self) -> String {
-        self.to_model_string_within(DEFAULT_MAX_ENVELOPE_BYTES)
-    }
-
-    /// [`Outcome::to_model_string`] with another cap than [`DEFAULT_MAX_ENVELOPE_BYTES`] on a
-    /// failed call's envelope, in bytes (at least 1,024 are kept). Over the cap, the parts a
-    /// schema or a model can make long are left out or cut, each saying how much was left out,
-    /// in this order until the envelope fits: the tool's `expected_schema`, the
-    /// `available_tools` past the first ones, the `errors` past the first ones, then the text of
-    /// what remains. A successful call's data is never cut here (the registry's
-    /// `max_result_bytes` bounds it).
-    ///
-    /// ```
-    /// use toolwright_core::Outcome;
-    ///
-    /// /// For a model with a small context: failures in at most 8 KiB.
-    /// fn tool_message(outcome: &Outcome) -> String {
-    ///     outcome.to_model_string_within(8 * 1024)
-    /// }
-    /// ```
-    pub fn to_model_string_within(&self, max_bytes: usize) -> String {
-        if let Some(data) = self.plain_success() {
-            return text::success(data, self.attempts);
-        }
-        let max_bytes = max_bytes.max(MIN_ENVELOPE_BYTES);
-        let mut envelope = self.envelope();
-        let text = text::write(&envelope);
-        if text.len() > max_bytes && self.failure.is_some() {
-            fit(&mut envelope, max_bytes);
-            return text::write(&envelope);
-        }
-        text
     }
 }
 

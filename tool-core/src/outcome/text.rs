@@ -11,10 +11,58 @@
 
 use serde_json::value::RawValue;
 
-use super::envelope::{Envelope, SchemaField};
-use super::Violation;
+use super::envelope::{fit, Envelope, SchemaField, MIN_ENVELOPE_BYTES};
+use super::{Outcome, Violation, DEFAULT_MAX_ENVELOPE_BYTES};
 use crate::runtime::needs_escape;
 use crate::wording::push_number;
+
+impl Outcome {
+    /// The envelope as compact JSON text, ready for a provider's tool-result message: what to hand
+    /// the model. The same envelope as `to_model_json()`, at a fraction of the cost of
+    /// `to_model_json().to_string()` (see [`Outcome::to_model_json`]): the tool's data is copied,
+    /// never re-parsed.
+    ///
+    /// ```
+    /// use toolwright_core::Outcome;
+    ///
+    /// fn tool_message(outcome: &Outcome) -> String {
+    ///     outcome.to_model_string()
+    /// }
+    /// ```
+    pub fn to_model_string(&self) -> String {
+        self.to_model_string_within(DEFAULT_MAX_ENVELOPE_BYTES)
+    }
+
+    /// [`Outcome::to_model_string`] with another cap than [`DEFAULT_MAX_ENVELOPE_BYTES`] on a
+    /// failed call's envelope, in bytes (at least 1,024 are kept). Over the cap, the parts a
+    /// schema or a model can make long are left out or cut, each saying how much was left out,
+    /// in this order until the envelope fits: the tool's `expected_schema`, the
+    /// `available_tools` past the first ones, the `errors` past the first ones, then the text of
+    /// what remains. A successful call's data is never cut here (the registry's
+    /// `max_result_bytes` bounds it).
+    ///
+    /// ```
+    /// use toolwright_core::Outcome;
+    ///
+    /// /// For a model with a small context: failures in at most 8 KiB.
+    /// fn tool_message(outcome: &Outcome) -> String {
+    ///     outcome.to_model_string_within(8 * 1024)
+    /// }
+    /// ```
+    pub fn to_model_string_within(&self, max_bytes: usize) -> String {
+        if let Some(data) = self.plain_success() {
+            return success(data, self.attempts);
+        }
+        let max_bytes = max_bytes.max(MIN_ENVELOPE_BYTES);
+        let mut envelope = self.envelope();
+        let text = write(&envelope);
+        if text.len() > max_bytes && self.failure.is_some() {
+            fit(&mut envelope, max_bytes);
+            return write(&envelope);
+        }
+        text
+    }
+}
 
 /// The envelope's compact JSON text.
 pub(super) fn write(envelope: &Envelope<'_>) -> String {

@@ -4,12 +4,14 @@
 
 use std::sync::Arc;
 
-use super::finish::rejected;
-use super::{run, Call, DynTool, Pipeline};
-use crate::call::Session;
+use super::erased::DynTool;
+use super::finish::reject;
+use super::run::run;
+use super::state::{Call, Pipeline};
 use crate::conversation::{durable, ConversationStore, Prepare};
 use crate::idempotency::Fingerprint;
 use crate::outcome::{Failure, Outcome};
+use crate::session::Session;
 use crate::validate as checks;
 
 /// The store-backed path: the ids the call's grounded arguments hold, and the arguments a
@@ -43,12 +45,12 @@ pub(crate) async fn run_durable(
                 match grounding(tool, &call.arguments, session, None, pipeline).await {
                     Ok((in_call, overlay, _)) => (in_call, overlay),
                     Err(failure) => {
-                        return rejected((spec, tool.stats()), call, *failure, session, pipeline)
+                        return reject((spec, tool.stats()), call, *failure, session, pipeline)
                     }
                 }
             }
             Err(failure) => {
-                return rejected((spec, tool.stats()), call, *failure, session, pipeline);
+                return reject((spec, tool.stats()), call, *failure, session, pipeline);
             }
         };
     let mut outcome = run(tool, call, &in_call, pipeline).await;
@@ -81,7 +83,7 @@ pub(crate) async fn grounding(
     if spec.fields().iter().any(|f| f.grounded_kind().is_some()) {
         // The checks run once to learn which ids they ask about (every one taken as known).
         let probe = Arc::new(durable::Overlay::probe());
-        let _ = tool.validated(arguments, &session.in_call(probe.clone()), pipeline);
+        let _ = tool.check_arguments(arguments, &session.in_call(probe.clone()), pipeline);
         asked = probe.asked();
     }
     let (overlay, edited) = match session.store() {
@@ -113,7 +115,7 @@ pub(crate) async fn revalidate(
     pipeline: &Pipeline,
 ) -> Result<(), Outcome> {
     let failure = match grounding(tool, arguments, session, None, pipeline).await {
-        Ok((in_call, _, _)) => match tool.validated(arguments, &in_call, pipeline) {
+        Ok((in_call, _, _)) => match tool.check_arguments(arguments, &in_call, pipeline) {
             Ok(_) => return Ok(()),
             Err(failure) => failure,
         },

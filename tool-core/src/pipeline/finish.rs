@@ -1,5 +1,5 @@
-//! How every call ends: its outcome built ([`conclude`], or [`rejected`] and
-//! [`answered_by_store`] for one that never ran), then [`finalize`]: the ids it returned
+//! How every call ends: its outcome built ([`conclude`], or [`reject`] and
+//! [`answer_from_store`] for one that never ran), then [`finalize`]: the ids it returned
 //! remembered, the recovery budget, stats, the log, the quarantine.
 
 use std::collections::HashMap;
@@ -7,8 +7,7 @@ use std::sync::Arc;
 
 use tokio::time::Instant;
 
-use super::{Call, Pipeline};
-use crate::call::Session;
+use super::state::{Call, Pipeline};
 use crate::conversation::recovery;
 use crate::execute::fallback::Interpreted;
 use crate::execute::Executed;
@@ -16,12 +15,13 @@ use crate::idempotency::IdempotencyKey;
 use crate::observe::{self, ToolStats};
 use crate::outcome::{ErrorKind, Failure, Marks, Outcome};
 use crate::provenance::{self, Finders};
+use crate::session::Session;
 use crate::tool::spec::ToolSpec;
 use crate::validate as checks;
 
 /// A call refused before anything ran: a validation or guard failure.
 #[cold]
-pub(super) fn rejected(
+pub(super) fn reject(
     (spec, stats): (&ToolSpec, &ToolStats),
     call: Call,
     mut failure: Failure,
@@ -46,7 +46,7 @@ pub(super) fn rejected(
 /// A call the idempotency store answered: a replay, or a refusal (`duplicate_in_flight`,
 /// `idempotency_mismatch`, the store unreachable).
 #[cold]
-pub(super) fn answered_by_store(
+pub(super) fn answer_from_store(
     tool: (&ToolSpec, &ToolStats),
     call: Call,
     mut outcome: Outcome,

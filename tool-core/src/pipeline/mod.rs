@@ -8,276 +8,31 @@
 //!   ─> fallback ─> [settle the idempotency key] ─> finalize (ids, recovery budget, log)
 //! ```
 //!
-//! Only what needs the tool's type is generic ([`typed`]: parsing and the typed checks, the
+//! Only what needs the tool's type is generic ([`erased`]: parsing and the typed checks, the
 //! attempts of its body with the interpretation of its result, its fallback's future), reached
 //! through the type-erased [`DynTool`]; the call's path through the stages ([`run`]) and every
 //! stage are ordinary functions, compiled once for all tools, so a tool adds to a build only
 //! what its own types need.
 
-mod clear;
+mod approval;
 mod durable;
 mod erased;
 mod finish;
-mod typed;
+mod idempotency;
+mod run;
+mod state;
 
-use std::future::Future;
-use std::sync::Arc;
-use std::time::Duration;
-
-use tokio::time::Instant;
-
-use crate::call::{Session, StateMap};
-use crate::conversation::recovery::RecoveryBudget;
-use crate::execute::fallback::{self, Interpreted};
-use crate::execute::Executed;
-use crate::guard::{output, policy};
-use crate::idempotency::{self, IdempotencyKey, IdempotencyStore, KeyMode, MemoryStore};
-use crate::observe::{self, ArgumentLog, Quarantine};
-use crate::outcome::{Failure, Fixes, Outcome};
-use crate::progress::ProgressHandle;
-use crate::provenance::Finders;
-use crate::repair::stage::{self as repair, Repairs};
-use crate::repair::{DeterministicRepair, Repairer};
-use crate::runtime::{BoxFuture, Sources};
-use crate::tool::spec::{Effect, ToolSpec};
-use crate::validate as checks;
-
-pub(crate) use durable::{revalidate, run_durable};
-use erased::ToolAttempts;
-pub(crate) use erased::{Answer, Args, DynTool};
-use finish::{conclude, rejected};
+pub(crate) use durable::revalidate;
+pub(crate) use erased::{entry_with, reparse, Body, DynTool};
 pub(crate) use finish::{finalize, finders};
-pub(crate) use typed::{entry_with, reparse, Body};
+pub(crate) use state::{Call, Pipeline};
 
-/// What every stage may need of the registry: its shared state, its clock and randomness, its
-/// stores and policies. Built once with the registry.
-pub(crate) struct Pipeline {
-    pub(crate) state: Arc<StateMap>,
-    pub(crate) sources: Sources,
-    pub(crate) store: Arc<dyn IdempotencyStore>,
-    /// The same store when it is the in-memory one: it answers at once, so a call begins and
-    /// settles its key without a boxed future.
-    pub(crate) memory: Option<MemoryStore>,
-    pub(crate) key_mode: KeyMode,
-    pub(crate) argument_log: ArgumentLog,
-    /// For each kind of id, the tools whose results carry it (replaced when the tool set
-    /// changes; read only to word an `ungrounded_identifier` failure).
-    pub(crate) finders: std::sync::RwLock<Arc<Finders>>,
-    pub(crate) recovery: RecoveryBudget,
-    pub(crate) repairer: Option<Arc<dyn Repairer>>,
-    /// The deterministic repair rules, tried before the repairer.
-    pub(crate) rules: Option<DeterministicRepair>,
-    pub(crate) repair_timeout: Duration,
-    pub(crate) approval_timeout: Duration,
-    pub(crate) max_argument_bytes: usize,
-    /// The arguments of calls that failed validation.
-    pub(crate) quarantine: Quarantine,
-    /// Calls of names no tool has.
-    pub(crate) unknown_calls: std::sync::atomic::AtomicU64,
-    /// The cap on a result's JSON text, in bytes.
-    pub(crate) max_result_bytes: Option<usize>,
-    /// The application's check of every validated call.
-    pub(crate) call_guard: Option<Arc<dyn crate::guard::policy::CallGuard>>,
-    /// The application's check of every result.
-    pub(crate) result_guard: Option<Arc<dyn crate::guard::output::ResultGuard>>,
-}
-
-/// One call as it moves through the stages.
-pub(crate) struct Call {
-    pub(crate) id: String,
-    /// The argument text; after a repair, the repaired text (what runs, what the key covers).
-    pub(crate) arguments: String,
-    pub(crate) arrived: Instant,
-    /// Where the tool's progress reports go, when the caller attached a handle.
-    pub(crate) progress: Option<ProgressHandle>,
-}
-
-impl Call {
-    /// The call, leaving an empty one (same arrival) in its place.
-    pub(crate) fn take(&mut self) -> Call {
-        let arrived = self.arrived;
-        std::mem::replace(
-            self,
-            Call {
-                id: String::new(),
-                arguments: String::new(),
-                arrived,
-                progress: None,
-            },
-        )
-    }
-
-    pub(crate) fn new(id: String, arguments: String, progress: Option<ProgressHandle>) -> Call {
-        Call {
-            id,
-            arguments,
-            arrived: Instant::now(),
-            progress,
-        }
-    }
-}
-
-/// The call through every stage, compiled once for all tools: what needs the tool's types (its
-/// checks, its attempts, its fallback) is reached through [`DynTool`]. The future stays small
-/// (it is boxed once per call): the stages most calls skip (repair, idempotency, approval,
-/// fallback) are boxed on their own, and so is the retry loop, entered only after a failed
-/// attempt.
-///
-/// An `async` block, not an `async fn`: an `async fn` keeps each parameter twice in its
-/// state (the argument and the local it is moved into), and the block does not.
-#[allow(
-    clippy::manual_async_fn,
-    reason = "an async fn stores its parameters twice"
-)]
-pub(crate) fn run<'a>(
-    tool: &'a dyn DynTool,
-    mut call: Call,
-    session: &'a Session,
-    pipeline: &'a Pipeline,
-) -> impl Future<Output = Outcome> + Send + 'a {
-    async move {
-        let (spec, stats) = (tool.spec(), tool.stats());
-        // Validation seam. Scopes first: a session that may not call the tool learns nothing
-        // about its arguments.
-        // (A temporary, not a named local: a named `Result<Args, _>` would stay in the
-        // future's state through every later await, beside the args moved out of it.)
-        let (args, repaired_by) = match checked(tool, &call, session, pipeline) {
-            Ok(args) => (args, Fixes::EMPTY),
-            Err(failure) if pipeline.rules.is_none() && pipeline.repairer.is_none() => {
-                return rejected((spec, stats), call, *failure, session, pipeline)
-            }
-            // The repair pass is an ordinary stage over the type-erased tool, boxed (few
-            // calls need it).
-            Err(failure) => {
-                let repairs = Repairs {
-                    rules: pipeline.rules.as_ref(),
-                    repairer: pipeline.repairer.as_deref(),
-                    clock: &pipeline.sources.clock,
-                    timeout: pipeline.repair_timeout,
-                };
-                let check = |text: &str| tool.validated(text, session, pipeline);
-                let (id, arguments) = (&call.id, &mut call.arguments);
-                let repair: BoxFuture<'_, Result<(Args, Fixes), Box<Failure>>> =
-                    Box::pin(repair::repair(repairs, spec, id, arguments, failure, check));
-                match repair.await {
-                    Ok(repaired) => repaired,
-                    Err(failure) => {
-                        return rejected((spec, stats), call, *failure, session, pipeline)
-                    }
-                }
-            }
-        };
-        let repaired = !repaired_by.is_empty();
-        if let Some(guard) = pipeline.call_guard.as_deref() {
-            if let Err(failure) =
-                policy::check_call(guard, spec, session, &call.id, &call.arguments)
-            {
-                return rejected((spec, stats), call, *failure, session, pipeline);
-            }
-        }
-        // The stages before the attempt that wait on something else (the idempotency store,
-        // a reviewer) run in one boxed future of their own, entered only by calls that need
-        // one, so the call's future holds none of their state.
-        let lease = if matches!(spec.effect(), Effect::SideEffecting) || spec.requires_approval() {
-            let stage = (spec, tool.guard(), stats);
-            // On the in-memory store, a call that needs no approval waits on nothing here.
-            let cleared = match clear::clear_now(stage, &mut call, session, pipeline) {
-                Some(cleared) => cleared,
-                None => Box::pin(clear::clear(stage, &mut call, session, pipeline)).await,
-            };
-            match cleared {
-                Ok(lease) => lease,
-                Err(outcome) => return outcome,
-            }
-        } else {
-            None
-        };
-        let key = match &lease {
-            Some(lease) => Some(lease.key().clone()),
-            None => spec
-                .takes_idempotency_key()
-                .then(|| IdempotencyKey::derive(&session.call_scope(), spec.name(), &call.id)),
-        };
-        // The attempt clock starts now; a call that awaited nothing yet starts at its arrival,
-        // which spares a clock read on the common path.
-        let begin = if repaired || lease.is_some() || spec.requires_approval() {
-            Instant::now()
-        } else {
-            call.arrived
-        };
-        // Every check passed: whoever watches the call learns its body starts.
-        if let Some(progress) = &call.progress {
-            progress.started();
-        }
-        let attempts = ToolAttempts {
-            tool,
-            call: &call,
-            args: Some(args),
-            key: key.as_ref(),
-            session,
-            pipeline,
-        };
-        let executed = tool
-            .guard()
-            .attempts(&pipeline.sources, begin, attempts)
-            .await;
-        let mut executed = interpreted(executed, spec, session, &call.id, pipeline);
-        let degraded = match fallback::wanted(spec.has_fallback(), spec.idempotent(), &executed) {
-            Some(kind) => {
-                match tool.fall_back(&mut executed, kind, &call, key.as_ref(), session, pipeline) {
-                    Some(fall_back) => fall_back.await,
-                    None => None,
-                }
-            }
-            None => None,
-        };
-        let uncertain = executed.uncertain;
-        // The id moves into the outcome: the call keeps only what `finalize` still reads.
-        let id = std::mem::take(&mut call.id);
-        let mut outcome = conclude(spec, id, call.arrived, executed, degraded);
-        if let Some(lease) = lease {
-            match &pipeline.memory {
-                Some(memory) => idempotency::settle_call_now(memory, *lease, &outcome, uncertain),
-                None => {
-                    Box::pin(idempotency::settle_call(
-                        &*pipeline.store,
-                        *lease,
-                        &outcome,
-                        uncertain,
-                    ))
-                    .await
-                }
-            }
-        }
-        outcome.repaired_by = repaired_by;
-        // The tool is done: a report still waiting out its interval goes now, before the
-        // outcome, and none after it.
-        if let Some(progress) = &call.progress {
-            progress.finish();
-        }
-        finalize(
-            Some((spec, stats)),
-            outcome,
-            call.arguments,
-            key.as_ref(),
-            session,
-            pipeline,
-        )
-    }
-}
-
-/// Scopes, the size limit, then the tool's typed checks.
-fn checked(
-    tool: &dyn DynTool,
-    call: &Call,
-    session: &Session,
-    pipeline: &Pipeline,
-) -> Result<Args, Box<Failure>> {
-    crate::guard::scopes(tool.spec(), session)?;
-    // The size before anything reads the text.
-    checks::check_size(&call.arguments, pipeline.max_argument_bytes).map_err(Box::new)?;
-    tool.validated(&call.arguments, session, pipeline)
-}
+use crate::observe;
+use crate::outcome::Outcome;
+use crate::runtime::BoxFuture;
+use crate::session::Session;
+use durable::run_durable;
+use run::run;
 
 /// A call handed to its tool: the one box its future lives in. An untraced call carries no span
 /// in its future. A session whose conversation lives in a store takes a path of its own; every
@@ -301,24 +56,6 @@ pub(crate) fn dispatch<'a>(
             run_durable(tool, call, session, &**store, pipeline),
         )),
     }
-}
-
-/// The attempts' answer, checked by the output guards.
-fn interpreted(
-    executed: Executed<Answer>,
-    spec: &ToolSpec,
-    session: &Session,
-    call_id: &str,
-    pipeline: &Pipeline,
-) -> Executed<Interpreted> {
-    executed.and_then(|answer| {
-        let answer = answer.map_err(|failure| *failure)?;
-        if pipeline.max_result_bytes.is_none() && pipeline.result_guard.is_none() {
-            return Ok(answer);
-        }
-        let limits = (pipeline.max_result_bytes, pipeline.result_guard.as_deref());
-        output::check(answer, spec, session, call_id, limits)
-    })
 }
 
 #[cfg(test)]

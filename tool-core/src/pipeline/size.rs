@@ -3,11 +3,20 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::run::run;
 use super::*;
-use crate::call::Invocation;
+use crate::context::Invocation;
 use crate::error::ToolError;
 use crate::execute::Bounds;
+use crate::observe;
 use crate::registry::Registry;
+use crate::session::Session;
+use crate::tool::spec::ToolSpec;
 use crate::tool::Tool;
 use crate::validate::shape::ShapeValidator;
 

@@ -12,7 +12,9 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{argument_text, carriage, Node, ParseError, ParseErrorKind, Provider};
+use super::carriage;
+use super::parse::{argument_text, Node, ParseError, ParseErrorKind};
+use super::provider::Provider;
 use crate::call::ToolCall;
 use crate::outcome::{Outcome, Status};
 use crate::tool::spec::ToolSpec;

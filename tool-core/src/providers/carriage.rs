@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::Provider;
+use super::provider::Provider;
 use crate::content::{Block, BlockKind, Content, ResourceContents};
 use crate::outcome::Outcome;
 

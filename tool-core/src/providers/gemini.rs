@@ -18,7 +18,9 @@ use std::sync::OnceLock;
 
 use serde_json::{json, Map, Value};
 
-use super::{argument_text, carriage, Node, ParseError, ParseErrorKind, Provider};
+use super::carriage;
+use super::parse::{argument_text, Node, ParseError, ParseErrorKind};
+use super::provider::Provider;
 use crate::call::ToolCall;
 use crate::outcome::{Outcome, Status};
 use crate::tool::spec::ToolSpec;
@@ -30,7 +32,10 @@ pub const MINTED_ID_PREFIX: &str = "tw-gemini-";
 pub(crate) fn declaration(spec: &ToolSpec, field: &str, parameters: Value) -> Value {
     let mut declaration = Map::new();
     declaration.insert("name".into(), Value::from(spec.name()));
-    declaration.insert("description".into(), Value::from(super::described(spec)));
+    declaration.insert(
+        "description".into(),
+        Value::from(super::provider::described(spec)),
+    );
     // Gemini rejects an OBJECT `parameters` with no properties; a function without parameters
     // leaves the field out, as its documentation says.
     let no_parameters = field == "parameters"

@@ -17,7 +17,8 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{argument_text, Node, ParseError, ParseErrorKind, Provider};
+use super::parse::{argument_text, Node, ParseError, ParseErrorKind};
+use super::provider::Provider;
 use crate::call::ToolCall;
 use crate::outcome::{ErrorKind, Outcome, Status};
 use crate::tool::spec::ToolSpec;
@@ -76,7 +77,7 @@ pub(crate) fn tool(spec: &ToolSpec, input_schema: Value, hints: McpHints) -> Val
     json!({
         "name": spec.name(),
         "title": title(spec.name()),
-        "description": super::described(spec),
+        "description": super::provider::described(spec),
         "inputSchema": input_schema,
         "outputSchema": envelope_schema(spec.output_schema()),
         "annotations": {

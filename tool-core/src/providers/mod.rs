@@ -52,113 +52,30 @@
 //! transformed, restated or refused is listed on [`Provider`]. Malformed provider JSON is a
 //! [`ParseError`] naming the path and what was expected there, never a panic.
 
-use std::fmt;
-
 use serde_json::{json, Value};
 
-use crate::call::Session;
-use crate::registry::Registry;
 use crate::tool::spec::ToolSpec;
 
 pub use carriage::{Carriage, Carried};
-pub(crate) use parse::{argument_text, Node};
+pub use error::{Construct, ExportError, Unsupported};
 pub use parse::{ParseError, ParseErrorKind};
+pub use provider::Provider;
 
 pub mod anthropic;
 mod carriage;
+mod error;
 pub mod gemini;
 pub mod mcp;
 pub mod openai;
 mod parse;
+mod provider;
 mod schema;
 
-/// The providers a tool set can be exported to.
-///
-/// | provider | strict by default | schema |
-/// |---|---|---|
-/// | [`OpenAi`](Provider::OpenAi) (Chat Completions) | yes | rewritten for Structured Outputs |
-/// | [`OpenAiResponses`](Provider::OpenAiResponses) | yes | rewritten for Structured Outputs |
-/// | [`Anthropic`](Provider::Anthropic) | no (`.strict(true)` opts in) | as is; rewritten under strict |
-/// | [`Gemini`](Provider::Gemini) | n/a | rewritten to the OpenAPI `Schema` subset (`parameters`) |
-/// | [`GeminiJsonSchema`](Provider::GeminiJsonSchema) | n/a | lightly rewritten (`parametersJsonSchema`) |
-/// | [`Mcp`](Provider::Mcp) | n/a | as is, plus the envelope as `outputSchema` |
-///
-/// Rewrites transform what they can without loss (`oneOf` of constants to `enum`, `const` to a
-/// one-value `enum`, a `$ref` with siblings inlined, nullable types in the provider's form),
-/// restate in the description what the provider rejects but a sentence can carry (length
-/// bounds, formats, defaults, uniqueness), and refuse the rest ([`Construct`]).
-///
-/// A tool's example arguments ([`ToolSpec::examples`]) go where the provider reads them.
-/// Anthropic has a field for them, `input_examples` (an array of input objects, in the
-/// Messages API's `ToolParam`). OpenAI, Gemini and MCP have none, so the exported description
-/// ends with a paragraph of them: a blank line, `Examples:`, then each example as compact JSON
-/// on a line of its own, in the order declared:
-///
-/// ```text
-/// Search orders by free text.
-///
-/// Examples:
-/// {"query":"late orders","max_results":5}
-/// {"query":"refunds"}
-/// ```
-///
-/// Only the export changes: [`ToolSpec::description`] stays the tool's own, and a tool
-/// without examples exports exactly as before.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Provider {
-    /// OpenAI Chat Completions: `{"type":"function","function":{name, description, parameters,
-    /// strict}}`.
-    OpenAi,
-    /// OpenAI Responses API: `{"type":"function", name, description, parameters, strict}`.
-    OpenAiResponses,
-    /// Anthropic Messages: `{name, description, input_schema}`, with `strict` when asked.
-    Anthropic,
-    /// Gemini `functionDeclarations` with `parameters` in the OpenAPI 3.0 `Schema` subset.
-    Gemini,
-    /// Gemini `functionDeclarations` with `parametersJsonSchema`.
-    GeminiJsonSchema,
-    /// MCP tool definitions (`tools/list`).
-    Mcp,
-}
-
 impl Provider {
-    /// Every provider, for iterating in tests and tools.
-    pub const ALL: &'static [Provider] = &[
-        Provider::OpenAi,
-        Provider::OpenAiResponses,
-        Provider::Anthropic,
-        Provider::Gemini,
-        Provider::GeminiJsonSchema,
-        Provider::Mcp,
-    ];
-
     /// An export to this provider with strict mode on or off. Strict mode exists for OpenAI
     /// (on by default) and Anthropic (off by default); Gemini and MCP have none and ignore it.
     pub fn strict(self, strict: bool) -> Export {
         Export::new(self).strict(strict)
-    }
-
-    /// The provider's human name, as error messages show it.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Provider::OpenAi => "OpenAI Chat Completions",
-            Provider::OpenAiResponses => "OpenAI Responses",
-            Provider::Anthropic => "Anthropic Messages",
-            Provider::Gemini => "Gemini",
-            Provider::GeminiJsonSchema => "Gemini (parametersJsonSchema)",
-            Provider::Mcp => "MCP",
-        }
-    }
-
-    const fn strict_by_default(self) -> bool {
-        matches!(self, Provider::OpenAi | Provider::OpenAiResponses)
-    }
-}
-
-impl fmt::Display for Provider {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
     }
 }
 
@@ -394,75 +311,6 @@ impl From<Provider> for Export {
     }
 }
 
-impl Registry {
-    /// Every tool's definition for a provider: the value of its `tools` request field, each
-    /// tool's examples as Anthropic's `input_examples` or, elsewhere, a last `Examples:`
-    /// paragraph of its description ([`Provider`]).
-    ///
-    /// ```
-    /// # use toolwright_core::{Registry, providers::Provider};
-    /// # fn demo(registry: &Registry) -> Result<(), toolwright_core::providers::ExportError> {
-    /// let openai = registry.export(Provider::OpenAi)?;                 // strict
-    /// let anthropic = registry.export(Provider::Anthropic.strict(true))?;
-    /// let gemini = registry.export(Provider::Gemini)?;
-    /// let mcp = registry.export(Provider::Mcp)?;
-    /// # let _ = (openai, anthropic, gemini, mcp); Ok(()) }
-    /// ```
-    pub fn export(&self, export: impl Into<Export>) -> Result<Value, ExportError> {
-        self.export_seen(None, export.into())
-    }
-
-    /// The definitions a session's model should see: every tool whose scopes the session
-    /// holds, none it could not call. A model shown a tool it may not call wastes a turn on
-    /// it; the tool list is also the model's whole picture of what exists.
-    ///
-    /// ```
-    /// # use toolwright_core::{Registry, Session, providers::Provider};
-    /// # fn demo(registry: &Registry) -> Result<(), toolwright_core::providers::ExportError> {
-    /// let support = Session::new("conv-1").with_scopes(["orders:read"]);
-    /// let tools = registry.export_for(&support, Provider::Anthropic)?;
-    /// # let _ = tools; Ok(()) }
-    /// ```
-    pub fn export_for(
-        &self,
-        session: &Session,
-        export: impl Into<Export>,
-    ) -> Result<Value, ExportError> {
-        self.export_seen(Some(session), export.into())
-    }
-
-    /// The tools `session` is shown (every tool for `None`), or with the provider's own search
-    /// every tool it may see.
-    fn export_seen(&self, session: Option<&Session>, export: Export) -> Result<Value, ExportError> {
-        match (self.search_tool(), session) {
-            (Some(search), _) if export.uses_native_tool_search() => {
-                export.tools_searched_natively(self.natively_searched(session), search)
-            }
-            (_, Some(session)) => export.tools(self.specs_for(session)),
-            (_, None) => export.tools(self.specs()),
-        }
-    }
-}
-
-/// The description a provider without a field for examples gets: the tool's own, then, when
-/// it has examples, a last paragraph `Examples:` with one compact JSON object per line.
-pub(crate) fn described(spec: &ToolSpec) -> std::borrow::Cow<'_, str> {
-    let examples = spec.examples();
-    if examples.is_empty() {
-        return std::borrow::Cow::Borrowed(spec.description());
-    }
-    let mut text = spec.description().trim_end().to_owned();
-    if !text.is_empty() {
-        text.push_str("\n\n");
-    }
-    text.push_str("Examples:");
-    for example in examples {
-        text.push('\n');
-        text.push_str(&example.to_string());
-    }
-    std::borrow::Cow::Owned(text)
-}
-
 /// OpenAI's and Anthropic's tool-name rule: `^[a-zA-Z0-9_-]{1,64}$`.
 fn openai_style_name(name: &str) -> bool {
     (1..=64).contains(&name.len())
@@ -470,161 +318,6 @@ fn openai_style_name(name: &str) -> bool {
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
-
-/// A construct a provider cannot express.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Construct {
-    /// A map: an object whose keys are not declared (`additionalProperties` with a schema).
-    Map,
-    /// A schema that admits any JSON value (`serde_json::Value`).
-    AnyValue,
-    /// A type that contains itself, where the provider allows no recursion.
-    RecursiveType {
-        /// The definition's name.
-        name: String,
-    },
-    /// A tuple (`prefixItems`).
-    Tuple,
-    /// A constraining keyword the provider lacks and no sentence can stand in for.
-    Keyword {
-        /// The keyword.
-        keyword: String,
-    },
-    /// A `$ref` that does not point into the schema's own `$defs`.
-    ExternalRef {
-        /// The reference.
-        reference: String,
-    },
-    /// The tool's name breaks the provider's naming rule.
-    ToolName,
-    /// A search of deferred tools by the provider itself ([`Export::native_tool_search`]),
-    /// which the provider does not offer.
-    NativeToolSearch,
-    /// A parameter's name breaks the provider's naming rule.
-    ParameterName {
-        /// The parameter.
-        name: String,
-    },
-    /// The schema is larger than the provider allows.
-    Limit {
-        /// What is counted.
-        what: &'static str,
-        /// The provider's limit.
-        limit: usize,
-        /// The schema's count.
-        actual: usize,
-    },
-}
-
-impl fmt::Display for Construct {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Construct::Map => f.write_str(
-                "a map (an object with undeclared keys, `additionalProperties`); use a list of key/value structs",
-            ),
-            Construct::AnyValue => {
-                f.write_str("a value of any shape (`serde_json::Value`); give it a concrete type")
-            }
-            Construct::RecursiveType { name } => write!(
-                f,
-                "the recursive type `{name}` (it contains itself); bound the nesting with separate types"
-            ),
-            Construct::Tuple => f.write_str("a tuple (`prefixItems`); use a struct with named fields"),
-            Construct::Keyword { keyword } => write!(f, "the keyword `{keyword}`"),
-            Construct::ExternalRef { reference } => {
-                write!(f, "the reference `{reference}`, which is not in the schema's `$defs`")
-            }
-            Construct::ToolName => f.write_str("the tool name, which breaks the provider's naming rule"),
-            Construct::NativeToolSearch => f.write_str(
-                "a search of deferred tools by the provider, which it does not offer: export without `native_tool_search` and the registry's own search tool is sent instead",
-            ),
-            Construct::ParameterName { name } => write!(
-                f,
-                "the parameter name `{name}`: it must start with a letter or `_` and hold only letters, digits and `_` (rename it with `#[serde(rename)]`)"
-            ),
-            Construct::Limit { what, limit, actual } => {
-                write!(f, "{actual} {what}, more than the limit of {limit}")
-            }
-        }
-    }
-}
-
-/// One construct of one tool that a provider cannot express.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Unsupported {
-    tool: String,
-    path: String,
-    construct: Construct,
-    dialect: Option<&'static str>,
-}
-
-impl Unsupported {
-    /// The tool.
-    pub fn tool(&self) -> &str {
-        &self.tool
-    }
-
-    /// JSON Pointer into the exported parameters schema (`/properties/tags`), `/` for the whole
-    /// schema, empty for the tool itself (its name).
-    pub fn path(&self) -> &str {
-        &self.path
-    }
-
-    /// What cannot be expressed.
-    pub fn construct(&self) -> &Construct {
-        &self.construct
-    }
-}
-
-impl fmt::Display for Unsupported {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "tool `{}`", self.tool)?;
-        if !self.path.is_empty() {
-            write!(f, " at `{}`", self.path)?;
-        }
-        write!(f, ": {}", self.construct)?;
-        if let Some(dialect) = self.dialect {
-            write!(f, " ({dialect} cannot express it)")?;
-        }
-        Ok(())
-    }
-}
-
-/// Why a tool set could not be exported: every construct of every tool the provider cannot
-/// express.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ExportError {
-    provider: Provider,
-    problems: Vec<Unsupported>,
-}
-
-impl ExportError {
-    /// The provider exported to.
-    pub fn provider(&self) -> Provider {
-        self.provider
-    }
-
-    /// Every problem found, in tool order.
-    pub fn problems(&self) -> &[Unsupported] {
-        &self.problems
-    }
-}
-
-impl fmt::Display for ExportError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "cannot export to {}: ", self.provider)?;
-        for (i, problem) in self.problems.iter().enumerate() {
-            if i > 0 {
-                f.write_str("; ")?;
-            }
-            write!(f, "{problem}")?;
-        }
-        Ok(())
-    }
-}
-
-impl std::error::Error for ExportError {}
 
 #[cfg(test)]
 mod tests {

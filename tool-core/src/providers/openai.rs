@@ -13,7 +13,9 @@
 
 use serde_json::{json, Value};
 
-use super::{carriage, Node, ParseError, ParseErrorKind, Provider};
+use super::carriage;
+use super::parse::{Node, ParseError, ParseErrorKind};
+use super::provider::Provider;
 use crate::call::ToolCall;
 use crate::outcome::Outcome;
 use crate::tool::spec::ToolSpec;
@@ -23,7 +25,7 @@ pub(crate) fn chat_tool(spec: &ToolSpec, parameters: Value, strict: bool) -> Val
         "type": "function",
         "function": {
             "name": spec.name(),
-            "description": super::described(spec),
+            "description": super::provider::described(spec),
             "parameters": parameters,
             "strict": strict,
         }
@@ -35,7 +37,7 @@ pub(crate) fn responses_tool(spec: &ToolSpec, parameters: Value, strict: bool) -
     json!({
         "type": "function",
         "name": spec.name(),
-        "description": super::described(spec),
+        "description": super::provider::described(spec),
         "parameters": parameters,
         "strict": strict,
     })

@@ -5,7 +5,7 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
-use super::Provider;
+use super::provider::Provider;
 use crate::validate::push_escaped_pointer;
 
 /// The classes of malformed provider JSON.

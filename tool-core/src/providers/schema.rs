@@ -16,7 +16,7 @@ use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 
-use super::{Construct, Unsupported};
+use super::error::{Construct, Unsupported};
 use crate::validate::escape_pointer;
 
 /// The schema dialects toolwright writes. Non-strict OpenAI, non-strict Anthropic and MCP take

@@ -18,13 +18,19 @@
 
 mod builder;
 mod change;
+pub(crate) mod error;
+mod export;
+mod index;
 mod search;
+#[cfg(feature = "tower")]
+mod serve;
 
-pub use builder::{BuildError, RegistryBuilder};
+pub use builder::RegistryBuilder;
 pub use change::Changes;
+pub use error::BuildError;
+pub use index::SearchHit;
 pub use search::{
-    SearchHit, ToolSearch, DEFAULT_SEARCH_RESULTS, DEFAULT_SEARCH_TOOL, MAX_QUERY_CHARS,
-    MAX_SEARCH_RESULTS,
+    ToolSearch, DEFAULT_SEARCH_RESULTS, DEFAULT_SEARCH_TOOL, MAX_QUERY_CHARS, MAX_SEARCH_RESULTS,
 };
 
 use std::any::{Any, TypeId};
@@ -41,7 +47,8 @@ use futures_util::future::Either;
 use tokio::time::Instant;
 
 use crate::approval::{Approvals, DecideError};
-use crate::call::{Session, State, StateMap, ToolCall};
+use crate::call::ToolCall;
+use crate::context::{State, StateMap};
 use crate::conversation::RecoveryBudget;
 use crate::conversation::{Decision, TicketState, FOUND_KIND};
 use crate::execute::{
@@ -59,6 +66,7 @@ use crate::repair::{DeterministicRepair, Repairer};
 use crate::runtime::clock::ClockHandle;
 use crate::runtime::random::RandomHandle;
 use crate::runtime::Sources;
+use crate::session::Session;
 use crate::tool::spec::ToolSpec;
 use crate::tool::Tool;
 use crate::validate as checks;
@@ -101,7 +109,7 @@ struct Table {
     specs: Vec<ToolSpec>,
     names: Arc<[String]>,
     /// The search index of the deferred tools, when there are any.
-    index: Option<search::Index>,
+    index: Option<index::Index>,
 }
 
 impl Table {
@@ -110,7 +118,12 @@ impl Table {
         specs.sort_by(|a, b| a.name.cmp(&b.name));
         let names = specs.iter().map(|s| s.name.to_string()).collect();
         // In name order, so the index (and a tie between two tools) is the same on every replica.
-        let index = search::Index::new(specs.iter().filter_map(|s| tools.get(s.name())));
+        let deferred = specs
+            .iter()
+            .filter_map(|s| tools.get(s.name()))
+            .filter(|slot| slot.deferred)
+            .map(|slot| slot.tool.spec());
+        let index = index::Index::new(deferred);
         Table {
             tools,
             specs,
@@ -149,6 +162,35 @@ struct Inner {
 #[derive(Clone)]
 pub struct Registry {
     inner: Arc<Inner>,
+}
+
+/// Why a transport refuses a call before handing it over ([`Registry::admit`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Inadmissible {
+    /// No tool of the name exists for the session: the registry has none, or a predicate
+    /// ([`visible_when`](RegistryBuilder::visible_when),
+    /// [`tool_filter`](RegistryBuilder::tool_filter)) hides it.
+    UnknownTool,
+    /// The argument text is longer than the transport accepts.
+    ArgumentsTooLarge {
+        /// The argument text's length, in bytes.
+        size: usize,
+        /// The transport's limit, in bytes.
+        limit: usize,
+    },
+}
+
+impl fmt::Display for Inadmissible {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Inadmissible::UnknownTool => f.write_str("no tool of this name exists for the session"),
+            Inadmissible::ArgumentsTooLarge { size, limit } => write!(
+                f,
+                "the arguments are {size} bytes, over the limit of {limit} bytes"
+            ),
+        }
+    }
 }
 
 impl Registry {
@@ -231,10 +273,53 @@ impl Registry {
     /// assert!(!registry.exists_for("open_books", &clerk));
     /// ```
     pub fn exists_for(&self, name: &str, session: &Session) -> bool {
+        self.slot_for(name, session).is_some()
+    }
+
+    /// The checks a transport makes before it hands a call over, decided as
+    /// [`Registry::call_in`] decides them: whether the tool `name` exists for `session` (see
+    /// [`Registry::exists_for`]; a tool whose scopes the session lacks exists, and the call
+    /// refuses it as `unauthorized`), then whether the argument text is within
+    /// `max_argument_bytes`, the transport's own limit on what it accepts. The transport answers
+    /// a refusal in its protocol (the MCP server: JSON-RPC `-32602`) instead of an outcome; a
+    /// call admitted here still goes through every check of the call itself.
+    ///
+    /// ```
+    /// # use toolwright_core::{Registry, Session, registry::Inadmissible};
+    /// let registry = Registry::builder().build().unwrap();
+    /// let session = Session::new("conv-1");
+    /// assert_eq!(
+    ///     registry.admit("refund_order", "{}", &session, 1024),
+    ///     Err(Inadmissible::UnknownTool)
+    /// );
+    /// ```
+    pub fn admit(
+        &self,
+        name: &str,
+        arguments: &str,
+        session: &Session,
+        max_argument_bytes: usize,
+    ) -> Result<(), Inadmissible> {
+        if self.slot_for(name, session).is_none() {
+            return Err(Inadmissible::UnknownTool);
+        }
+        if arguments.len() > max_argument_bytes {
+            return Err(Inadmissible::ArgumentsTooLarge {
+                size: arguments.len(),
+                limit: max_argument_bytes,
+            });
+        }
+        Ok(())
+    }
+
+    /// The tool `name` in the table, unless a predicate hides it from `session`: what a call of
+    /// the name reaches.
+    #[inline]
+    fn slot_for(&self, name: &str, session: &Session) -> Option<&Slot> {
         self.table()
             .tools
             .get(name)
-            .is_some_and(|slot| self.predicates_allow(slot, session))
+            .filter(|slot| self.predicates_allow(slot, session))
     }
 
     /// Whether `session` is shown the tool in `slot`: its scopes, then the predicates, and
@@ -310,7 +395,7 @@ impl Registry {
     /// [`force_open`](BreakerHandle::force_open) and [`reset`](BreakerHandle::reset).
     pub fn breaker(&self, name: &str) -> Option<BreakerHandle> {
         self.table().tools.get(name).map(|t| BreakerHandle {
-            breaker: Arc::clone(t.tool.guard().breaker()),
+            breaker: Arc::clone(t.tool.bounds().breaker()),
             clock: self.inner.pipeline.sources.clock.clone(),
         })
     }
@@ -381,19 +466,17 @@ impl Registry {
     ) -> impl Future<Output = Outcome> + Send + 'a {
         let (id, name, arguments, progress) = call.into_parts();
         let pipeline = &self.inner.pipeline;
-        match self.table().tools.get(name.as_str()) {
-            // A tool a predicate hides from this session does not exist for it. (One it lacks
-            // a scope for is `unauthorized`, decided by the pipeline before the arguments.)
-            Some(slot) if !slot.deferred && self.predicates_allow(slot, session) => {
-                Either::Left(pipeline::dispatch(
-                    &*slot.tool,
-                    Call::new(id, arguments, progress),
-                    session,
-                    pipeline,
-                ))
-            }
+        // A tool a predicate hides from this session does not exist for it. (One it lacks a
+        // scope for is `unauthorized`, decided by the pipeline before the arguments.)
+        match self.slot_for(name.as_str(), session) {
+            Some(slot) if !slot.deferred => Either::Left(pipeline::dispatch(
+                &*slot.tool,
+                Call::new(id, arguments, progress),
+                session,
+                pipeline,
+            )),
             // A deferred tool runs once the conversation found it.
-            Some(slot) if self.predicates_allow(slot, session) => {
+            Some(slot) => {
                 let call = Call::new(id, arguments, progress);
                 Either::Right(Either::Right(self.deferred(slot, name, call, session)))
             }

@@ -42,9 +42,10 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::call::{Invocation, Session};
+use crate::context::Invocation;
 use crate::error::ToolError;
 use crate::outcome::Violations;
+use crate::session::Session;
 
 use schema::root_schema;
 pub use spec::{Effect, FieldMeta, Number, Rule, StateRequirement, ToolMeta, ToolSpec};
