@@ -24,8 +24,8 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use toolwright_core::approval::ApprovalQueue;
-//! use toolwright_core::Session;
+//! use toolwright::approval::ApprovalQueue;
+//! use toolwright::Session;
 //!
 //! let queue = Arc::new(ApprovalQueue::new());
 //! let session = Session::new("conv-7").with_approver(Arc::clone(&queue));
@@ -106,7 +106,7 @@ impl ApprovalRequest<'_> {
     /// the tool's own struct always reads; another type may not, and the error says where.
     ///
     /// ```
-    /// use toolwright_core::approval::{Approval, ApprovalRequest};
+    /// use toolwright::approval::{Approval, ApprovalRequest};
     ///
     /// #[derive(serde::Deserialize)]
     /// struct Wire {
@@ -447,8 +447,8 @@ impl Approver for ApprovalQueue {
 /// ```
 /// use std::sync::Arc;
 /// use std::time::Duration;
-/// use toolwright_core::conversation::{MemoryConversationStore, WaitingQuery};
-/// use toolwright_core::approval::Approvals;
+/// use toolwright::conversation::{MemoryConversationStore, WaitingQuery};
+/// use toolwright::approval::Approvals;
 ///
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 /// let store = Arc::new(MemoryConversationStore::new());

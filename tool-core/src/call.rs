@@ -13,7 +13,7 @@ pub use crate::session::Session;
 /// exactly as the model wrote it (parsed by the registry, never trusted).
 ///
 /// ```
-/// use toolwright_core::ToolCall;
+/// use toolwright::ToolCall;
 ///
 /// let call = ToolCall::new("call_1", "search_orders", r#"{"query":"late"}"#);
 /// assert_eq!(call.name(), "search_orders");
@@ -48,8 +48,8 @@ impl ToolCall {
     /// [the `progress` module](crate::progress).
     ///
     /// ```
-    /// use toolwright_core::progress::{Progress, ProgressHandle};
-    /// use toolwright_core::ToolCall;
+    /// use toolwright::progress::{Progress, ProgressHandle};
+    /// use toolwright::ToolCall;
     ///
     /// let handle = ProgressHandle::new(|p: Progress| println!("{} of {:?}", p.done, p.total));
     /// let call = ToolCall::new("call_1", "import_rows", "{}").with_progress(handle);

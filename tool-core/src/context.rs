@@ -22,7 +22,7 @@ use crate::session::Session;
 /// handed to tools that take a `State<T>` parameter.
 ///
 /// ```
-/// use toolwright_core::State;
+/// use toolwright::State;
 ///
 /// struct Db { url: String }
 /// fn url(db: State<Db>) -> String { db.url.clone() }
@@ -166,7 +166,7 @@ fn report(
 /// parameter (it is injected, never part of the schema).
 ///
 /// ```
-/// use toolwright_core::ToolContext;
+/// use toolwright::ToolContext;
 ///
 /// fn budget_ms(ctx: &ToolContext) -> u128 {
 ///     ctx.remaining().as_millis()
@@ -261,7 +261,7 @@ impl ToolContext {
     /// rate-limited (see [the `progress` module](crate::progress)), so report as often as is convenient.
     ///
     /// ```
-    /// use toolwright_core::{ToolContext, ToolError};
+    /// use toolwright::{ToolContext, ToolError};
     ///
     /// async fn import(ctx: &ToolContext, rows: &[String]) -> Result<usize, ToolError> {
     ///     for (i, _row) in rows.iter().enumerate() {

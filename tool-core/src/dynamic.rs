@@ -12,9 +12,9 @@
 //! ```
 //! use std::time::Duration;
 //! use serde_json::json;
-//! use toolwright_core::{dynamic::DynamicTool, Effect, Registry, ToolCall};
+//! use toolwright::{DynamicTool, Effect, Registry, ToolCall};
 //!
-//! # async fn demo() -> Result<(), toolwright_core::BuildError> {
+//! # async fn demo() -> Result<(), toolwright::BuildError> {
 //! let weather = DynamicTool::builder("get_weather")
 //!     .description("Current weather for a city.")
 //!     .input_schema(json!({
@@ -311,7 +311,7 @@ impl DynamicToolBuilder {
     ///
     /// ```
     /// # use serde_json::json;
-    /// # use toolwright_core::dynamic::DynamicTool;
+    /// # use toolwright::DynamicTool;
     /// let weather = DynamicTool::builder("get_weather")
     ///     .description("Current weather for a city.")
     ///     .input_schema(json!({

@@ -33,6 +33,7 @@
 
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(unreachable_pub)]
 
 // The stages of a call, in call order: what a call is; Validate (shape and field rules, then
@@ -78,6 +79,7 @@ pub mod tool;
 pub mod providers;
 pub mod replay;
 #[cfg(feature = "tower")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
 pub mod service;
 // Leaves every stage imports.
 mod runtime;
@@ -86,6 +88,7 @@ mod wording;
 /// The redis crate the Redis-backed stores are built on (the `redis` feature), for building the
 /// [`ConnectionManager`](redis::aio::ConnectionManager) they take, at the version they take.
 #[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub use redis;
 
 pub use call::{Invocation, Session, State, ToolCall, ToolContext};
@@ -102,7 +105,7 @@ pub use tool::{Effect, Tool, ToolMeta, ToolSpec};
 /// when it has to guess what each field means.
 ///
 /// ```
-/// let system_prompt = format!("You are a support agent.\n\n{}", toolwright_core::ERROR_CONTRACT);
+/// let system_prompt = format!("You are a support agent.\n\n{}", toolwright::ERROR_CONTRACT);
 /// assert!(system_prompt.contains("error_type"));
 /// ```
 pub const ERROR_CONTRACT: &str = "\

@@ -350,7 +350,7 @@ impl ErrorKind {
     /// store (record an unknown effect, or release the key?) follow.
     ///
     /// ```
-    /// use toolwright_core::ErrorKind;
+    /// use toolwright::ErrorKind;
     ///
     /// assert!(ErrorKind::Timeout.may_have_acted(false));
     /// assert!(!ErrorKind::Timeout.may_have_acted(true));
@@ -526,7 +526,7 @@ impl Failure {
 /// call; never a Rust error, never a panic.
 ///
 /// ```
-/// use toolwright_core::{Outcome, Status};
+/// use toolwright::{Outcome, Status};
 ///
 /// fn log(outcome: &Outcome) {
 ///     match outcome.status() {
@@ -589,7 +589,7 @@ impl Outcome {
     /// attempted.
     ///
     /// ```
-    /// use toolwright_core::{ErrorKind, Outcome};
+    /// use toolwright::{ErrorKind, Outcome};
     ///
     /// let outcome = Outcome::refused(
     ///     "call_9",
@@ -702,7 +702,7 @@ impl Outcome {
     /// first attempt timed out after 8 s, the second, 310 ms later, succeeded".
     ///
     /// ```
-    /// # fn show(outcome: &toolwright_core::Outcome) {
+    /// # fn show(outcome: &toolwright::Outcome) {
     /// for a in outcome.attempt_history() {
     ///     println!("#{} after {:?}: {:?} in {:?}", a.number(), a.waited(), a.error(), a.elapsed());
     /// }
@@ -788,7 +788,7 @@ impl Outcome {
     /// Empty when the arguments were not repaired. The envelope lists them as `"repaired_by"`.
     ///
     /// ```
-    /// # fn show(outcome: &toolwright_core::Outcome) {
+    /// # fn show(outcome: &toolwright::Outcome) {
     /// for fix in outcome.repaired_by() {
     ///     println!("{} was repaired by {fix}", outcome.call_id());
     /// }

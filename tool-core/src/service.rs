@@ -11,7 +11,7 @@
 //!
 //! ```
 //! # #[cfg(feature = "tower")] {
-//! use toolwright_core::{Registry, Session, ToolCall};
+//! use toolwright::{Registry, Session, ToolCall};
 //! use tower_service::Service;
 //!
 //! # tokio::runtime::Runtime::new().unwrap().block_on(async {

@@ -19,7 +19,7 @@ use crate::idempotency::KeyMode;
 /// conversation.
 ///
 /// ```
-/// use toolwright_core::Session;
+/// use toolwright::Session;
 ///
 /// let session = Session::new("conv-7").with_principal("user:alice").with_scopes(["orders:read"]);
 /// assert!(session.has_scope("orders:read"));
@@ -114,7 +114,7 @@ impl Session {
     /// application knows itself (the signed-in customer's account, what the user clicked).
     ///
     /// ```
-    /// use toolwright_core::Session;
+    /// use toolwright::Session;
     ///
     /// let session = Session::new("conv-7");
     /// session.ground("account", "ACC-311");
@@ -160,7 +160,7 @@ impl Session {
     /// it. The agent loop sets it for a model whose export asks for native search.
     ///
     /// ```
-    /// use toolwright_core::Session;
+    /// use toolwright::Session;
     ///
     /// let session = Session::new("conv-7").with_native_tool_search();
     /// assert!(session.native_tool_search());
@@ -243,8 +243,8 @@ impl Session {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use toolwright_core::conversation::MemoryConversationStore;
-    /// use toolwright_core::Session;
+    /// use toolwright::conversation::MemoryConversationStore;
+    /// use toolwright::Session;
     ///
     /// let store = Arc::new(MemoryConversationStore::new());
     /// let session = Session::new("conv-7").with_principal("user:alice").with_store(store);
@@ -303,7 +303,7 @@ impl Session {
     /// per tool and canonical arguments, so a re-proposed refund maps to the first one's key).
     ///
     /// ```
-    /// use toolwright_core::{KeyMode, Session};
+    /// use toolwright::{KeyMode, Session};
     ///
     /// let session = Session::new("conv-7").with_key_mode(KeyMode::Fingerprint);
     /// assert_eq!(session.key_mode(), Some(KeyMode::Fingerprint));
@@ -441,8 +441,8 @@ struct Persisted {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use toolwright_core::conversation::MemoryConversationStore;
-/// use toolwright_core::{KeyMode, Session};
+/// use toolwright::conversation::MemoryConversationStore;
+/// use toolwright::{KeyMode, Session};
 ///
 /// let store = Arc::new(MemoryConversationStore::new());
 /// let session = Session::new("conv-7")

@@ -60,15 +60,15 @@ use crate::Served;
 /// ```
 /// use std::borrow::Cow;
 ///
-/// use toolwright_core::Registry;
-/// use toolwright_mcp::rmcp::model::{
+/// use toolwright::Registry;
+/// use toolwright::mcp::rmcp::model::{
 ///     CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, ListResourcesResult,
 ///     ListToolsResult, PaginatedRequestParams, ProtocolVersion, Resource, ResourcesCapability,
 ///     ServerConfig, SubscriptionFilter, Tool,
 /// };
-/// use toolwright_mcp::rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
-/// use toolwright_mcp::rmcp::{ErrorData, RoleServer, ServerHandler};
-/// use toolwright_mcp::{McpServer, Tools};
+/// use toolwright::mcp::rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
+/// use toolwright::mcp::rmcp::{ErrorData, RoleServer, ServerHandler};
+/// use toolwright::mcp::{McpServer, Tools};
 ///
 /// /// Your server: the registry's tools and a resource of your own.
 /// struct Notes {
@@ -320,10 +320,10 @@ impl Tools {
     /// [`McpServer::authorize`]: crate::McpServer::authorize
     ///
     /// ```
-    /// use toolwright_mcp::rmcp::model::{ListResourcesResult, PaginatedRequestParams};
-    /// use toolwright_mcp::rmcp::service::RequestContext;
-    /// use toolwright_mcp::rmcp::{ErrorData, RoleServer};
-    /// use toolwright_mcp::Tools;
+    /// use toolwright::mcp::rmcp::model::{ListResourcesResult, PaginatedRequestParams};
+    /// use toolwright::mcp::rmcp::service::RequestContext;
+    /// use toolwright::mcp::rmcp::{ErrorData, RoleServer};
+    /// use toolwright::mcp::Tools;
     ///
     /// async fn list_resources(
     ///     tools: &Tools,
@@ -450,9 +450,9 @@ impl Tools {
     /// sends its prompts' or resources' changes:
     ///
     /// ```
-    /// use toolwright_mcp::rmcp::service::SubscriptionContext;
-    /// use toolwright_mcp::rmcp::ErrorData;
-    /// use toolwright_mcp::Tools;
+    /// use toolwright::mcp::rmcp::service::SubscriptionContext;
+    /// use toolwright::mcp::rmcp::ErrorData;
+    /// use toolwright::mcp::Tools;
     ///
     /// async fn listen(tools: &Tools, subscription: SubscriptionContext) -> Result<(), ErrorData> {
     ///     let prompts = async {

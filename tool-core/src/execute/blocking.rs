@@ -27,7 +27,7 @@ use crate::error::ToolError;
 /// Runs `body` on tokio's blocking pool; see the [module docs](self) for what a timeout means.
 ///
 /// ```
-/// # use toolwright_core::{execute::blocking::blocking, ToolError};
+/// # use toolwright::{execute::blocking::blocking, ToolError};
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {
 /// let sum = blocking(|| Ok::<_, ToolError>((1..=10u32).sum::<u32>())).await;

@@ -45,7 +45,7 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use toolwright_core::{execute::BreakerPolicy, Registry};
+//! use toolwright::{execute::BreakerPolicy, Registry};
 //!
 //! let registry = Registry::builder()
 //!     .breaker(BreakerPolicy::new().failure_rate(0.5).min_calls(20).cooldown(Duration::from_secs(10)))
@@ -661,7 +661,7 @@ pub struct BreakerStats {
 /// the tool out of service, put it back. Cheap to clone.
 ///
 /// ```
-/// # use toolwright_core::{execute::BreakerState, Registry};
+/// # use toolwright::{execute::BreakerState, Registry};
 /// # fn demo(registry: &Registry) {
 /// if let Some(breaker) = registry.breaker("refund_order") {
 ///     breaker.force_open(); // every call now fails fast with circuit_open

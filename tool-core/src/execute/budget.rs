@@ -25,7 +25,7 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use toolwright_core::{execute::RetryBudget, Registry};
+//! use toolwright::{execute::RetryBudget, Registry};
 //!
 //! let registry = Registry::builder()
 //!     .retry_budget(RetryBudget::new(0.1).min_per_second(0).window(Duration::from_secs(30)))
@@ -113,7 +113,7 @@ impl Default for RetryBudget {
 /// owner picks (any fixed `Instant`), so a paused test clock drives it too.
 ///
 /// ```
-/// use toolwright_core::execute::{Budget, RetryBudget};
+/// use toolwright::execute::{Budget, RetryBudget};
 ///
 /// let budget = Budget::new(RetryBudget::new(0.5).min_per_second(0));
 /// budget.deposit(0);

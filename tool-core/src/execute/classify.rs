@@ -25,7 +25,7 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use toolwright_core::{execute::classify, ErrorKind};
+//! use toolwright::{execute::classify, ErrorKind};
 //!
 //! let e = classify::check_status(429, Some("7"), "/v1/refunds").unwrap_err();
 //! assert_eq!(e.kind(), ErrorKind::RateLimited);
@@ -43,7 +43,7 @@ use crate::error::ToolError;
 ///
 /// ```
 /// use std::time::{Duration, SystemTime};
-/// use toolwright_core::execute::classify::retry_after_at;
+/// use toolwright::execute::classify::retry_after_at;
 ///
 /// let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_445_412_470); // 07:27:50 GMT
 /// assert_eq!(retry_after_at("120", now), Some(Duration::from_secs(120)));
@@ -105,8 +105,8 @@ mod reqwest_support {
     /// message names the URL's path, never its query.
     ///
     /// ```no_run
-    /// # async fn demo(client: reqwest::Client) -> Result<(), toolwright_core::ToolError> {
-    /// use toolwright_core::execute::classify;
+    /// # async fn demo(client: reqwest::Client) -> Result<(), toolwright::ToolError> {
+    /// use toolwright::execute::classify;
     ///
     /// let response = client.get("http://orders.internal/v1/orders").send().await?; // connect error: never started
     /// let body = classify::check_response(response)?.text().await?; // 429: rate_limited + Retry-After
@@ -283,7 +283,7 @@ mod rusqlite_support {
         /// values bound.
         ///
         /// ```
-        /// use toolwright_core::{ErrorKind, ToolError};
+        /// use toolwright::{ErrorKind, ToolError};
         ///
         /// let db = rusqlite::Connection::open_in_memory().unwrap();
         /// db.execute("CREATE TABLE members (id TEXT PRIMARY KEY)", []).unwrap();

@@ -32,7 +32,7 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use toolwright_core::{execute::RetryPolicy, Registry};
+//! use toolwright::{execute::RetryPolicy, Registry};
 //!
 //! let policy = RetryPolicy::new().max_attempts(4).base(Duration::from_millis(100));
 //! assert_eq!(policy.ceiling(0), Duration::from_millis(100));

@@ -88,7 +88,7 @@ impl Outcome {
     /// whose schema `to_model_string` copies as text written once per tool).
     ///
     /// ```
-    /// use toolwright_core::Outcome;
+    /// use toolwright::Outcome;
     ///
     /// /// The envelope for a log line, without the schema a failed call repeats.
     /// fn for_log(outcome: &Outcome) -> String {

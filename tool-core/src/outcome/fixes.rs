@@ -104,7 +104,7 @@ impl FromStr for Fix {
 /// in [`Fix::ALL`]'s order.
 ///
 /// ```
-/// use toolwright_core::repair::{Fix, Fixes};
+/// use toolwright::repair::{Fix, Fixes};
 ///
 /// let fixes = Fixes::EMPTY.with(Fix::TrailingComma).with(Fix::CodeFence);
 /// assert!(fixes.contains(Fix::CodeFence));

@@ -118,7 +118,7 @@ fn millis(d: Duration) -> u64 {
 /// times are kept to the microsecond.
 ///
 /// ```
-/// use toolwright_core::{Outcome, ErrorKind};
+/// use toolwright::{Outcome, ErrorKind};
 ///
 /// let outcome = Outcome::refused("call_1", "refund_order", ErrorKind::RateLimited, "slow down");
 /// let text = serde_json::to_string(&outcome).unwrap();

@@ -23,7 +23,7 @@ impl Outcome {
     /// never re-parsed.
     ///
     /// ```
-    /// use toolwright_core::Outcome;
+    /// use toolwright::Outcome;
     ///
     /// fn tool_message(outcome: &Outcome) -> String {
     ///     outcome.to_model_string()
@@ -42,7 +42,7 @@ impl Outcome {
     /// `max_result_bytes` bounds it).
     ///
     /// ```
-    /// use toolwright_core::Outcome;
+    /// use toolwright::Outcome;
     ///
     /// /// For a model with a small context: failures in at most 8 KiB.
     /// fn tool_message(outcome: &Outcome) -> String {

@@ -46,7 +46,7 @@ pub(crate) fn tool(spec: &ToolSpec, input_schema: Value, strict: bool) -> Value 
 ///     {"type": "text", "text": "Let me look."},
 ///     {"type": "tool_use", "id": "toolu_1", "name": "search", "input": {"q": "x"}}
 /// ]});
-/// let calls = toolwright_core::providers::anthropic::parse_calls(&message).unwrap();
+/// let calls = toolwright::providers::anthropic::parse_calls(&message).unwrap();
 /// assert_eq!((calls[0].id(), calls[0].arguments()), ("toolu_1", r#"{"q":"x"}"#));
 /// ```
 pub fn parse_calls(message: &Value) -> Result<Vec<ToolCall>, ParseError> {

@@ -26,8 +26,8 @@ pub enum Carried {
 /// [`Content`] result.
 ///
 /// ```
-/// use toolwright_core::content::{BlockKind, Content};
-/// use toolwright_core::providers::{Carriage, Carried, Provider};
+/// use toolwright::content::{BlockKind, Content};
+/// use toolwright::providers::{Carriage, Carried, Provider};
 ///
 /// let content = Content::new().text("chart").image(&[1, 2, 3], "image/png").audio(&[4], "audio/wav");
 /// let carriage = Carriage::of(&content, Provider::Anthropic);

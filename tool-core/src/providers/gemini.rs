@@ -131,7 +131,7 @@ fn mint_id() -> String {
 /// let response = json!({"candidates": [{"content": {"role": "model", "parts": [
 ///     {"functionCall": {"name": "search", "args": {"q": "x"}}, "thoughtSignature": "c2ln"}
 /// ]}}]});
-/// let calls = toolwright_core::providers::gemini::parse_calls(&response).unwrap();
+/// let calls = toolwright::providers::gemini::parse_calls(&response).unwrap();
 /// assert_eq!(calls[0].call().arguments(), r#"{"q":"x"}"#);
 /// assert_eq!(calls[0].thought_signature(), Some("c2ln"));
 /// ```

@@ -149,7 +149,7 @@ pub fn envelope_schema(output_schema: &Value) -> Value {
 /// # use serde_json::json;
 /// let request = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
 ///                      "params": {"name": "search", "arguments": {"q": "x"}}});
-/// let call = toolwright_core::providers::mcp::parse_request(&request).unwrap();
+/// let call = toolwright::providers::mcp::parse_request(&request).unwrap();
 /// assert_eq!((call.id(), call.name(), call.arguments()), ("7", "search", r#"{"q":"x"}"#));
 /// ```
 pub fn parse_request(request: &Value) -> Result<ToolCall, ParseError> {

@@ -5,8 +5,8 @@
 //! ```
 //! use std::future::Future;
 //! use serde_json::json;
-//! use toolwright_core::providers::{openai, Provider};
-//! use toolwright_core::{Invocation, Registry, Tool, ToolError, ToolMeta};
+//! use toolwright::providers::{openai, Provider};
+//! use toolwright::{Invocation, Registry, Tool, ToolError, ToolMeta};
 //!
 //! #[derive(serde::Deserialize, schemars::JsonSchema)]
 //! #[serde(deny_unknown_fields)]
@@ -83,7 +83,7 @@ impl Provider {
 /// is `registry.export(Provider::Anthropic)`.
 ///
 /// ```
-/// use toolwright_core::providers::{mcp::McpHints, Export, Provider};
+/// use toolwright::providers::{mcp::McpHints, Export, Provider};
 ///
 /// let openai_loose = Provider::OpenAi.strict(false);
 /// let mcp = Export::new(Provider::Mcp).mcp_hints("search_web", McpHints::new().open_world(true));
@@ -120,7 +120,7 @@ impl Export {
     /// this way fails with [`Construct::NativeToolSearch`].
     ///
     /// ```
-    /// use toolwright_core::providers::{Export, Provider};
+    /// use toolwright::providers::{Export, Provider};
     ///
     /// let anthropic = Export::new(Provider::Anthropic).native_tool_search(true);
     /// assert!(anthropic.uses_native_tool_search());

@@ -52,7 +52,7 @@ pub(crate) fn responses_tool(spec: &ToolSpec, parameters: Value, strict: bool) -
 /// let message = json!({"role": "assistant", "tool_calls": [
 ///     {"id": "call_1", "type": "function", "function": {"name": "search", "arguments": "{\"q\":\"x\"}"}}
 /// ]});
-/// let calls = toolwright_core::providers::openai::parse_calls(&message).unwrap();
+/// let calls = toolwright::providers::openai::parse_calls(&message).unwrap();
 /// assert_eq!(calls[0].arguments(), "{\"q\":\"x\"}");
 /// ```
 pub fn parse_calls(response: &Value) -> Result<Vec<ToolCall>, ParseError> {

@@ -24,7 +24,7 @@ pub enum ParseErrorKind {
 ///
 /// ```
 /// use serde_json::json;
-/// use toolwright_core::providers::{openai, ParseErrorKind};
+/// use toolwright::providers::{openai, ParseErrorKind};
 ///
 /// let bad = json!({"choices": [{"message": {"tool_calls": [{"id": "c1", "type": "function", "function": {"name": "x", "arguments": {"a": 1}}}]}}]});
 /// let err = openai::parse_calls(&bad).unwrap_err();

@@ -11,7 +11,7 @@ pub(super) type Pending =
 /// Builds a [`Registry`]: tools, shared state, defaults.
 ///
 /// ```
-/// # use toolwright_core::Registry;
+/// # use toolwright::Registry;
 /// # use std::time::Duration;
 /// let registry = Registry::builder().default_timeout(Duration::from_secs(5)).build().unwrap();
 /// assert!(registry.specs().is_empty());
@@ -126,7 +126,7 @@ impl RegistryBuilder {
     /// [`BuildError::InvalidName`].
     ///
     /// ```
-    /// # use toolwright_core::{Effect, Registry, dynamic::DynamicTool};
+    /// # use toolwright::{Effect, Registry, DynamicTool};
     /// # use serde_json::json;
     /// let search = |about: &str| {
     ///     DynamicTool::builder("search")
@@ -165,7 +165,7 @@ impl RegistryBuilder {
     /// guessed it, and is told plainly it may not.
     ///
     /// ```
-    /// # use toolwright_core::{Registry, Session, dynamic::DynamicTool};
+    /// # use toolwright::{Registry, Session, DynamicTool};
     /// # use serde_json::json;
     /// let refund = DynamicTool::builder("refund_order")
     ///     .description("Refunds an order.")
@@ -195,7 +195,7 @@ impl RegistryBuilder {
     /// [`visible_when`](RegistryBuilder::visible_when). Cheap checks only: it runs on every call.
     ///
     /// ```
-    /// # use toolwright_core::{Registry, Session};
+    /// # use toolwright::{Registry, Session};
     /// // Read-only tools for anonymous sessions, everything for signed-in ones.
     /// let registry = Registry::builder()
     ///     .tool_filter(|spec, session| session.principal().is_some() || spec.read_only())
@@ -227,7 +227,7 @@ impl RegistryBuilder {
     /// [`build`](RegistryBuilder::build) fail.
     ///
     /// ```
-    /// # use toolwright_core::{Registry, Session, ToolCall, Status, ErrorKind, dynamic::DynamicTool};
+    /// # use toolwright::{Registry, Session, ToolCall, Status, ErrorKind, DynamicTool};
     /// # use serde_json::json;
     /// # async fn demo() {
     /// let refund = DynamicTool::builder("refund_order")
@@ -347,7 +347,7 @@ impl RegistryBuilder {
     /// recognized too. Idempotent and read-only tools never touch the store.
     ///
     /// ```
-    /// # use toolwright_core::{MemoryStore, Registry};
+    /// # use toolwright::{MemoryStore, Registry};
     /// let store = MemoryStore::builder().max_bytes(8 << 20).build();
     /// let registry = Registry::builder().idempotency_store(store).build().unwrap();
     /// # let _ = registry;
@@ -406,8 +406,8 @@ impl RegistryBuilder {
     /// arguments, and without one the model gets its own arguments' failure.
     ///
     /// ```
-    /// use toolwright_core::repair::{DeterministicRepair, Fix};
-    /// use toolwright_core::Registry;
+    /// use toolwright::repair::{DeterministicRepair, Fix};
+    /// use toolwright::Registry;
     ///
     /// let registry = Registry::builder()
     ///     .deterministic_repair(DeterministicRepair::default().rule(Fix::SingleQuotes, false))
@@ -435,7 +435,7 @@ impl RegistryBuilder {
     /// path, which reads the whole text to report every problem.
     ///
     /// ```
-    /// # use toolwright_core::Registry;
+    /// # use toolwright::Registry;
     /// let registry = Registry::builder().max_argument_bytes(64 << 10).build().unwrap();
     /// # let _ = registry;
     /// ```
@@ -449,7 +449,7 @@ impl RegistryBuilder {
     /// (default: 1,000 entries, 1 MiB, one hour; see [`Registry::quarantine`]).
     ///
     /// ```
-    /// # use toolwright_core::{observe::QuarantinePolicy, Registry};
+    /// # use toolwright::{observe::QuarantinePolicy, Registry};
     /// let registry = Registry::builder()
     ///     .quarantine(QuarantinePolicy::new().max_entries(100).raw_text(true))
     ///     .build()

@@ -55,7 +55,7 @@ impl Changes {
     /// when it was built); a name the registry does not have fails the change.
     ///
     /// ```
-    /// # use toolwright_core::{Registry, Session, dynamic::DynamicTool, registry::ToolSearch};
+    /// # use toolwright::{Registry, Session, DynamicTool, registry::ToolSearch};
     /// # use serde_json::json;
     /// let registry = Registry::builder().tool_search(ToolSearch::new()).build().unwrap();
     /// let export = DynamicTool::builder("export_ledger")
@@ -93,9 +93,9 @@ impl Registry {
     /// connected), not per request.
     ///
     /// ```
-    /// # use toolwright_core::{Registry, ToolCall, Status, dynamic::DynamicTool};
+    /// # use toolwright::{Registry, ToolCall, Status, DynamicTool};
     /// # use serde_json::json;
-    /// # async fn demo() -> Result<(), toolwright_core::BuildError> {
+    /// # async fn demo() -> Result<(), toolwright::BuildError> {
     /// let registry = Registry::builder().build()?;
     /// let ping = DynamicTool::builder("ping")
     ///     .description("Answers pong.")

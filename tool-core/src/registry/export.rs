@@ -13,8 +13,8 @@ impl Registry {
     /// paragraph of its description ([`Provider`](crate::providers::Provider)).
     ///
     /// ```
-    /// # use toolwright_core::{Registry, providers::Provider};
-    /// # fn demo(registry: &Registry) -> Result<(), toolwright_core::providers::ExportError> {
+    /// # use toolwright::{Registry, providers::Provider};
+    /// # fn demo(registry: &Registry) -> Result<(), toolwright::providers::ExportError> {
     /// let openai = registry.export(Provider::OpenAi)?;                 // strict
     /// let anthropic = registry.export(Provider::Anthropic.strict(true))?;
     /// let gemini = registry.export(Provider::Gemini)?;
@@ -30,8 +30,8 @@ impl Registry {
     /// it; the tool list is also the model's whole picture of what exists.
     ///
     /// ```
-    /// # use toolwright_core::{Registry, Session, providers::Provider};
-    /// # fn demo(registry: &Registry) -> Result<(), toolwright_core::providers::ExportError> {
+    /// # use toolwright::{Registry, Session, providers::Provider};
+    /// # fn demo(registry: &Registry) -> Result<(), toolwright::providers::ExportError> {
     /// let support = Session::new("conv-1").with_scopes(["orders:read"]);
     /// let tools = registry.export_for(&support, Provider::Anthropic)?;
     /// # let _ = tools; Ok(()) }

@@ -2,8 +2,8 @@
 //! through the same stages, in order: scopes, validation, guard rails, execution, interpretation.
 //!
 //! ```
-//! # use toolwright_core::{Registry, ToolCall, Status, ErrorKind};
-//! # async fn demo() -> Result<(), toolwright_core::BuildError> {
+//! # use toolwright::{Registry, ToolCall, Status, ErrorKind};
+//! # async fn demo() -> Result<(), toolwright::BuildError> {
 //! let registry = Registry::builder().build()?;
 //! let outcome = registry.call(ToolCall::new("call_1", "search_acounts", "{}")).await;
 //! assert_eq!(outcome.status(), Status::Error);
@@ -237,7 +237,7 @@ impl Registry {
     /// name the registry does not have.
     ///
     /// ```
-    /// # use toolwright_core::{Registry, Session};
+    /// # use toolwright::{Registry, Session};
     /// let registry = Registry::builder().build().unwrap();
     /// assert!(!registry.is_visible("refund_order", &Session::new("conv-1")));
     /// ```
@@ -257,7 +257,7 @@ impl Registry {
     /// conversation has not found yet by telling the model to search.
     ///
     /// ```
-    /// # use toolwright_core::{Registry, Session, dynamic::DynamicTool};
+    /// # use toolwright::{Registry, Session, DynamicTool};
     /// # use serde_json::json;
     /// let close = DynamicTool::builder("close_books")
     ///     .description("Closes the books.")
@@ -285,7 +285,7 @@ impl Registry {
     /// call admitted here still goes through every check of the call itself.
     ///
     /// ```
-    /// # use toolwright_core::{Registry, Session, registry::Inadmissible};
+    /// # use toolwright::{Registry, Session, registry::Inadmissible};
     /// let registry = Registry::builder().build().unwrap();
     /// let session = Session::new("conv-1");
     /// assert_eq!(
@@ -360,7 +360,7 @@ impl Registry {
     ///
     /// ```
     /// # use std::sync::Mutex;
-    /// # use toolwright_core::Registry;
+    /// # use toolwright::Registry;
     /// struct Outbox {
     ///     sent: Mutex<Vec<String>>,
     /// }
@@ -406,7 +406,7 @@ impl Registry {
     /// [`observe::Stats`].
     ///
     /// ```
-    /// # use toolwright_core::{Registry, ToolCall};
+    /// # use toolwright::{Registry, ToolCall};
     /// # async fn demo() {
     /// let registry = Registry::builder().build().unwrap();
     /// registry.call(ToolCall::new("c1", "no_such_tool", "{}")).await;
@@ -437,7 +437,7 @@ impl Registry {
     /// [`RegistryBuilder::quarantine`]. Never logged; this is the only way to it.
     ///
     /// ```
-    /// # use toolwright_core::Registry;
+    /// # use toolwright::Registry;
     /// let registry = Registry::builder().build().unwrap();
     /// for entry in registry.quarantine().entries() {
     ///     println!("{} {} {}: {}", entry.tool, entry.call_id, entry.error_type, entry.text);
@@ -585,7 +585,7 @@ impl Registry {
     /// ([`Ticket::edited_arguments`](crate::conversation::Ticket::edited_arguments)).
     ///
     /// ```no_run
-    /// # use toolwright_core::{Registry, approval::Approvals};
+    /// # use toolwright::{Registry, approval::Approvals};
     /// # async fn demo(registry: &Registry, approvals: &Approvals) {
     /// match registry.approve_with(approvals, "t17-0a1b2c3d", r#"{"order_id":"A1","amount":20}"#).await {
     ///     Ok(()) => println!("approved with the new amount"),
@@ -698,7 +698,7 @@ impl fmt::Debug for Registry {
 ///
 /// ```
 /// # use std::sync::Arc;
-/// # use toolwright_core::registry::{RegistryBuilder, Toolset};
+/// # use toolwright::registry::{RegistryBuilder, Toolset};
 /// struct Nothing;
 ///
 /// impl Toolset for Nothing {
@@ -708,7 +708,7 @@ impl fmt::Debug for Registry {
 ///     }
 /// }
 ///
-/// let registry = toolwright_core::Registry::builder().toolset(Nothing).build().unwrap();
+/// let registry = toolwright::Registry::builder().toolset(Nothing).build().unwrap();
 /// assert!(registry.specs().is_empty());
 /// ```
 pub trait Toolset: Send + Sync + 'static {

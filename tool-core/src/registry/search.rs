@@ -43,7 +43,7 @@ pub const MAX_QUERY_CHARS: usize = 500;
 /// it.
 ///
 /// ```
-/// use toolwright_core::registry::ToolSearch;
+/// use toolwright::registry::ToolSearch;
 ///
 /// // For MCP clients, which never list a deferred tool: they learn its schema from the search.
 /// let search = ToolSearch::new().name("find_tools").results(8).with_schemas(true);
@@ -183,7 +183,7 @@ impl Registry {
     /// search tool answers, without recording anything as found.
     ///
     /// ```
-    /// # use toolwright_core::{Registry, Session, dynamic::DynamicTool};
+    /// # use toolwright::{Registry, Session, DynamicTool};
     /// # use serde_json::json;
     /// let tool = |name: &str, description: &str| {
     ///     DynamicTool::builder(name)
@@ -254,7 +254,7 @@ impl Registry {
     /// request calls it before listing.
     ///
     /// ```no_run
-    /// # use toolwright_core::{Registry, Session, providers::Provider};
+    /// # use toolwright::{Registry, Session, providers::Provider};
     /// # async fn demo(registry: &Registry, session: &Session) -> Result<(), Box<dyn std::error::Error>> {
     /// registry.refresh_found(session).await?;
     /// let tools = registry.export_for(session, Provider::Anthropic)?;

@@ -7,7 +7,7 @@
 //! use std::future::Future;
 //! use schemars::JsonSchema;
 //! use serde::Deserialize;
-//! use toolwright_core::{Invocation, Tool, ToolError, ToolMeta};
+//! use toolwright::{Invocation, Tool, ToolError, ToolMeta};
 //!
 //! #[derive(Deserialize, JsonSchema)]
 //! #[serde(deny_unknown_fields)]

@@ -361,7 +361,7 @@ impl ToolMeta {
 /// Everything a registry, a provider adapter or a UI needs to know about a registered tool.
 ///
 /// ```
-/// # use toolwright_core::ToolSpec;
+/// # use toolwright::ToolSpec;
 /// fn describe(spec: &ToolSpec) -> String {
 ///     format!("{}: {} (timeout {:?})", spec.name(), spec.description(), spec.timeout())
 /// }
