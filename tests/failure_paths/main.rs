@@ -1,7 +1,18 @@
-// The fixtures and helpers of the failure-path tests (tests/*_failure_paths.rs), which
-// `include!` this file: one `#[tool]` per failure class and one registry of them all.
+//! The failure paths of each stage, one binary: the fixtures (one `#[tool]` per failure class
+//! and one registry of them all) and the helpers, here at the root, and a module per stage
+//! that `use super::*`s them. A binary of its own, because its fixtures are every `#[tool]` it
+//! holds: `Registry::from_collected` collects exactly them
+//! (`registry::from_collected_finds_every_tool_of_the_binary`).
+//!
+//! Run one stage's with `cargo test --all-features --test failure_paths <stage>::`.
 
-// Each failure-path file uses some of these imports and helpers, none uses all.
+mod execute;
+mod guard;
+mod outcome;
+mod registry;
+mod validate;
+
+// Each failure-path module uses some of these imports and helpers, none uses all.
 #[allow(unused_imports)]
 use std::time::Duration;
 
@@ -287,7 +298,7 @@ fn registry() -> Registry {
         .tool(Whoami)
         .state(Db { rows: 42 })
         // Above the 1 MiB default, so the megabyte cases below reach the failure path they
-        // test (tests/guard_exactness.rs covers the limit itself).
+        // test (tests/it/guard_exactness.rs covers the limit itself).
         .max_argument_bytes(4 << 20)
         .build()
         .expect("the fixture registry builds")

@@ -10,10 +10,9 @@
 // `String` argument); clippy reads it as user code. Reported for tool-macros to allow it there.
 #![allow(clippy::redundant_closure)]
 
-// The fixtures (one `#[tool]` per failure class) and the helpers every failure-path file
-// shares; included rather than a module so the tools stay private to each binary, and each
-// binary collects the same tools (`from_collected_finds_every_tool_of_the_binary`).
-include!("support/failure_paths.rs");
+// The fixtures (one `#[tool]` per failure class) and the helpers every failure-path module
+// shares, at the binary's root.
+use super::*;
 
 // ---------------------------------------------------------------------------------------------
 // Lookup

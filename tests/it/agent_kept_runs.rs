@@ -7,10 +7,6 @@
 //! bound on runs is hard; and, against a real `redis-server`, a process paused on approval is
 //! killed, the call approved, and a fresh process resumes the run: the tool ran once.
 
-#[cfg(feature = "redis")]
-#[path = "support/redis_server.rs"]
-mod redis_server;
-
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -21,6 +17,9 @@ use toolwright::conversation::{
     ConversationStore, ConversationStoreError, MemoryConversationStore, RunClaim,
 };
 use toolwright::prelude::*;
+
+#[cfg(feature = "redis")]
+use crate::support::redis_server;
 
 /// What the tools did: refunds, and quick lookups; and payments.
 #[derive(Clone, Default)]
@@ -857,10 +856,14 @@ mod redis {
     }
 
     fn phase(url: &str, ledger: &std::path::Path, phase: &str) -> Command {
+        // The phase's test name in this binary, wherever this module sits: its module path
+        // without the crate's name, as libtest names tests.
+        let module = module_path!().split_once("::").map_or("", |(_, path)| path);
+        let test = format!("{module}::kept_run_phase");
         let mut command = Command::new(std::env::current_exe().unwrap());
         command
             .args([
-                "redis::kept_run_phase",
+                test.as_str(),
                 "--exact",
                 "--include-ignored",
                 "--nocapture",

@@ -3,10 +3,10 @@
 //! `registry.stats()`, against a snapshot of the output (timings normalized), and against the
 //! the guide's copy (docs/src/support-agent.md) of that output.
 //!
-//! `UPDATE_SNAPSHOT=1 cargo test --test agent_support_job` rewrites
+//! `UPDATE_SNAPSHOT=1 cargo test --all-features --test it agent_support_job` rewrites
 //! `tests/snapshots/support_agent.txt` and the guide's block from a real run.
 
-#[path = "../examples/support_agent/job.rs"]
+#[path = "../../examples/support_agent/job.rs"]
 #[allow(dead_code)] // the example's main uses what this test does not, and the other way round
 mod job;
 
@@ -217,18 +217,18 @@ fn snapshot(output: &str) {
     }
     let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| {
         panic!(
-            "{}: {e}; run UPDATE_SNAPSHOT=1 cargo test --test agent_support_job",
+            "{}: {e}; run UPDATE_SNAPSHOT=1 cargo test --all-features --test it agent_support_job",
             path.display()
         )
     });
     assert_eq!(
         normalized, expected,
-        "the output changed; if that was meant, run UPDATE_SNAPSHOT=1 cargo test --test agent_support_job"
+        "the output changed; if that was meant, run UPDATE_SNAPSHOT=1 cargo test --all-features --test it agent_support_job"
     );
     assert_eq!(
         normalize(&readme[start..end]),
         expected,
-        "docs/src/support-agent.md's support_agent output block is not the snapshot; run UPDATE_SNAPSHOT=1 cargo test --test agent_support_job"
+        "docs/src/support-agent.md's support_agent output block is not the snapshot; run UPDATE_SNAPSHOT=1 cargo test --all-features --test it agent_support_job"
     );
 }
 

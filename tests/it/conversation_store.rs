@@ -3,15 +3,9 @@
 //! replicas sharing one Redis, a restart, an unreachable store, round trips counted from the
 //! server, and a soak with a Redis restart in the middle.
 //!
-//! Time differs between the harnesses as in tests/idempotency_store.rs: the memory store reads
+//! Time differs between the harnesses as in tests/it/idempotency_store.rs: the memory store reads
 //! tokio's clock (`advance` is `tokio::time::advance`); the Redis store keeps time only as key
 //! TTLs, so `advance` shortens every TTL of the test's keys by the same amount.
-
-#[cfg(feature = "redis")]
-#[path = "support/redis_commands.rs"]
-mod redis_commands;
-#[path = "support/redis_server.rs"]
-mod redis_server;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -23,6 +17,11 @@ use toolwright::conversation::{
     Prepare, Redeemed, Review, TicketRequest, TicketState, WaitingQuery,
 };
 use toolwright::prelude::*;
+
+#[cfg(feature = "redis")]
+use crate::support::redis_commands;
+#[cfg(feature = "redis")]
+use crate::support::redis_server;
 
 const IDLE: Duration = Duration::from_secs(3600);
 const MAX_IDS: usize = 3;

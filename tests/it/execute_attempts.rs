@@ -2,17 +2,15 @@
 //! failures are retried, how long the waits are, what the deadline and the budget cut short,
 //! what a non-idempotent tool may repeat, and what the outcome tells about every attempt.
 
-#[path = "support/script.rs"]
-mod support;
-
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::future::join_all;
-use support::{call, Lookup, PatientLookup, Refund, Script, SendMessage, Step};
 use toolwright::execute::{BreakerPolicy, BreakerState, RetryBudget, RetryPolicy, SeededRandom};
 use toolwright::prelude::*;
 use toolwright::{RegistryBuilder, RetryStop};
+
+use crate::support::script::{call, Lookup, PatientLookup, Refund, Script, SendMessage, Step};
 
 const MS: Duration = Duration::from_millis(1);
 

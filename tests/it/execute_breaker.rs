@@ -3,12 +3,6 @@
 //! many-threads probe test drives an injected clock instead, because tokio's clock cannot be
 //! paused on a multi-threaded runtime.
 
-#[path = "support/script.rs"]
-mod support;
-
-#[path = "support/capture.rs"]
-mod capture;
-
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -16,13 +10,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::future::join_all;
-use support::{call, Lookup, Script, SendMessage, Step};
 use tokio::time::Instant;
 use toolwright::execute::{
     BreakerPolicy, BreakerState, Clock, RetryBudget, RetryPolicy, SeededRandom, Sleep,
 };
 use toolwright::prelude::*;
 use toolwright::RegistryBuilder;
+
+use crate::support::capture;
+use crate::support::script::{call, Lookup, Script, SendMessage, Step};
 
 const COOLDOWN: Duration = Duration::from_secs(30);
 

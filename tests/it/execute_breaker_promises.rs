@@ -1,18 +1,16 @@
 //! The circuit breaker's defaults as the README states them, through a registry that sets no
 //! breaker policy at all: it opens when at least 50% of 10 or more attempts in a 30 s rolling
 //! window failed, stays open 30 s, and doubles that after each failed probe up to 5 minutes.
-//! (`tests/execute_breaker.rs` tests each transition under a policy of its own.) Paused tokio
+//! (`tests/it/execute_breaker.rs` tests each transition under a policy of its own.) Paused tokio
 //! time; one attempt per call, so each call is one verdict.
-
-#[path = "support/script.rs"]
-mod support;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use support::{call, Lookup, Script, Step};
 use toolwright::execute::{BreakerState, RetryPolicy, SeededRandom};
 use toolwright::prelude::*;
+
+use crate::support::script::{call, Lookup, Script, Step};
 
 fn registry(script: &Arc<Script>) -> Registry {
     Registry::builder()

@@ -1,5 +1,5 @@
 //! The README's promises about fallbacks (`#[tool(fallback = path)]`) that
-//! `tests/execute_fallback.rs` does not make, on paused tokio time:
+//! `tests/it/execute_fallback.rs` does not make, on paused tokio time:
 //!
 //! - a fallback that hangs is bounded by the tool's timeout, and the tool's failure stands;
 //! - a tool that stays `rate_limited` falls back (a 429 proves the request was not acted on);
@@ -7,12 +7,10 @@
 //!   may have acted (429, a refused connection, an open breaker), never after one that may have
 //!   (a 503, a timeout), even though the key made the retries safe;
 //! - a degraded outcome is never stored under the call's key: re-delivered in the same session,
-//!   the call runs the tool (`tests/execute_fallback.rs` checks this through `registry.call`, whose
-//!   every call has a scope of its own, so it would pass even if the outcome were stored);
+//!   the call runs the tool (`tests/it/execute_fallback.rs` checks this through
+//!   `registry.call`, whose every call has a scope of its own, so it would pass even if the
+//!   outcome were stored);
 //! - the `toolwright::call` event carries `degraded_by`.
-
-#[path = "support/capture.rs"]
-mod capture;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -21,6 +19,8 @@ use std::time::Duration;
 use toolwright::execute::{BreakerPolicy, RetryBudget};
 use toolwright::prelude::*;
 use toolwright::State;
+
+use crate::support::capture;
 
 /// How the live service answers.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

@@ -3,20 +3,14 @@
 //! counts ports as the same site), so every `POST` signed in by the cookie must carry the
 //! page's own `Origin`. Plain HTTP on loopback, no browser needed.
 
-#[path = "../examples/approvals/page.rs"]
-mod page;
-#[path = "support/review_page.rs"]
-mod review_page;
-#[path = "../examples/approvals/shop.rs"]
-mod shop;
-
-use review_page::serve;
-
 use std::sync::Arc;
 
 use reqwest::StatusCode;
 use toolwright::approval::Approvals;
 use toolwright::conversation::{ConversationStore, MemoryConversationStore, TicketState};
+
+use crate::support::review_page::serve;
+use crate::{page, shop};
 
 #[tokio::test]
 async fn a_decision_from_another_origin_is_refused_with_403_and_decides_nothing() {

@@ -9,15 +9,6 @@
 //! chromium-driver` in .ci/run), which makes a missing driver a failure.
 #![cfg(unix)]
 
-#[path = "../examples/approvals/page.rs"]
-mod page;
-#[path = "support/review_page.rs"]
-mod review_page;
-#[path = "../examples/approvals/shop.rs"]
-mod shop;
-
-use review_page::serve;
-
 use std::net::{Ipv4Addr, TcpListener};
 use std::os::unix::process::CommandExt as _;
 use std::path::PathBuf;
@@ -30,6 +21,9 @@ use serde_json::{json, Value};
 use toolwright::approval::Approvals;
 use toolwright::conversation::{ConversationStore, MemoryConversationStore, TicketState};
 use toolwright::ErrorKind;
+
+use crate::support::review_page::serve;
+use crate::{page, shop};
 
 /// How long any one condition may take to come true in the browser.
 const WAIT: Duration = Duration::from_secs(20);

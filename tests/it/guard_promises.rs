@@ -1,5 +1,5 @@
-//! The README's guard promises that `tests/guard_provenance.rs` and `tests/guard_approval.rs` do
-//! not make:
+//! The README's guard promises that `tests/it/guard_provenance.rs` and
+//! `tests/it/guard_approval.rs` do not make:
 //!
 //! - `#[arg(grounded = "...")]` on an `Option`: left out, it passes; given, the id must be one
 //!   the conversation was given;

@@ -5,13 +5,9 @@
 //! the script and records the idempotency key it saw, so a test can count how often the tool
 //! body ran and check that every attempt carried the same key.
 
-#[path = "support/script.rs"]
-mod support;
-
 use std::sync::Arc;
 use std::time::Duration;
 
-use support::{Lookup, Refund, Script, SendMessage, Step};
 use toolwright::execute::{BreakerPolicy, RetryBudget, SeededRandom};
 use toolwright::idempotency::{
     Begin, Fingerprint, IdempotencyStore, KeyMode, Lease, Settled, StoreError, StoreFuture,
@@ -19,6 +15,8 @@ use toolwright::idempotency::{
 };
 use toolwright::prelude::*;
 use toolwright::RegistryBuilder;
+
+use crate::support::script::{Lookup, Refund, Script, SendMessage, Step};
 
 const REFUND: &str = r#"{"order_id":"A1"}"#;
 const OTHER_REFUND: &str = r#"{"order_id":"B2"}"#;

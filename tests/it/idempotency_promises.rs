@@ -9,19 +9,16 @@
 //! - `duplicate_in_flight`'s `retry_after_ms` is what is left of the running call's deadline;
 //! - the `toolwright::idempotency` events say when a key is taken over.
 
-#[path = "support/capture.rs"]
-mod capture;
-#[path = "support/script.rs"]
-mod support;
-
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use support::{Refund, Script, Step};
 use toolwright::execute::{BreakerPolicy, RetryBudget, SeededRandom};
 use toolwright::prelude::*;
 use toolwright::RegistryBuilder;
+
+use crate::support::capture;
+use crate::support::script::{Refund, Script, Step};
 
 const REFUND: &str = r#"{"order_id":"A1"}"#;
 const OTHER_REFUND: &str = r#"{"order_id":"B2"}"#;

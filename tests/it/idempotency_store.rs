@@ -8,12 +8,6 @@
 //!
 //! Outcomes to store come from a real registry running a real `#[tool]`.
 
-#[cfg(feature = "redis")]
-#[path = "support/redis_commands.rs"]
-mod redis_commands;
-#[path = "support/redis_server.rs"]
-mod redis_server;
-
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,6 +18,11 @@ use toolwright::idempotency::{
     StoredOutcome, DEFAULT_KEY_TTL, DEFAULT_LOCK_TTL,
 };
 use toolwright::prelude::*;
+
+#[cfg(feature = "redis")]
+use crate::support::redis_commands;
+#[cfg(feature = "redis")]
+use crate::support::redis_server;
 
 #[derive(Serialize, schemars::JsonSchema)]
 struct Refund {

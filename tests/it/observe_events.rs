@@ -2,12 +2,11 @@
 //! attempt, the fields a trace needs, and the arguments never logged unless asked, then with the
 //! sensitive fields redacted.
 
-#[path = "support/capture.rs"]
-mod capture;
-
 use capture::capture;
 use toolwright::prelude::*;
 use toolwright::ArgumentLog;
+
+use crate::support::capture;
 
 /// Charge a card.
 #[tool(timeout_ms = 1000)]

@@ -4,11 +4,10 @@
 //! (redacted) or not, and even when the panic's own message quotes the value. Captured with a
 //! subscriber scoped to the test's thread.
 
-#[path = "support/capture.rs"]
-mod capture;
-
 use toolwright::prelude::*;
 use toolwright::ArgumentLog;
+
+use crate::support::capture;
 
 const CARD: &str = "4111111111111111";
 

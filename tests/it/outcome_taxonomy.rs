@@ -216,7 +216,7 @@ fn strings_outside_the_contract_do_not_parse() {
 
 #[test]
 fn the_readme_table_says_what_the_code_does() {
-    let readme = include_str!("../README.md");
+    let readme = include_str!("../../README.md");
     let section = readme
         .split("## Error taxonomy")
         .nth(1)

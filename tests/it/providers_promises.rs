@@ -1,4 +1,4 @@
-//! The README's provider refusals that `tests/providers_adapters.rs` does not reach with derived
+//! The README's provider refusals that `tests/it/providers_adapters.rs` does not reach with derived
 //! types: OpenAI strict's limits (5,000 object properties, 1,000 enum values: at the limit exports,
 //! one past it is refused), a multi-entry `allOf`, a keyword no provider dialect knows, and a
 //! `$ref` outside the schema's own `$defs`. Each tool here is written by hand around an input

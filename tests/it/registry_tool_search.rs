@@ -2,10 +2,6 @@
 //! and after a search, a deferred call refused until found, found-then-callable across two
 //! replicas of one store (in memory, and a real Redis), the search tool's input bounded.
 
-#[cfg(feature = "redis")]
-#[path = "support/redis_server.rs"]
-mod redis_server;
-
 use std::sync::Arc;
 
 use serde_json::{json, Value};
@@ -14,6 +10,9 @@ use toolwright::dynamic::DynamicTool;
 use toolwright::providers::Provider;
 use toolwright::registry::{SearchHit, ToolSearch};
 use toolwright::{BuildError, ErrorKind, Registry, RegistryBuilder, Session, Status, ToolCall};
+
+#[cfg(feature = "redis")]
+use crate::support::redis_server;
 
 /// A tool named `name` that answers its name, with these parameters (name, description).
 fn tool(name: &str, description: &str, parameters: &[(&str, &str)]) -> DynamicTool {

@@ -2,15 +2,14 @@
 //! round trip, the result validated again, whole; a repair that still fails reports the model's
 //! own error; a valid call is never changed.
 
-#[path = "support/capture.rs"]
-mod capture;
-
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 use proptest::prelude::*;
 use toolwright::prelude::*;
 use toolwright::repair::{DeterministicRepair, Fix, Repair, RepairRequest};
+
+use crate::support::capture;
 
 /// A window of hours.
 #[toolwright::data(input)]

@@ -1,9 +1,6 @@
 //! The repair pass through the real pipeline: at most one repair of arguments that fail on their
 //! form, validated again; everything else gets the model's own failure back.
 
-#[path = "support/capture.rs"]
-mod capture;
-
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -12,6 +9,8 @@ use std::time::Duration;
 
 use toolwright::prelude::*;
 use toolwright::repair::{parse_reply, Repair, RepairRequest, Repairer};
+
+use crate::support::capture;
 
 /// Search orders.
 #[tool(read_only)]

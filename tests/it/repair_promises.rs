@@ -1,4 +1,4 @@
-//! The README's repair-pass promises that `tests/repair_pass.rs` does not make:
+//! The README's repair-pass promises that `tests/it/repair_pass.rs` does not make:
 //!
 //! - provenance (`ungrounded_identifier`) and authorization (`unauthorized`, by a rule or by
 //!   missing scopes) are never repaired, even by a repairer that would turn the call into one
@@ -9,9 +9,6 @@
 //!
 //! Events are captured with a subscriber scoped to the test's thread.
 
-#[path = "support/capture.rs"]
-mod capture;
-
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -20,6 +17,8 @@ use std::time::Duration;
 
 use toolwright::prelude::*;
 use toolwright::repair::{Repair, RepairRequest, Repairer};
+
+use crate::support::capture;
 
 /// Refund an order the conversation has seen, within the session's limit.
 #[tool(idempotent = true, authorize = within_limit)]

@@ -2,18 +2,12 @@
 //! loses a repair (or breaks a rule, or changes what a recorded call comes to) fails here.
 //! The corpus itself must be what its generator writes.
 
-#[path = "../examples/replay_eval/corpus.rs"]
-mod corpus;
-#[path = "../examples/replay_eval/eval.rs"]
-mod eval;
-#[path = "../examples/replay_eval/tools.rs"]
-mod tools;
-
 use std::collections::BTreeSet;
 
-use tools::Policy;
+use crate::tools::Policy;
+use crate::{corpus, eval};
 
-const CORPUS: &str = include_str!("replay_corpus/traces.jsonl");
+const CORPUS: &str = include_str!("../replay_corpus/traces.jsonl");
 
 fn traces() -> Vec<eval::Trace> {
     eval::read(CORPUS).unwrap_or_else(|e| panic!("the corpus does not read: {e}"))

@@ -82,12 +82,17 @@ fn inputs() -> Vec<String> {
     inputs
 }
 
-/// Every `#[arg(pattern)]` literal in `tests/*.rs`, `tests/ui-pass/*.rs` and `examples/*.rs`
-/// (not `tests/ui`, whose patterns are wrong on purpose).
+/// Every `#[arg(pattern)]` literal in the `.rs` files of `tests/it/`, `tests/failure_paths/`,
+/// `tests/ui-pass/` and `examples/` (not `tests/ui`, whose patterns are wrong on purpose).
 fn declared_patterns() -> Vec<String> {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut patterns = Vec::new();
-    for dir in ["tests", "tests/ui-pass", "examples"] {
+    for dir in [
+        "tests/it",
+        "tests/failure_paths",
+        "tests/ui-pass",
+        "examples",
+    ] {
         let entries = std::fs::read_dir(root.join(dir)).expect("the directory exists");
         for entry in entries {
             let path = entry.expect("readable").path();

@@ -35,7 +35,7 @@
 //! 2 s and a slow answer comes 4 s after its request, so "the answer came after the timeout" is
 //! true by construction, and a request has 2 s to reach the service on a loaded machine.
 
-#[path = "../../tests/support/redis_server.rs"]
+#[path = "../../../tests/it/support/redis_server.rs"]
 mod redis_server;
 
 use std::collections::{BTreeMap, HashMap, HashSet};

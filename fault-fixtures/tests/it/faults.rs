@@ -172,7 +172,7 @@ fn registry(base: &str, timeout: Duration) -> Registry {
         .retry_policy(RetryPolicy::new().base(Duration::from_millis(10)))
         // Real time on a loaded machine: the default deadline (every timeout plus 30 ms of
         // waits) could cut the last attempt first. These tests are about timeouts; deadlines
-        // are tested on paused time in tests/execute_attempts.rs.
+        // are tested on paused time in tests/it/execute_attempts.rs.
         .call_deadline(Duration::from_secs(10))
         .build()
         .unwrap()

@@ -1,5 +1,5 @@
 //! The review page of examples/approvals served in-process on a loopback port, for the tests
-//! that drive it (the including file declares `mod page` from the example).
+//! that drive it (the binary's root declares `mod page` from the example).
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
@@ -9,7 +9,7 @@ use toolwright::approval::Approvals;
 use toolwright::conversation::ConversationStore;
 use toolwright::Registry;
 
-use super::page;
+use crate::page;
 
 /// The page served on a free loopback port, over `store`, answering to `token`.
 pub async fn serve(

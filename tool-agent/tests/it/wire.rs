@@ -3,15 +3,12 @@
 //! also against async-openai's request types. Real time (sockets and paused time do not mix): the
 //! only waits are a 1 s Retry-After and 10 ms backoffs.
 
-mod support;
-
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_openai::types::chat::CreateChatCompletionRequest;
 use serde_json::{json, Value};
-use support::fake_provider::{chat, FakeProvider, Reply};
 use toolwright::approval::ApprovalQueue;
 use toolwright::execute::RetryPolicy;
 use toolwright::prelude::*;
@@ -20,6 +17,8 @@ use toolwright_agent::http::{
     ScriptedServer,
 };
 use toolwright_agent::{Agent, AgentEvent, ChatModel, End, Message, Turn};
+
+use crate::support::fake_provider::{chat, FakeProvider, Reply};
 
 #[derive(Default)]
 struct Counts {

@@ -3,15 +3,13 @@
 //! the handler's own resources, gets its prompt and asks its completion; approval, progress and
 //! list-changed still come from toolwright; over HTTP a session stays its principal's.
 
-mod common;
 #[allow(dead_code)]
-#[path = "../examples/composed_server.rs"]
+#[path = "../../examples/composed_server.rs"]
 mod example;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{call, duplex, envelope, Counters, Elicitor};
 use rmcp::model::{
     ArgumentInfo, CompleteRequestParams, ElicitationAction, ErrorCode, GetPromptRequestParams,
     NumberOrString, ProgressToken, ReadResourceRequestParams, Reference, RequestMetaObject,
@@ -20,6 +18,8 @@ use rmcp::model::{
 use rmcp::ServiceError;
 use serde_json::{json, Value};
 use toolwright_mcp::Grant;
+
+use crate::common::{self, call, duplex, envelope, Counters, Elicitor};
 
 fn protocol_error<T: std::fmt::Debug>(result: Result<T, ServiceError>) -> rmcp::ErrorData {
     match result {

@@ -2,14 +2,13 @@
 //! blocks, typed by rmcp as image, audio and resource-link blocks, and `structuredContent` is
 //! the envelope.
 
-mod common;
-
-use common::{call, duplex, Elicitor};
 use rmcp::model::{ContentBlock, ResourceContents};
 use serde_json::json;
 use toolwright::prelude::*;
 use toolwright::Content;
 use toolwright_mcp::McpServer;
+
+use crate::common::{call, duplex, Elicitor};
 
 /// Draw a chart of the month, with a sound and a link to the data.
 #[tool(read_only, timeout_ms = 1000)]

@@ -1,15 +1,14 @@
 //! rmcp's own client and raw HTTP against the streamable HTTP server on 127.0.0.1, port 0.
 
-mod common;
-
 use std::time::Duration;
 
-use common::{call, envelope, registry, Client, Counters, Elicitor};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::ServiceExt;
 use serde_json::{json, Value};
 use toolwright_mcp::{Grant, HttpServer, McpServer, ProtectedResource};
+
+use crate::common::{self, call, envelope, registry, Client, Counters, Elicitor};
 
 async fn start(counters: &Counters) -> HttpServer {
     McpServer::new(registry(counters.clone()))

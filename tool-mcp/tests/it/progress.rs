@@ -1,15 +1,14 @@
 //! `notifications/progress` to rmcp's own client: a call that carries a `progressToken` gets
 //! the tool's reports under that token, in order, rate-limited, the last one before the result.
-//! (rmcp's client puts a token on every request; `tests/http.rs` sends one without.)
-
-mod common;
+//! (rmcp's client puts a token on every request; `tests/it/http.rs` sends one without.)
 
 use std::time::Duration;
 
-use common::{call, duplex, envelope, registry, Counters, Elicitor};
 use rmcp::model::{NumberOrString, ProgressToken, RequestMetaObject};
 use serde_json::{json, Value};
 use toolwright_mcp::McpServer;
+
+use crate::common::{self, call, duplex, envelope, registry, Counters, Elicitor};
 
 fn with_token(name: &str, arguments: Value, token: i64) -> rmcp::model::CallToolRequestParams {
     let mut params = call(name, arguments);

@@ -4,16 +4,15 @@
 //! elicitation, a DELETE) is refused as if the session did not exist, and nothing reaches her
 //! session.
 
-mod common;
-
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::Counters;
 use serde_json::{json, Value};
 use toolwright::prelude::*;
 use toolwright_mcp::{Grant, HttpServer, McpServer};
+
+use crate::common::{self, Counters};
 
 /// Effects the tools of this file count.
 #[derive(Default, Clone)]

@@ -1,16 +1,15 @@
 //! rmcp's own client against the server over an in-process pipe, the stdio transport's framing.
 
-mod common;
-
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{call, duplex, envelope, registry, Counters, Elicitor};
 use rmcp::model::{ElicitationAction, ErrorCode};
 use rmcp::ServiceError;
 use serde_json::{json, Value};
 use toolwright::approval::{Approval, ApprovalRequest};
 use toolwright_mcp::McpServer;
+
+use crate::common::{self, call, duplex, envelope, registry, Counters, Elicitor};
 
 fn server(counters: &Counters) -> McpServer {
     McpServer::new(registry(counters.clone()))

@@ -1,0 +1,8 @@
+//! Helpers the test modules share.
+
+pub mod capture;
+#[cfg(feature = "redis")]
+pub mod redis_commands;
+pub mod redis_server;
+pub mod review_page;
+pub mod script;
