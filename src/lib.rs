@@ -359,6 +359,10 @@ pub use toolwright_core::redis;
 /// argument and result types implement. [`data`] derives through it.
 pub use schemars;
 
+// The approval review page, as an axum router a service mounts (the `review-page` feature).
+#[cfg(feature = "review-page")]
+pub mod review;
+
 /// Everything a tool author needs: `use toolwright::prelude::*;`.
 pub mod prelude {
     pub use toolwright_core::{

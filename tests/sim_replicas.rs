@@ -379,7 +379,7 @@ mod checker {
     #[test]
     fn bodies_past_a_cap_at_one_instant_are_a_violation_and_one_after_another_are_not() {
         let slot = Slot {
-            replica: 0,
+            group: 0,
             principal: "alice".into(),
             per_principal: 1,
             per_server: 5,

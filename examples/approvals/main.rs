@@ -1,9 +1,9 @@
 //! A review page for calls waiting for a person's approval.
 //!
 //! ```text
-//! cargo run --example approvals                                  # tickets in this process
-//! cargo run --example approvals --features redis -- --redis redis://127.0.0.1:6379/
-//! cargo run --example approvals -- --bind 127.0.0.1:9000 --token s3cret
+//! cargo run --example approvals --features review-page          # tickets in this process
+//! cargo run --example approvals --features review-page,redis -- --redis redis://127.0.0.1:6379/
+//! cargo run --example approvals --features review-page -- --bind 127.0.0.1:9000 --token s3cret-of-16-chars
 //! ```
 //!
 //! A shop's refund tool requires approval (`#[tool(requires_approval)]`); three customers'
@@ -13,10 +13,10 @@
 //! page reloads itself as tickets arrive. With `--redis` the tickets live in Redis: restart
 //! the example and they are still waiting (it seeds only an empty queue).
 //!
-//! The page listens on 127.0.0.1 unless `--bind` says otherwise, and answers only to the token
-//! it prints (a fresh random one unless `--token` gives one).
+//! The page is the library's (`toolwright::review`); this file only wires it: the store, the
+//! token, a listener. It listens on 127.0.0.1 unless `--bind` says otherwise, and answers only
+//! to the token it prints (a fresh random one unless `--token` gives one).
 
-mod page;
 mod shop;
 
 use std::net::SocketAddr;
@@ -25,6 +25,7 @@ use std::sync::Arc;
 use axum::serve::ListenerExt;
 use toolwright::approval::Approvals;
 use toolwright::conversation::{ConversationStore, MemoryConversationStore, WaitingQuery};
+use toolwright::review::{ReviewPage, Token};
 
 struct Args {
     bind: SocketAddr,
@@ -91,12 +92,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
 
     let token = match args.token {
-        Some(token) => token,
-        None => page::new_token()?,
+        Some(token) => Token::new(token)?,
+        None => Token::random()?,
     };
     let listener = tokio::net::TcpListener::bind(args.bind).await?;
     let address = listener.local_addr()?;
-    println!("Review the waiting approvals at http://{address}/?token={token}");
+    println!(
+        "Review the waiting approvals at http://{address}/?token={}",
+        token.as_str()
+    );
     if !address.ip().is_loopback() {
         println!("(listening on {address}, beyond this machine: keep the token secret)");
     }
@@ -105,6 +109,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let listener = listener.tap_io(|tcp| {
         let _ = tcp.set_nodelay(true);
     });
-    axum::serve(listener, page::router(registry, approvals, token)).await?;
+    let page = ReviewPage::new(registry, approvals, token).router();
+    axum::serve(listener, page).await?;
     Ok(())
 }

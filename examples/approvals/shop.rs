@@ -145,7 +145,11 @@ pub async fn seed(
     let mut asked = Vec::new();
     for (customer, amount, reason) in [
         ("ann", 49.0, "the desk arrived damaged"),
-        ("bob", 480.0, "never delivered <b>twice</b> & \"lost\""),
+        (
+            "bob",
+            480.0,
+            "never delivered <b>twice</b> & \"lost\" <script>alert(1)</script>",
+        ),
         ("cat", 120.0, "wrong colour"),
     ] {
         asked.push(ask(registry, store, customer, amount, reason).await?);

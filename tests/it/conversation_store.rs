@@ -14,7 +14,7 @@ use std::time::Duration;
 use toolwright::approval::{Approvals, DecideError};
 use toolwright::conversation::{
     CallRecord, ConversationStore, Decided, Decision, FailureCategory, MemoryConversationStore,
-    Prepare, Redeemed, Review, TicketRequest, TicketState, WaitingQuery,
+    Prepare, Redeemed, Review, SlotCap, SlotHold, TicketRequest, TicketState, WaitingQuery,
 };
 use toolwright::prelude::*;
 
@@ -392,6 +392,50 @@ async fn a_token_is_used_once_and_each_principal_has_its_own_bound(h: impl Harne
     );
 }
 
+/// A place is held under every cap asked for in one step, or under none: a full cap refuses it
+/// whoever holds the other places; a place held already is renewed, not refused; a place given
+/// back, or not renewed within its lease, frees its room.
+async fn a_place_is_held_under_every_cap_or_none_and_lapses_with_its_lease(h: impl Harness) {
+    let store = h.store();
+    let lease = Duration::from_secs(10);
+    let caps = |principal: &'static str| {
+        [
+            SlotCap {
+                scope: principal,
+                most: 2,
+            },
+            SlotCap {
+                scope: "all",
+                most: 3,
+            },
+        ]
+    };
+    let hold = |principal: &'static str, slot: &'static str| {
+        let store = store.clone();
+        async move {
+            store
+                .hold_slot(&caps(principal), slot, lease)
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(hold("eve", "e1").await, SlotHold::Held);
+    assert_eq!(hold("eve", "e2").await, SlotHold::Held);
+    assert_eq!(hold("eve", "e3").await, SlotHold::Full { cap: 0, held: 2 });
+    assert_eq!(hold("eve", "e1").await, SlotHold::Held, "renewed");
+    assert_eq!(hold("ada", "a1").await, SlotHold::Held);
+    assert_eq!(
+        hold("ada", "a2").await,
+        SlotHold::Full { cap: 1, held: 3 },
+        "the shared cap counts everyone's places"
+    );
+    // A refused place holds nothing: ada's own cap still has room for one once "all" has.
+    store.release_slot(&["eve", "all"], "e2").await.unwrap();
+    assert_eq!(hold("ada", "a2").await, SlotHold::Held);
+    h.advance(Duration::from_secs(11)).await;
+    assert_eq!(hold("eve", "e4").await, SlotHold::Held, "the rest lapsed");
+}
+
 // ---------------------------------------------------------------------------------------------
 // The memory store, on paused tokio time
 // ---------------------------------------------------------------------------------------------
@@ -457,6 +501,7 @@ conformance!(
     waiting_is_paginated_and_filtered,
     an_edited_approval_binds_to_the_edited_fingerprint,
     a_token_is_used_once_and_each_principal_has_its_own_bound,
+    a_place_is_held_under_every_cap_or_none_and_lapses_with_its_lease,
 );
 
 // ---------------------------------------------------------------------------------------------

@@ -1,16 +1,18 @@
-//! The review page of examples/approvals refuses a decision another origin sends: a form on
+//! The review page (`toolwright::review`) refuses a decision another origin sends: a form on
 //! another port of the same host gets the page's cookie from the browser (`SameSite=Strict`
 //! counts ports as the same site), so every `POST` signed in by the cookie must carry the
 //! page's own `Origin`. Plain HTTP on loopback, no browser needed.
+#![cfg(feature = "review-page")]
 
 use std::sync::Arc;
 
 use reqwest::StatusCode;
 use toolwright::approval::Approvals;
 use toolwright::conversation::{ConversationStore, MemoryConversationStore, TicketState};
+use toolwright::review::{Token, COOKIE};
 
+use crate::shop;
 use crate::support::review_page::serve;
-use crate::{page, shop};
 
 #[tokio::test]
 async fn a_decision_from_another_origin_is_refused_with_403_and_decides_nothing() {
@@ -21,15 +23,16 @@ async fn a_decision_from_another_origin_is_refused_with_403_and_decides_nothing(
     let asked = shop::seed(&registry, &store)
         .await
         .expect("the seed calls wait");
-    let token = page::new_token().expect("a token");
-    let address = serve(&registry, &store, &token).await;
+    let token = Token::random().expect("a token");
+    let address = serve(&registry, &store, &token, "").await;
+    let token = token.as_str();
     let page_origin = format!("http://{address}");
     // No redirects followed: a decision answers 303 to the page.
     let http = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .unwrap();
-    let cookie = format!("approvals_token={token}");
+    let cookie = format!("{COOKIE}={token}");
     let deny = |ticket: &str| {
         http.post(format!("{page_origin}/tickets/{ticket}/deny"))
             .header("content-type", "application/x-www-form-urlencoded")
@@ -104,7 +107,7 @@ async fn a_decision_from_another_origin_is_refused_with_403_and_decides_nothing(
     assert_eq!(same_origin.status(), StatusCode::SEE_OTHER);
     // The bearer token is never attached by a browser on another page's behalf: no Origin needed.
     let third = &asked[2].ticket;
-    let bearer = deny(third).bearer_auth(&token).send().await.unwrap();
+    let bearer = deny(third).bearer_auth(token).send().await.unwrap();
     assert_eq!(bearer.status(), StatusCode::SEE_OTHER);
     // Reading the page stays open to a cookie from anywhere (a link, a bookmark).
     let read = http

@@ -1,4 +1,5 @@
-//! The review page of examples/approvals, driven in a real headless Chromium through
+//! The review page (`toolwright::review`, as examples/approvals serves it, here nested at
+//! `/approvals` under another router), driven in a real headless Chromium through
 //! chromedriver (WebDriver over plain HTTP JSON): a refund a model asked for is approved in the
 //! page and the re-sent call runs once; one is denied with a reason the model is told; an edit
 //! out of range is refused with the error next to the field, a valid edit is what runs; a new
@@ -7,7 +8,7 @@
 //! Without chromedriver the test says so loudly and skips, unless
 //! `TOOLWRIGHT_REQUIRE_BROWSER=1` (CI sets it, after `apt-get install -y chromium
 //! chromium-driver` in .ci/run), which makes a missing driver a failure.
-#![cfg(unix)]
+#![cfg(all(unix, feature = "review-page"))]
 
 use std::net::{Ipv4Addr, TcpListener};
 use std::os::unix::process::CommandExt as _;
@@ -20,10 +21,11 @@ use base64::Engine as _;
 use serde_json::{json, Value};
 use toolwright::approval::Approvals;
 use toolwright::conversation::{ConversationStore, MemoryConversationStore, TicketState};
+use toolwright::review::Token;
 use toolwright::ErrorKind;
 
+use crate::shop;
 use crate::support::review_page::serve;
-use crate::{page, shop};
 
 /// How long any one condition may take to come true in the browser.
 const WAIT: Duration = Duration::from_secs(20);
@@ -296,9 +298,10 @@ async fn a_person_approves_denies_and_edits_in_a_real_browser() {
         .ok()
         .expect("three tickets");
 
-    let token = page::new_token().expect("a token");
-    let address = serve(&registry, &store, &token).await;
-    let home = format!("http://{address}/");
+    let token = Token::random().expect("a token");
+    let address = serve(&registry, &store, &token, "/approvals").await;
+    let home = format!("http://{address}/approvals");
+    let token = token.as_str();
 
     // Without the token the page refuses; the token once sets the cookie and leaves the URL.
     let plain = reqwest::get(&home).await.expect("the page answers");
@@ -310,7 +313,7 @@ async fn a_person_approves_denies_and_edits_in_a_real_browser() {
 
     // Nor does it decide anything for someone without the token.
     let forged = reqwest::Client::new()
-        .post(format!("{home}tickets/{}/approve", ann.ticket))
+        .post(format!("{home}/tickets/{}/approve", ann.ticket))
         .send()
         .await
         .unwrap();
@@ -350,6 +353,12 @@ async fn a_person_approves_denies_and_edits_in_a_real_browser() {
     assert!(
         browser.all("b").await.is_empty(),
         "no markup from arguments"
+    );
+    assert!(shown.contains("<script>alert(1)</script>"), "{shown}");
+    assert_eq!(
+        browser.all("script").await.len(),
+        1,
+        "the page's own script only"
     );
     assert_eq!(
         browser.text(&ticket_css(&ann.ticket, ".tool")).await,

@@ -13,13 +13,12 @@
 mod support;
 
 // The examples the tests run, declared at the root as in each example's own `main.rs`, where
-// they name each other (`crate::tools`, `crate::page`).
+// they name each other (`crate::tools`).
 #[path = "../../examples/replay_eval/corpus.rs"]
 mod corpus;
 #[path = "../../examples/replay_eval/eval.rs"]
 mod eval;
-#[path = "../../examples/approvals/page.rs"]
-mod page;
+#[cfg(feature = "review-page")]
 #[path = "../../examples/approvals/shop.rs"]
 mod shop;
 #[path = "../../examples/replay_eval/tools.rs"]
@@ -43,6 +42,7 @@ mod guard_order;
 mod guard_promises;
 mod guard_provenance;
 mod guard_result;
+mod guard_review_router;
 mod guide_pages;
 mod idempotency_fingerprint_props;
 mod idempotency_pipeline;

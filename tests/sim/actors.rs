@@ -266,12 +266,14 @@ pub async fn tasks(world: Arc<World>, mut rng: fastrand::Rng) {
     let approver = Duration::from_millis(rng.u64(..=400));
     let servers: Vec<Arc<Server>> = (0..rng.usize(1..=2))
         .map(|i| {
-            let mut server =
-                McpServer::new(world.registry(20 + i, Some((per_principal, per_server))))
-                    .max_tasks_per_principal(per_principal)
-                    .max_tasks(per_server)
-                    .task_ttl(ttl)
-                    .approver(Arc::new(SlowApprover(approver)));
+            // Servers sharing a task store share its caps: one group between them.
+            let group = if shared { 20 } else { 20 + i };
+            let caps = Some((per_principal, per_server, group));
+            let mut server = McpServer::new(world.registry(20 + i, caps))
+                .max_tasks_per_principal(per_principal)
+                .max_tasks(per_server)
+                .task_ttl(ttl)
+                .approver(Arc::new(SlowApprover(approver)));
             if shared {
                 server = server.task_store(world.conversations());
             }

@@ -103,10 +103,11 @@ impl History {
     }
 }
 
-/// Where a task body runs and the caps it runs under: a server (replica) and a principal.
+/// Where a task body runs and the caps it runs under: the servers that share the caps (one
+/// replica, or every replica sharing a task store) and a principal.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Slot {
-    pub replica: usize,
+    pub group: usize,
     pub principal: String,
     pub per_principal: usize,
     pub per_server: usize,
@@ -343,7 +344,8 @@ fn one_body_per_action_at_once(events: &[(Instant, Event)], found: &mut Vec<Viol
     }
 }
 
-/// The working task bodies of a server never exceed its caps, per principal and in all.
+/// The working task bodies of the servers sharing caps (one replica, or every replica sharing
+/// a task store) never exceed the caps, per principal and in all.
 fn caps_hold_at_every_instant(events: &[(Instant, Event)], found: &mut Vec<Violation>) {
     let mut per_principal: HashMap<(usize, &str), usize> = HashMap::new();
     let mut per_server: HashMap<usize, usize> = HashMap::new();
@@ -354,20 +356,20 @@ fn caps_hold_at_every_instant(events: &[(Instant, Event)], found: &mut Vec<Viola
                 slot: Some(slot), ..
             } => {
                 let mine = per_principal
-                    .entry((slot.replica, slot.principal.as_str()))
+                    .entry((slot.group, slot.principal.as_str()))
                     .or_default();
                 *mine += 1;
-                let all = per_server.entry(slot.replica).or_default();
+                let all = per_server.entry(slot.group).or_default();
                 *all += 1;
                 if *mine > slot.per_principal {
                     let w = worst
-                        .entry(("per principal", slot.replica))
+                        .entry(("per principal", slot.group))
                         .or_insert((0, slot.per_principal));
                     w.0 = w.0.max(*mine);
                 }
                 if *all > slot.per_server {
                     let w = worst
-                        .entry(("per server", slot.replica))
+                        .entry(("per server", slot.group))
                         .or_insert((0, slot.per_server));
                     w.0 = w.0.max(*all);
                 }
@@ -375,10 +377,10 @@ fn caps_hold_at_every_instant(events: &[(Instant, Event)], found: &mut Vec<Viola
             Event::BodyEnd {
                 slot: Some(slot), ..
             } => {
-                if let Some(n) = per_principal.get_mut(&(slot.replica, slot.principal.as_str())) {
+                if let Some(n) = per_principal.get_mut(&(slot.group, slot.principal.as_str())) {
                     *n = n.saturating_sub(1);
                 }
-                if let Some(n) = per_server.get_mut(&slot.replica) {
+                if let Some(n) = per_server.get_mut(&slot.group) {
                     *n = n.saturating_sub(1);
                 }
             }
@@ -389,7 +391,9 @@ fn caps_hold_at_every_instant(events: &[(Instant, Event)], found: &mut Vec<Viola
         found.push(violation(
             "caps_hold",
             "tasks",
-            format!("{seen} task bodies working at once on replica {replica}, cap {cap} {which}"),
+            format!(
+                "{seen} task bodies working at once on server group {replica}, cap {cap} {which}"
+            ),
         ));
     }
 }

@@ -55,8 +55,9 @@ impl World {
     }
 
     /// Replica `replica`'s registry: every tool, the shared idempotency store, and the state
-    /// its tools record through. `caps` are the task caps of the server it is served by.
-    pub fn registry(&self, replica: usize, caps: Option<(usize, usize)>) -> Registry {
+    /// its tools record through. `caps` are the task caps of the server it is served by (per
+    /// principal, per server, and the group of servers that share them).
+    pub fn registry(&self, replica: usize, caps: Option<(usize, usize, usize)>) -> Registry {
         Registry::builder()
             .tool(Charge)
             .tool(Wire)
@@ -80,7 +81,7 @@ impl World {
 pub struct Sim {
     history: History,
     replica: usize,
-    caps: Option<(usize, usize)>,
+    caps: Option<(usize, usize, usize)>,
 }
 
 tokio::task_local! {
@@ -107,8 +108,8 @@ impl Sim {
         };
         let drive = DRIVE.try_with(|d| *d).unwrap_or(0);
         let principal = ctx.session().principal().unwrap_or("-").to_owned();
-        let slot = self.caps.map(|(per_principal, per_server)| Slot {
-            replica: self.replica,
+        let slot = self.caps.map(|(per_principal, per_server, group)| Slot {
+            group,
             principal: principal.clone(),
             per_principal,
             per_server,

@@ -16,8 +16,8 @@ use super::history::{Event, History};
 
 use toolwright::conversation::{
     CallRecord, ConversationFuture, ConversationStore, ConversationStoreError, Decided, Decision,
-    FailureCounts, MemoryConversationStore, Prepare, Prepared, Review, RunClaim, Ticket,
-    TicketRequest, WaitingPage, WaitingQuery, MAX_RUN_BYTES,
+    FailureCounts, MemoryConversationStore, Prepare, Prepared, Review, RunClaim, SlotCap, SlotHold,
+    Ticket, TicketRequest, WaitingPage, WaitingQuery, MAX_RUN_BYTES,
 };
 
 /// How often each fault strikes, in thousandths of the operations it may strike.
@@ -206,6 +206,23 @@ impl ConversationStore for FaultyStore {
 
     fn load_run<'a>(&'a self, run: &'a str) -> ConversationFuture<'a, Option<String>> {
         self.around("load_run", self.inner.load_run(run))
+    }
+
+    fn hold_slot<'a>(
+        &'a self,
+        caps: &'a [SlotCap<'a>],
+        slot: &'a str,
+        lease: Duration,
+    ) -> ConversationFuture<'a, SlotHold> {
+        self.around("hold_slot", self.inner.hold_slot(caps, slot, lease))
+    }
+
+    fn release_slot<'a>(
+        &'a self,
+        scopes: &'a [&'a str],
+        slot: &'a str,
+    ) -> ConversationFuture<'a, ()> {
+        self.around("release_slot", self.inner.release_slot(scopes, slot))
     }
 }
 

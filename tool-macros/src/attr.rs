@@ -428,7 +428,10 @@ impl<'c> ToolAttrsBuilder<'c> {
                     }
                 }
             }
-            "idempotent" => self.idempotent.set(at, meta.value()?.parse()?),
+            "idempotent" => self.idempotent.set(
+                at,
+                value_as(meta, "write `idempotent = true` or `idempotent = false`")?,
+            ),
             "read_only" => set_flag(&mut self.read_only, meta, "read_only")?,
             "requires_approval" => {
                 set_flag(&mut self.requires_approval, meta, "requires_approval")?
@@ -448,7 +451,10 @@ impl<'c> ToolAttrsBuilder<'c> {
             "authorize" => self.authorize.set(at, meta.value()?.parse()?),
             "fallback" => self.fallback.set(at, meta.value()?.parse()?),
             "grounds" => self.grounds.set(at, grounds(cx, meta)?),
-            "blocking" => self.blocking.set(at, meta.value()?.parse()?),
+            "blocking" => self.blocking.set(
+                at,
+                value_as(meta, "write `blocking = true` or `blocking = false`")?,
+            ),
             "example" => match meta.value()?.parse()? {
                 Expr::Lit(ExprLit {
                     lit: Lit::Str(text),
@@ -766,7 +772,7 @@ impl<'c> ArgAttrsBuilder<'c> {
             }
             "pattern" => self.pattern.set(at, meta.value()?.parse()?),
             "one_of" => {
-                let array: syn::ExprArray = meta.value()?.parse()?;
+                let array: syn::ExprArray = value_as(meta, "write `one_of = [\"a\", \"b\"]`")?;
                 if let Some(values) = one_of(cx, &array) {
                     self.one_of.set(at, (span, values));
                 }
@@ -813,6 +819,13 @@ impl<'c> ArgAttrsBuilder<'c> {
             written,
         }
     }
+}
+
+/// A key's value, or syn's error about it followed by how to write it.
+fn value_as<T: syn::parse::Parse>(meta: &ParseNestedMeta, fix: &str) -> syn::Result<T> {
+    meta.value()?
+        .parse::<T>()
+        .map_err(|e| syn::Error::new(e.span(), format!("{e}: {fix}")))
 }
 
 /// Every `#[arg(...)]` among a parameter's attributes, as one declaration.

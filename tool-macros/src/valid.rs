@@ -1,7 +1,7 @@
 //! Checks of the model, each reported at the span that caused it with the fix in the message.
 
 use crate::ast::{Output, Param, ParamKind, Receiver, ToolFn};
-use crate::attr::{ArgAttrs, OneOf};
+use crate::attr::{ArgAttrs, NumValue, OneOf};
 use crate::ctxt::Ctxt;
 use syn::ext::IdentExt;
 
@@ -513,6 +513,95 @@ fn arg_rules(cx: &Ctxt, arg: &ArgAttrs) {
                 cx.error_spanned_by(v, "duplicate value in `one_of`");
             }
         }
+    }
+    if let Some(default) = &arg.default {
+        if let Some(problem) = default_problem(arg, default) {
+            cx.error_spanned_by(default, problem);
+        }
+    }
+}
+
+/// A literal number as written (`50`, `-3`, `0.5`), or `None` for any other expression.
+fn literal_number(expr: &syn::Expr) -> Option<NumValue> {
+    match expr {
+        syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Int(i),
+            ..
+        }) => i
+            .base10_parse::<u64>()
+            .ok()
+            .map(|v| NumValue::Int(i128::from(v))),
+        syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Float(f),
+            ..
+        }) => f.base10_parse::<f64>().ok().map(NumValue::Float),
+        syn::Expr::Unary(syn::ExprUnary {
+            op: syn::UnOp::Neg(_),
+            expr,
+            ..
+        }) => match literal_number(expr)? {
+            NumValue::Int(v) => Some(NumValue::Int(-v)),
+            NumValue::Float(v) => Some(NumValue::Float(-v)),
+        },
+        _ => None,
+    }
+}
+
+/// Why a literal `default` breaks the parameter's own rules: a call that leaves the argument
+/// out would then be refused, blaming the model for a value it never sent. A default that is
+/// not a literal is checked by nothing here.
+fn default_problem(arg: &ArgAttrs, default: &syn::Expr) -> Option<String> {
+    let text = match default {
+        syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Str(s),
+            ..
+        }) => Some(s.value()),
+        _ => None,
+    };
+    let number = literal_number(default);
+    let refused =
+        "a call that leaves the argument out would be refused for a value the model never sent";
+    if let (Some(n), Some((_, min, max))) = (number, &arg.range) {
+        let below = min.as_ref().is_some_and(|min| min.value.above(n));
+        let above = max.as_ref().is_some_and(|max| n.above(max.value));
+        if below || above {
+            let bound = |b: &Option<crate::attr::NumLit>, name: &str| {
+                b.as_ref().map(|b| format!("{name} = {}", b.value))
+            };
+            let written = [bound(min, "min"), bound(max, "max")]
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>()
+                .join(", ");
+            return Some(format!(
+                "`default = {n}` is outside `range({written})`: {refused}; choose a default within the range"
+            ));
+        }
+    }
+    if let (Some(text), Some((_, min, max))) = (&text, &arg.length) {
+        let chars = text.chars().count() as u64;
+        if min.is_some_and(|(min, _)| chars < min) || max.is_some_and(|(max, _)| chars > max) {
+            return Some(format!(
+                "`default = {text:?}` is {chars} characters, outside the `length` rule: {refused}; choose a default that fits it"
+            ));
+        }
+    }
+    match (&arg.one_of, &text, number) {
+        (Some((_, OneOf::Strings(values))), Some(text), _)
+            if !values.iter().any(|v| v.value() == *text) =>
+        {
+            Some(format!(
+                "`default = {text:?}` is not one of the `one_of` values: {refused}; make it one of them"
+            ))
+        }
+        (Some((_, OneOf::Numbers(values))), _, Some(n))
+            if !values.iter().any(|v| !v.value.above(n) && !n.above(v.value)) =>
+        {
+            Some(format!(
+                "`default = {n}` is not one of the `one_of` values: {refused}; make it one of them"
+            ))
+        }
+        _ => None,
     }
 }
 

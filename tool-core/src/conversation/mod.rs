@@ -45,6 +45,7 @@ mod redeem;
 #[cfg(feature = "redis")]
 mod redis_store;
 mod runs;
+mod slots;
 mod store;
 
 pub use memory::{
@@ -53,6 +54,7 @@ pub use memory::{
 pub use recovery::RecoveryBudget;
 pub use redeem::{Redeemed, MAX_MEMORY_REDEMPTIONS};
 pub use runs::{RunClaim, DEFAULT_RUN_TTL, MAX_MEMORY_RUNS, MAX_RUN_BYTES};
+pub use slots::{SlotCap, SlotHold};
 
 /// The kind of grounded id a deferred tool's name is recorded under once the conversation
 /// found it with the registry's search tool (`RegistryBuilder::deferred`).

@@ -26,6 +26,11 @@
 //! `PREFIXused{+PRINCIPAL}` scored by each token's expiry in the server's milliseconds: one
 //! script drops the expired, refuses a token still in the set or a set at its bound, and adds
 //! the token, so two replicas redeeming one token at once cannot both succeed.
+//!
+//! The places held under a cap ([`ConversationStore::hold_slot`]) are a sorted set per scope,
+//! `PREFIXslots:SCOPE`, scored by each place's expiry in the server's milliseconds: one script
+//! drops the expired places of every scope asked for, refuses when one is at its cap, and adds
+//! the place to all of them.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -38,6 +43,7 @@ use redis::Script;
 use super::memory::FailureCategory;
 use super::redeem::Redeemed;
 use super::runs::{RunClaim, MAX_RUN_BYTES};
+use super::slots::{SlotCap, SlotHold};
 use super::store::{
     now_ms, sized, CallRecord, ConversationFuture, ConversationStore, ConversationStoreBuilder,
     ConversationStoreError as Error, Decided, Decision, FailureCounts, Prepare, Prepared, Review,
@@ -124,6 +130,26 @@ local ttl = tonumber(ARGV[2])
 redis.call('ZADD', KEYS[1], now + ttl, ARGV[1])
 if redis.call('PTTL', KEYS[1]) < ttl then redis.call('PEXPIRE', KEYS[1], ttl) end
 return 1
+"#;
+
+/// KEYS: one sorted set per cap's scope, scored by each place's expiry in the server's
+/// milliseconds. ARGV: slot, lease ms, then each cap's most. Returns {0, 0} when held, {i, n}
+/// when cap i (from 1) holds n places already.
+const HOLD_SLOT: &str = r#"
+local slot = ARGV[1]
+local lease = tonumber(ARGV[2])
+for i, k in ipairs(KEYS) do
+  redis.call('ZREMRANGEBYSCORE', k, '-inf', now)
+  if not redis.call('ZSCORE', k, slot) then
+    local held = redis.call('ZCARD', k)
+    if held >= tonumber(ARGV[2 + i]) then return {i, held} end
+  end
+end
+for _, k in ipairs(KEYS) do
+  redis.call('ZADD', k, now + lease, slot)
+  if redis.call('PTTL', k) < lease then redis.call('PEXPIRE', k, lease) end
+end
+return {0, 0}
 "#;
 
 /// KEYS: base. ARGV: idle ms, ticket prefix, n, n (kind, id) pairs, edited field or ''.
@@ -342,6 +368,7 @@ struct Inner {
     save_run: Script,
     outgrow_run: Script,
     redeem: Script,
+    hold_slot: Script,
 }
 
 impl RedisConversationStore {
@@ -380,6 +407,10 @@ impl RedisConversationStore {
     /// The principal's used single-use tokens, a key of its own (and hash slot).
     fn used_key(&self, principal: Option<&str>) -> String {
         format!("{}used{{{}}}", self.inner.prefix, principal_text(principal))
+    }
+
+    fn slots_key(&self, scope: &str) -> String {
+        format!("{}slots:{scope}", self.inner.prefix)
     }
 }
 
@@ -807,6 +838,54 @@ impl ConversationStore for RedisConversationStore {
             }
         })
     }
+
+    fn hold_slot<'a>(
+        &'a self,
+        caps: &'a [SlotCap<'a>],
+        slot: &'a str,
+        lease: Duration,
+    ) -> ConversationFuture<'a, SlotHold> {
+        Box::pin(async move {
+            let mut invocation = self.inner.hold_slot.prepare_invoke();
+            for cap in caps {
+                invocation.key(self.slots_key(cap.scope));
+            }
+            invocation.arg(slot).arg(millis(lease));
+            for cap in caps {
+                invocation.arg(cap.most);
+            }
+            let answer: Vec<i64> = invocation
+                .invoke_async(&mut self.conn.clone())
+                .await
+                .map_err(Error::backend)?;
+            match answer[..] {
+                [0, _] => Ok(SlotHold::Held),
+                [i, held] if i >= 1 && (i as usize) <= caps.len() && held >= 0 => {
+                    Ok(SlotHold::Full {
+                        cap: i as usize - 1,
+                        held: held as usize,
+                    })
+                }
+                _ => Err(Error::Corrupt(format!("hold_slot answered {answer:?}"))),
+            }
+        })
+    }
+
+    fn release_slot<'a>(
+        &'a self,
+        scopes: &'a [&'a str],
+        slot: &'a str,
+    ) -> ConversationFuture<'a, ()> {
+        Box::pin(async move {
+            let mut pipe = redis::pipe();
+            for scope in scopes {
+                pipe.zrem(self.slots_key(scope), slot).ignore();
+            }
+            pipe.query_async::<()>(&mut self.conn.clone())
+                .await
+                .map_err(Error::backend)
+        })
+    }
 }
 
 impl ConversationStoreBuilder<RedisConversationStore> {
@@ -847,6 +926,7 @@ impl ConversationStoreBuilder<RedisConversationStore> {
             &inner.save_run,
             &inner.outgrow_run,
             &inner.redeem,
+            &inner.hold_slot,
         ] {
             script.load_async(&mut conn).await.map_err(Error::backend)?;
         }
@@ -872,6 +952,7 @@ impl ConversationStoreBuilder<RedisConversationStore> {
                 save_run: Script::new(&format!("{NOW}{SAVE_RUN}")),
                 outgrow_run: Script::new(&format!("{NOW}{OUTGROW_RUN}")),
                 redeem: Script::new(&format!("{NOW}{REDEEM}")),
+                hold_slot: Script::new(&format!("{NOW}{HOLD_SLOT}")),
             }),
         }
     }

@@ -34,6 +34,7 @@ use tokio::time::Instant;
 use super::memory::{FailureCategory, MAX_IDS_PER_KIND};
 use super::redeem::{Redeemed, Redemptions};
 use super::runs::{RunClaim, Runs, MAX_RUN_BYTES};
+use super::slots::{SlotCap, SlotHold, Slots};
 
 /// How long a conversation no one touched is remembered by default: 24 hours.
 pub const DEFAULT_IDLE_TTL: Duration = Duration::from_secs(24 * 60 * 60);
@@ -433,6 +434,40 @@ pub trait ConversationStore: Send + Sync + 'static {
             ConversationStoreError::Unsupported("single-use tokens"),
         )))
     }
+
+    /// Holds a place named `slot` under every one of `caps` for `lease` from now (by the
+    /// store's clock), in one atomic step: [`SlotHold::Held`] when it holds under all of them
+    /// (a place held already is renewed, never refused), [`SlotHold::Full`] naming the first cap
+    /// with as many unexpired places as it allows (and nothing held). A place is given back by
+    /// [`release_slot`](Self::release_slot) or when its lease passes unrenewed. An MCP server
+    /// with a task store (`McpServer::task_store`) holds a place here for each task call, so
+    /// its caps count the tasks working on every replica.
+    ///
+    /// Every scope's places are bounded by its cap. A store that keeps no places answers
+    /// [`ConversationStoreError::Unsupported`] (the default).
+    fn hold_slot<'a>(
+        &'a self,
+        caps: &'a [SlotCap<'a>],
+        slot: &'a str,
+        lease: Duration,
+    ) -> ConversationFuture<'a, SlotHold> {
+        let _ = (caps, slot, lease);
+        Box::pin(std::future::ready(Err(
+            ConversationStoreError::Unsupported("slots"),
+        )))
+    }
+
+    /// Gives back the place `slot` holds under each of `scopes` (nothing for a place not held).
+    fn release_slot<'a>(
+        &'a self,
+        scopes: &'a [&'a str],
+        slot: &'a str,
+    ) -> ConversationFuture<'a, ()> {
+        let _ = (scopes, slot);
+        Box::pin(std::future::ready(Err(
+            ConversationStoreError::Unsupported("slots"),
+        )))
+    }
 }
 
 /// What a store that keeps no runs answers.
@@ -480,6 +515,7 @@ pub struct MemoryConversationStore {
     inner: Mutex<Inner>,
     runs: Mutex<Runs>,
     redemptions: Mutex<Redemptions>,
+    slots: Mutex<Slots>,
 }
 
 #[derive(Default)]
@@ -863,6 +899,32 @@ impl ConversationStore for MemoryConversationStore {
             .redeem(principal, token, ttl, max_per_principal);
         Box::pin(std::future::ready(Ok(redeemed)))
     }
+
+    fn hold_slot<'a>(
+        &'a self,
+        caps: &'a [SlotCap<'a>],
+        slot: &'a str,
+        lease: Duration,
+    ) -> ConversationFuture<'a, SlotHold> {
+        let held = self
+            .slots
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .hold(caps, slot, lease);
+        Box::pin(std::future::ready(Ok(held)))
+    }
+
+    fn release_slot<'a>(
+        &'a self,
+        scopes: &'a [&'a str],
+        slot: &'a str,
+    ) -> ConversationFuture<'a, ()> {
+        self.slots
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .release(scopes, slot);
+        Box::pin(std::future::ready(Ok(())))
+    }
 }
 
 impl fmt::Debug for MemoryConversationStore {
@@ -921,6 +983,7 @@ impl ConversationStoreBuilder<MemoryConversationStore> {
             inner: Mutex::new(Inner::default()),
             runs: Mutex::new(Runs::default()),
             redemptions: Mutex::new(Redemptions::default()),
+            slots: Mutex::new(Slots::default()),
         }
     }
 }
@@ -1007,5 +1070,22 @@ impl<S: ConversationStore + ?Sized> ConversationStore for std::sync::Arc<S> {
         max_per_principal: usize,
     ) -> ConversationFuture<'a, Redeemed> {
         (**self).redeem(principal, token, ttl, max_per_principal)
+    }
+
+    fn hold_slot<'a>(
+        &'a self,
+        caps: &'a [SlotCap<'a>],
+        slot: &'a str,
+        lease: Duration,
+    ) -> ConversationFuture<'a, SlotHold> {
+        (**self).hold_slot(caps, slot, lease)
+    }
+
+    fn release_slot<'a>(
+        &'a self,
+        scopes: &'a [&'a str],
+        slot: &'a str,
+    ) -> ConversationFuture<'a, ()> {
+        (**self).release_slot(scopes, slot)
     }
 }

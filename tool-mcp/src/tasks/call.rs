@@ -78,7 +78,7 @@ pub(crate) async fn call_as_task(
     }
     // The slot is taken before the checks run, so calls under admission count against the caps
     // as working tasks do; it is given back when the call is answered at once.
-    let slot = tasks.admit(principal)?;
+    let slot = tasks.admit(principal).await?;
     let (started, mut has_started) = tokio::sync::oneshot::channel();
     let status = Arc::new(OnceLock::new());
     let handle = ProgressHandle::with_interval(

@@ -14,7 +14,11 @@
 //! kept there, under a hold the replica running it renews (a fifth of the lease, and at once
 //! when it ends): another replica answers `tasks/get` from the store, and its `tasks/cancel`
 //! leaves a request the running replica reads at its next renewal. A task whose replica stopped
-//! renewing is reported `failed` once the hold passes, never `working` forever.
+//! renewing is reported `failed` once the hold passes, never `working` forever. The caps are
+//! then decided in the store too ([`ConversationStore::hold_slot`]): each call under admission
+//! or working holds a place there, renewed with its task and given back when it ends, so the
+//! caps count the tasks of every replica sharing the store, and the places of a replica that
+//! stopped lapse with their lease.
 
 mod call;
 
@@ -31,7 +35,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
-use toolwright_core::conversation::{ConversationStore, RunClaim};
+use toolwright_core::conversation::{ConversationStore, RunClaim, SlotCap, SlotHold};
 use toolwright_core::progress::{Progress, ProgressSink};
 
 /// How long a task lives by default: 1 hour from when it was created, working or done; a task
@@ -317,6 +321,107 @@ fn payload_bytes(payload: &TaskPayload) -> usize {
 pub(crate) struct Slot {
     book: Arc<Mutex<Book>>,
     principal: Option<String>,
+    /// With a task store, the place the store holds for this slot under the caps shared by
+    /// every replica, renewed until the slot is dropped.
+    shared: Option<SharedSlot>,
+}
+
+/// A slot's place in the store: given back when the slot is dropped.
+struct SharedSlot {
+    store: Arc<dyn ConversationStore>,
+    id: String,
+    scopes: [String; 2],
+    renewal: tokio::task::AbortHandle,
+}
+
+impl Drop for SharedSlot {
+    fn drop(&mut self) {
+        self.renewal.abort();
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            // No runtime to give it back on: the place lapses at the end of its lease.
+            return;
+        };
+        let store = Arc::clone(&self.store);
+        let id = std::mem::take(&mut self.id);
+        let scopes = std::mem::take(&mut self.scopes);
+        runtime.spawn(async move {
+            let scopes = [scopes[0].as_str(), scopes[1].as_str()];
+            if let Err(error) = store.release_slot(&scopes, &id).await {
+                tracing::warn!(
+                    target: "toolwright::mcp",
+                    %error,
+                    "could not give back a task's place in the task store; it lapses at the end of its lease"
+                );
+            }
+        });
+    }
+}
+
+/// The scope of the cap on every task working on the replicas sharing a task store.
+const ALL_TASKS: &str = "mcp-tasks:all";
+
+/// The scope of the cap on one principal's working tasks, in a task store.
+fn principal_scope(principal: Option<&str>) -> String {
+    match principal {
+        Some(principal) => format!("mcp-tasks:of:{principal}"),
+        None => "mcp-tasks:anonymous".to_owned(),
+    }
+}
+
+/// The refusal of a call past the server's cap.
+fn server_full(all: usize, max: usize) -> ErrorData {
+    ErrorData::invalid_request(
+        format!(
+            "this server has {all} tasks working, at most {max}; call again once some have ended"
+        ),
+        Some(json!({
+            "error_type": "rate_limited",
+            "working_tasks": all,
+            "limit": max,
+        })),
+    )
+}
+
+/// The refusal of a call past its principal's cap.
+fn principal_full(working: usize, cap: usize) -> ErrorData {
+    ErrorData::invalid_request(
+        format!(
+            "this caller has {working} tasks working, at most {cap}; wait for one to end (tasks/get) or cancel one (tasks/cancel), then call again"
+        ),
+        Some(json!({
+            "error_type": "rate_limited",
+            "working_tasks": working,
+            "limit": cap,
+        })),
+    )
+}
+
+/// Renews a slot's place in the store every fifth of its lease while the server lives.
+async fn renew_slot(
+    alive: Weak<()>,
+    store: Arc<dyn ConversationStore>,
+    id: String,
+    caps: [(String, usize); 2],
+    lease: Duration,
+) {
+    let beat = (lease / 5).max(Duration::from_millis(1));
+    loop {
+        tokio::time::sleep(beat).await;
+        if alive.upgrade().is_none() {
+            return;
+        }
+        let caps = caps
+            .each_ref()
+            .map(|(scope, most)| SlotCap { scope, most: *most });
+        // Held already, so never refused for the cap; a failure is retried at the next beat.
+        if let Err(error) = store.hold_slot(&caps, &id, lease).await {
+            tracing::warn!(
+                target: "toolwright::mcp",
+                %error,
+                "could not renew a task's place in the task store"
+            );
+        }
+    }
 }
 
 impl Drop for Slot {
@@ -380,43 +485,71 @@ impl Tasks {
     }
 
     /// Takes a slot for a task call of `principal`, or refuses it when its principal, or the
-    /// server, has as many tasks working (or under admission) as allowed.
-    pub(crate) fn admit(&self, principal: Option<&str>) -> Result<Slot, ErrorData> {
+    /// server, has as many tasks working (or under admission) as allowed. With a task store
+    /// the caps are decided there, counting the tasks of every replica sharing it, after this
+    /// replica's own count.
+    pub(crate) async fn admit(&self, principal: Option<&str>) -> Result<Slot, ErrorData> {
+        let mut slot = self.admit_here(principal)?;
+        let Some(store) = &self.rules.store else {
+            return Ok(slot);
+        };
+        let id = uuid::Uuid::new_v4().to_string();
+        let caps = [
+            (principal_scope(principal), self.rules.per_principal),
+            (ALL_TASKS.to_owned(), self.rules.max),
+        ];
+        let asked = caps
+            .each_ref()
+            .map(|(scope, most)| SlotCap { scope, most: *most });
+        match store.hold_slot(&asked, &id, self.rules.lease).await {
+            Ok(SlotHold::Held) => {}
+            Ok(SlotHold::Full { cap: 0, held }) => {
+                return Err(principal_full(held, self.rules.per_principal))
+            }
+            Ok(SlotHold::Full { held, .. }) => return Err(server_full(held, self.rules.max)),
+            Ok(other) => {
+                return Err(store_error(format!(
+                    "an answer this server does not know: {other:?}"
+                )))
+            }
+            Err(error) => return Err(store_error(error)),
+        }
+        let renewal = tokio::spawn(renew_slot(
+            Arc::downgrade(&self.alive),
+            Arc::clone(store),
+            id.clone(),
+            caps.clone(),
+            self.rules.lease,
+        ));
+        let [(mine, _), (all, _)] = caps;
+        slot.shared = Some(SharedSlot {
+            store: Arc::clone(store),
+            id,
+            scopes: [mine, all],
+            renewal: renewal.abort_handle(),
+        });
+        Ok(slot)
+    }
+
+    /// Takes a slot under this replica's own count of its tasks.
+    fn admit_here(&self, principal: Option<&str>) -> Result<Slot, ErrorData> {
         let mut book = self.book();
         let all = book.slots;
         if all >= self.rules.max {
-            return Err(ErrorData::invalid_request(
-                format!(
-                    "this server has {all} tasks working, at most {}; call again once some have ended",
-                    self.rules.max
-                ),
-                Some(json!({
-                    "error_type": "rate_limited",
-                    "working_tasks": all,
-                    "limit": self.rules.max,
-                })),
-            ));
+            return Err(server_full(all, self.rules.max));
         }
         let key = principal.map(str::to_owned);
         let working = book.slots_by.get(&key).copied().unwrap_or(0);
         let cap = self.rules.per_principal;
         if working >= cap {
-            return Err(ErrorData::invalid_request(
-                format!(
-                    "this caller has {working} tasks working, at most {cap}; wait for one to end (tasks/get) or cancel one (tasks/cancel), then call again"
-                ),
-                Some(json!({
-                    "error_type": "rate_limited",
-                    "working_tasks": working,
-                    "limit": cap,
-                })),
-            ));
+            return Err(principal_full(working, cap));
         }
         book.slots += 1;
         *book.slots_by.entry(key.clone()).or_default() += 1;
         Ok(Slot {
             book: Arc::clone(&self.book),
             principal: key,
+            shared: None,
         })
     }
 

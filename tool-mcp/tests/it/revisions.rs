@@ -1969,6 +1969,93 @@ async fn task_caps_hold_for_concurrent_calls_whose_checks_take_time() {
     );
 }
 
+/// Two replicas sharing a task store share its caps: twelve task calls of one principal, half
+/// sent to each replica at once, each waiting 200 ms on its approver, start three tasks between
+/// them (not three on each); another principal has places of its own; a cancelled task gives
+/// its place back on both.
+#[tokio::test(start_paused = true)]
+async fn task_caps_hold_across_replicas_sharing_a_task_store() {
+    let runs = TaskRuns::default();
+    let store = Arc::new(MemoryConversationStore::new());
+    let replica = || {
+        let store = Arc::clone(&store);
+        tasks_with(&runs, move |server| {
+            server
+                .max_tasks_per_principal(3)
+                .approver(Arc::new(SlowApprover))
+                .task_store(store)
+                .task_lease(Duration::from_secs(10))
+        })
+    };
+    let (a, b) = (replica().await, replica().await);
+    let mut calls = tokio::task::JoinSet::new();
+    for n in 0..12u32 {
+        let client = Client {
+            http: reqwest::Client::new(),
+            url: if n % 2 == 0 { a.url() } else { b.url() },
+        };
+        calls.spawn(async move {
+            client
+                .call_2026(
+                    "alice",
+                    u64::from(n),
+                    "purge_archive",
+                    json!({"year": 2000 + n}),
+                    takes_tasks(json!({})),
+                )
+                .await
+        });
+    }
+    let mut tasks = Vec::new();
+    while let Some(answer) = calls.join_next().await {
+        let answer = answer.expect("the call ends");
+        if answer["result"]["resultType"] == "task" {
+            tasks.push(
+                answer["result"]["taskId"]
+                    .as_str()
+                    .expect("an id")
+                    .to_owned(),
+            );
+        } else {
+            assert_eq!(answer["error"]["code"], -32600, "{answer}");
+            assert_eq!(answer["error"]["data"]["limit"], 3, "{answer}");
+        }
+    }
+    assert_eq!(tasks.len(), 3, "three tasks between the two replicas");
+    assert_eq!(runs.0.started.load(Ordering::SeqCst), 3);
+
+    // Bob has places of his own.
+    let bob = Client::new(&b)
+        .call_2026(
+            "bob",
+            50,
+            "purge_archive",
+            json!({"year": 1990}),
+            takes_tasks(json!({})),
+        )
+        .await;
+    assert_eq!(bob["result"]["resultType"], "task", "{bob}");
+
+    // A task ended on either replica gives its place back to both.
+    let on_a = Client::new(&a);
+    on_a.task_request("alice", "tasks/cancel", &tasks[0]).await;
+    on_a.settled("alice", &tasks[0]).await;
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    let next = Client::new(&b)
+        .call_2026(
+            "alice",
+            99,
+            "purge_archive",
+            json!({"year": 1999}),
+            takes_tasks(json!({})),
+        )
+        .await;
+    assert_eq!(
+        next["result"]["resultType"], "task",
+        "a place came back: {next}"
+    );
+}
+
 /// A task attaches a re-sent call only when all of it matches: the same call key in another
 /// conversation, or for another tool, is a call of its own; with the same tool and other
 /// arguments, a side-effecting tool's key answers `idempotency_mismatch`.
