@@ -10,7 +10,7 @@
 //! - `redis/*`: begin + complete against a local `redis-server` (started on loopback, as the
 //!   tests do), and the round trips per call counted by the server (`INFO commandstats`).
 
-#[path = "../tests/support/redis_server.rs"]
+#[path = "../tests/it/support/redis_server.rs"]
 mod redis_server;
 
 use std::hint::black_box;

@@ -15,12 +15,13 @@
 #   what it found under names that no longer exist (the lines moved) is dropped first.
 #   MUTANTS_THIRD=0 skips execute's third pass (below), e.g. when `--re` names other mutants.
 #
-# The tests per module: toolwright-core's unit tests (`--lib`) and the root crate's integration
-# tests named in `tests_of` below; never the trybuild suite (tests/macro_ui.rs) or the browser test,
-# and no test with `soak` in its name (minutes each: tests/conversation_store.rs's two replicas
-# and a Redis restart). Two passes: every mutant against the unit tests, then what they missed
-# against the integration tests (and, for execute, a third: classify.rs's reqwest half against
-# fault-fixtures/tests/faults.rs). Debug impls are not mutated (see `mutants` below).
+# The tests per module: toolwright-core's unit tests (`--lib`) and the modules of the root crate's
+# integration tests (`--test it`) named in `tests_of` below, run by name (`guard_order::`); never
+# the trybuild suite (tests/macro_ui.rs) or the browser test, and no test with `soak` in its name
+# (minutes each: tests/it/conversation_store.rs's two replicas and a Redis restart). Two passes:
+# every mutant against the unit tests, then what they missed against the integration tests (and,
+# for execute, a third: classify.rs's reqwest half against fault-fixtures/tests/it/faults.rs).
+# Debug impls are not mutated (see `mutants` below).
 #
 # Output: $MUTANTS_OUT/MODULE/summary.txt (counts and score, every survivor listed; a timeout
 # is not counted as caught), MODULE/{caught,missed,timeout,unviable}.txt over all passes, and
@@ -66,7 +67,8 @@ done
 extra=("$@")
 ((${#modules[@]})) || modules=(guard execute idempotency validate)
 
-# Per module: files to mutate, integration tests (root crate) and cargo features.
+# Per module: files to mutate, integration tests (modules of the root crate's `it`) and cargo
+# features.
 files_of() {
   case $1 in
     guard) echo "tool-core/src/approval.rs tool-core/src/provenance.rs" ;;
@@ -97,9 +99,10 @@ features_of() {
     *) echo "" ;;
   esac
 }
-# A third pass where another package's tests exercise part of a module: the package, its test
-# targets, and a regex of the mutants it is for. classify.rs's reqwest half (behind the
-# `reqwest` feature) is tested against real misbehaving HTTP servers in fault-fixtures.
+# A third pass where another package's tests exercise part of a module: the package, the module
+# of its `it` test binary, and a regex of the mutants it is for. classify.rs's reqwest half
+# (behind the `reqwest` feature) is tested against real misbehaving HTTP servers in
+# fault-fixtures.
 third_pass_of() {
   case $1 in
     execute) echo "toolwright-fault-fixtures faults reqwest_support" ;;
@@ -124,7 +127,8 @@ find "$work/tool-core/src" -name '*.rs' -exec touch {} +
 listing=false
 for a in "${extra[@]}"; do [[ $a == --list ]] && listing=true; done
 
-# cargo mutants: `mutants OUT-DIR TEST-PACKAGES "FILE..." CARGO-ARGS... -- MORE-ARGS`.
+# cargo mutants: `mutants OUT-DIR TEST-PACKAGES "FILE..." CARGO-ARGS... -- MORE-ARGS`; the tests
+# run are those whose names match one of `pass_filters` (all when it is empty).
 mutants() {
   local dir=$1 packages=$2 file_args=()
   for f in $3; do file_args+=("--file=$f"); done
@@ -138,7 +142,7 @@ mutants() {
   (cd "$work" && cargo mutants --in-place -p toolwright-core --test-package "$packages" \
     "${feature_args[@]}" "${args[@]}" "${file_args[@]}" --exclude-re 'impl (std::)?(fmt::)?Debug for' \
     --baseline skip --timeout 30 --build-timeout 600 -o "$dir" "$@" "${extra[@]}" \
-    -- -- --skip soak) || status=$?
+    -- -- --skip soak "${pass_filters[@]}") || status=$?
   # cargo-mutants exits 2 when a mutant was missed and 3 on a timeout: results, not failures.
   case $status in 0 | 2 | 3) ;; *) exit "$status" ;; esac
 }
@@ -187,23 +191,26 @@ prime() {
 }
 
 for module in "${modules[@]}"; do
-  cargo_args=(--lib)
-  for t in $(tests_of "$module"); do cargo_args+=("--test=$t"); done
+  cargo_args=(--lib --test=it)
+  # The integration tests' names start with their module's: `guard_order::..`.
+  filters=()
+  for t in $(tests_of "$module"); do filters+=("$t::"); done
   feature_args=()
   for f in $(features_of "$module"); do feature_args+=("--features=$f"); done
   files=$(files_of "$module")
   read -r third_package third_tests third_re <<<"$(third_pass_of "$module")"
   [[ $third == 1 ]] || third_package=""
 
+  pass_filters=()
   if $listing; then
     mutants "$out/$module/list" toolwright-core "$files" --lib --
     continue
   fi
   echo "== $module: baseline (unmutated tests)"
-  (cd "$work" && cargo test -p toolwright-core -p toolwright "${feature_args[@]}" "${cargo_args[@]}" \
-    -q -- --skip soak)
+  (cd "$work" && cargo test -p toolwright-core -p toolwright "${feature_args[@]}" --lib -q -- --skip soak)
+  (cd "$work" && cargo test -p toolwright "${feature_args[@]}" --test=it -q -- --skip soak "${filters[@]}")
   if [[ -n $third_package ]]; then
-    (cd "$work" && cargo test -p "$third_package" --test="$third_tests" -q -- --skip soak)
+    (cd "$work" && cargo test -p "$third_package" --test=it -q -- --skip soak "$third_tests::")
   fi
   start=$(date +%s)
   [[ $resume == 1 ]] || rm -rf "${out:?}/$module"
@@ -225,12 +232,14 @@ for module in "${modules[@]}"; do
   settle "$out/$module/unit/mutants.out"
   echo "== $module: what they missed, against the integration tests"
   prime "$out/$module/full"
+  pass_filters=("${filters[@]}")
   mutants "$out/$module/full" toolwright-core,toolwright "$files" "${cargo_args[@]:1}" -- --iterate
   settle "$out/$module/full/mutants.out"
   if [[ -n $third_package ]]; then
     echo "== $module: what is still missed of /$third_re/, against $third_package's $third_tests"
     prime "$out/$module/third"
-    mutants "$out/$module/third" "$third_package" "$files" "--test=$third_tests" -- --iterate \
+    pass_filters=("$third_tests::")
+    mutants "$out/$module/third" "$third_package" "$files" --test=it -- --iterate \
       --re "$third_re"
     settle "$out/$module/third/mutants.out"
   fi

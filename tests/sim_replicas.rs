@@ -37,8 +37,8 @@
 //! points and sees the same events at the same instants (those of one instant may come in
 //! another order); the test replays its first seeds and compares. Redis is not simulated: its
 //! holds pass on the server's real clock, which paused time cannot drive
-//! (`tests/agent_kept_runs.rs` and `tests/conversation_store.rs` hold the same promises against
-//! a real one).
+//! (`tests/it/agent_kept_runs.rs` and `tests/it/conversation_store.rs` hold the same promises
+//! against a real one).
 //!
 //! Why no simulation crate: `shuttle` and `loom` explore schedules of their own synchronization
 //! types, which the library would have to use instead of std's and tokio's; `madsim` replaces

@@ -1,5 +1,5 @@
 //! The support agent's job, callable in-process (the example's `main` and
-//! `tests/agent_support_job.rs` both run it): an order-and-payment HTTP service on loopback with a
+//! `tests/it/agent_support_job.rs` both run it): an order-and-payment HTTP service on loopback with a
 //! fault schedule drawn from a seed, the tools that call it with reqwest, and the scripted
 //! conversations through the agent loop, printing one line per call as it ends, then the
 //! per-tool stats and what the breakers did.

@@ -30,7 +30,7 @@
 //! points the OpenAI client at any OpenAI-compatible server (vLLM, llama.cpp's server,
 //! Ollama); then strict function calling is off, which not all of them accept.
 
-// Shared with tests/agent_support_job.rs, which reads parts of its report this program does not.
+// Shared with tests/it/agent_support_job.rs, which reads parts of its report this program does not.
 #[allow(dead_code)]
 mod job;
 

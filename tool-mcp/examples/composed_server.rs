@@ -11,7 +11,7 @@
 //!
 //! It serves a tool (`get_note`), a resource per note and `notes://me` (who is asking, from the
 //! session's toolwright `Session`), a prompt (`summarize_note`) and completion of that prompt's
-//! `id` argument. `tool-mcp/tests/composed.rs` drives it with rmcp's client.
+//! `id` argument. `tool-mcp/tests/it/composed.rs` drives it with rmcp's client.
 
 use std::borrow::Cow;
 

@@ -1,0 +1,11 @@
+//! The agent loop's integration tests, one binary: a module per file. One binary links the
+//! dependency tree once.
+//!
+//! Run one file with `cargo test -p toolwright-agent --all-features --test it <file name>::`.
+
+mod agent_loop;
+// The HTTP model clients against a fake provider on loopback.
+#[cfg(feature = "http")]
+mod support;
+#[cfg(feature = "http")]
+mod wire;
