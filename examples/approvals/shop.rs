@@ -1,6 +1,6 @@
 //! The shop behind the review page: a refund tool that waits for a person's approval, the
 //! ledger of the refunds that ran, and customers' calls left waiting so the page has work on
-//! it. The browser test (tests/guard_approval_page.rs) includes this file too, so it re-sends the
+//! it. The browser test (tests/it/guard_approval_page.rs) includes this file too, so it re-sends the
 //! very calls the page shows.
 #![allow(dead_code)]
 
