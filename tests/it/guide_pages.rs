@@ -191,3 +191,22 @@ fn no_page_restates_a_default_value() {
         found.join("\n")
     );
 }
+
+/// The README's Rust blocks read on GitHub and crates.io as they compile: rustdoc's hidden
+/// lines (`# ` at the start of a line in a Rust block) would be shown there literally.
+#[test]
+fn the_readme_s_rust_blocks_have_no_hidden_lines() {
+    let readme = read(&root().join("README.md"));
+    let mut in_rust = false;
+    for (n, line) in readme.lines().enumerate() {
+        if let Some(fence) = line.strip_prefix("```") {
+            in_rust = !in_rust && (fence.is_empty() || fence.starts_with("rust"));
+            continue;
+        }
+        assert!(
+            !(in_rust && (line == "#" || line.starts_with("# "))),
+            "README.md:{}: a rustdoc hidden line, shown literally on GitHub: {line:?}",
+            n + 1
+        );
+    }
+}
