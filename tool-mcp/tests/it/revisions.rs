@@ -1901,24 +1901,14 @@ async fn tasks_with(runs: &TaskRuns, configure: impl FnOnce(McpServer) -> McpSer
     bind(configure(McpServer::new(registry))).await
 }
 
-/// Twelve task calls of one principal at once, each waiting 200 ms on its approver: the cap of
-/// three holds at every instant, since each call takes its slot before its checks; the slots
-/// of the refused are given back, and so are those of tasks that ended.
-#[tokio::test(start_paused = true)]
-async fn task_caps_hold_for_concurrent_calls_whose_checks_take_time() {
-    let runs = TaskRuns::default();
-    let server = tasks_with(&runs, |server| {
-        server
-            .max_tasks_per_principal(3)
-            .approver(Arc::new(SlowApprover))
-    })
-    .await;
-    let url = server.url();
+/// Twelve `purge_archive` task calls of alice at once, sent to `urls` in turn: the ids of the
+/// tasks they became; every other call refused under the cap of three.
+async fn twelve_purges_at_once(urls: &[String]) -> Vec<String> {
     let mut calls = tokio::task::JoinSet::new();
     for n in 0..12u32 {
         let client = Client {
             http: reqwest::Client::new(),
-            url: url.clone(),
+            url: urls[n as usize % urls.len()].clone(),
         };
         calls.spawn(async move {
             client
@@ -1947,6 +1937,22 @@ async fn task_caps_hold_for_concurrent_calls_whose_checks_take_time() {
             assert_eq!(answer["error"]["data"]["limit"], 3, "{answer}");
         }
     }
+    tasks
+}
+
+/// Twelve task calls of one principal at once, each waiting 200 ms on its approver: the cap of
+/// three holds at every instant, since each call takes its slot before its checks; the slots
+/// of the refused are given back, and so are those of tasks that ended.
+#[tokio::test(start_paused = true)]
+async fn task_caps_hold_for_concurrent_calls_whose_checks_take_time() {
+    let runs = TaskRuns::default();
+    let server = tasks_with(&runs, |server| {
+        server
+            .max_tasks_per_principal(3)
+            .approver(Arc::new(SlowApprover))
+    })
+    .await;
+    let tasks = twelve_purges_at_once(&[server.url()]).await;
     assert_eq!(tasks.len(), 3, "three tasks, the rest refused");
     assert_eq!(runs.0.started.load(Ordering::SeqCst), 3);
     let client = Client::new(&server);
@@ -1988,39 +1994,7 @@ async fn task_caps_hold_across_replicas_sharing_a_task_store() {
         })
     };
     let (a, b) = (replica().await, replica().await);
-    let mut calls = tokio::task::JoinSet::new();
-    for n in 0..12u32 {
-        let client = Client {
-            http: reqwest::Client::new(),
-            url: if n % 2 == 0 { a.url() } else { b.url() },
-        };
-        calls.spawn(async move {
-            client
-                .call_2026(
-                    "alice",
-                    u64::from(n),
-                    "purge_archive",
-                    json!({"year": 2000 + n}),
-                    takes_tasks(json!({})),
-                )
-                .await
-        });
-    }
-    let mut tasks = Vec::new();
-    while let Some(answer) = calls.join_next().await {
-        let answer = answer.expect("the call ends");
-        if answer["result"]["resultType"] == "task" {
-            tasks.push(
-                answer["result"]["taskId"]
-                    .as_str()
-                    .expect("an id")
-                    .to_owned(),
-            );
-        } else {
-            assert_eq!(answer["error"]["code"], -32600, "{answer}");
-            assert_eq!(answer["error"]["data"]["limit"], 3, "{answer}");
-        }
-    }
+    let tasks = twelve_purges_at_once(&[a.url(), b.url()]).await;
     assert_eq!(tasks.len(), 3, "three tasks between the two replicas");
     assert_eq!(runs.0.started.load(Ordering::SeqCst), 3);
 
