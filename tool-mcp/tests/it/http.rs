@@ -341,8 +341,8 @@ impl KeptAlive {
     }
 }
 
-/// The median time of `calls` sequential `tools/call`s of `echo`, each `request(i)`.
-async fn median_call(
+/// The fastest of `calls` sequential `tools/call`s of `echo`, each `request(i)`.
+async fn fastest_call(
     connection: &mut KeptAlive,
     headers: &[(&str, &str)],
     calls: u64,
@@ -355,8 +355,7 @@ async fn median_call(
         times.push(started.elapsed());
         assert!(body.contains(r#""status":"success""#), "{body}");
     }
-    times.sort();
-    times[times.len() / 2]
+    times.into_iter().min().expect("at least one call")
 }
 
 fn echo_call(id: u64, meta: Value) -> Value {
@@ -367,12 +366,13 @@ fn echo_call(id: u64, meta: Value) -> Value {
 
 /// Sequential calls on one kept-alive connection, in a 2025-11-25 session and as 2026-07-28
 /// requests, answer in well under the 40 ms a delayed acknowledgement costs (with Nagle's
-/// algorithm on the server's socket, every response's streamed body waited for it). The bound
-/// is generous, so a loaded machine does not fail it; the stall it catches is in every call.
+/// algorithm on the server's socket, every response's streamed body waited for it, the first
+/// call's too). The fastest of the calls is checked: the stall is in every call, while a
+/// loaded machine slows some calls and not all.
 #[tokio::test]
 async fn sequential_calls_on_one_kept_alive_connection_do_not_wait_for_delayed_acks() {
     const CALLS: u64 = 15;
-    let bound = Duration::from_millis(20);
+    let bound = Duration::from_millis(30);
     let server = start(&Counters::default()).await;
     let mut connection = KeptAlive::open(&server).await;
 
@@ -387,7 +387,7 @@ async fn sequential_calls_on_one_kept_alive_connection_do_not_wait_for_delayed_a
     ];
     let initialized = json!({"jsonrpc":"2.0","method":"notifications/initialized"});
     connection.post(&in_session, initialized).await;
-    let sessions = median_call(&mut connection, &in_session, CALLS, |i| {
+    let sessions = fastest_call(&mut connection, &in_session, CALLS, |i| {
         echo_call(i + 1, json!({}))
     })
     .await;
@@ -402,14 +402,14 @@ async fn sequential_calls_on_one_kept_alive_connection_do_not_wait_for_delayed_a
         "io.modelcontextprotocol/clientCapabilities": {},
         "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"},
     });
-    let requests = median_call(&mut connection, &stateless, CALLS, |i| {
+    let requests = fastest_call(&mut connection, &stateless, CALLS, |i| {
         echo_call(i + 1, meta.clone())
     })
     .await;
 
     assert!(
         sessions < bound && requests < bound,
-        "the median call took {sessions:?} in a 2025-11-25 session and {requests:?} as a \
+        "the fastest call took {sessions:?} in a 2025-11-25 session and {requests:?} as a \
          2026-07-28 request, over one kept-alive connection (at most {bound:?} expected)"
     );
 }
