@@ -946,3 +946,45 @@ impl ProgressSink for TaskSink {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rules(ttl: Duration) -> TaskRules {
+        TaskRules {
+            ttl,
+            ..TaskRules::default()
+        }
+    }
+
+    /// A task that ends after 30 s of a 60 s TTL is still answered 40 s after it was created
+    /// (its TTL counts from when it finished), and forgotten once 60 s have passed since then.
+    #[tokio::test(start_paused = true)]
+    async fn a_finished_task_is_forgotten_its_ttl_after_it_finished() {
+        let tasks = Tasks::new(rules(Duration::from_secs(60)));
+        let slot = tasks.admit(Some("alice")).await.expect("a slot");
+        let run = async {
+            tokio::time::sleep(Duration::from_secs(30)).await;
+            Ok(CallToolResult::success(Vec::new()))
+        };
+        let task = tasks
+            .open(slot, None, Arc::new(OnceLock::new()), run, false)
+            .await
+            .expect("a task");
+        let id = task.task_id.clone();
+
+        tokio::time::sleep(Duration::from_secs(40)).await;
+        let done = tasks.get(Some("alice"), &id).await.expect("kept");
+        assert_eq!(done.status(), TaskStatus::Completed);
+
+        tokio::time::sleep(Duration::from_secs(49)).await;
+        assert!(
+            tasks.get(Some("alice"), &id).await.is_ok(),
+            "59 s after it finished"
+        );
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let gone = tasks.get(Some("alice"), &id).await;
+        assert!(gone.is_err(), "61 s after it finished: forgotten");
+    }
+}
