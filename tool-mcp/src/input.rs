@@ -364,6 +364,20 @@ impl Asker for Input {
 /// The key of the tool's `n`th question in `inputRequests` and `inputResponses`: this and `n`.
 pub(crate) const ASK_INPUT: &str = "toolwright_ask_";
 
+/// The MCP request that asks `question`: over 2026-07-28 an entry of `inputRequests` (in an
+/// input-required result, or a task's `input_required` status).
+#[allow(dead_code)] // used by the task side
+pub(crate) fn input_request(question: &Question) -> Result<InputRequest, String> {
+    form(question.message().to_owned(), question.schema())
+}
+
+/// The client's result for `question`'s request (an entry of `inputResponses`), as the tool's
+/// answer.
+#[allow(dead_code)] // used by the task side
+pub(crate) fn answer_to(_question: &Question, result: &Value) -> Answer {
+    answer_of(result)
+}
+
 /// An elicitation result as the tool's answer.
 fn answer_of(result: &Value) -> Answer {
     match serde_json::from_value::<ElicitResult>(result.clone()) {
