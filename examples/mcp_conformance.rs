@@ -15,7 +15,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use base64::Engine as _;
-use toolwright::ask::Reply;
+use toolwright::ask::{LogLevel, Reply, Sampling};
 use toolwright::content::Content;
 #[allow(deprecated)]
 use toolwright::mcp::rmcp::model::SetLevelRequestParams;
@@ -160,10 +160,37 @@ async fn test_streaming_elicitation() -> Result<String, ToolError> {
     Ok("Streaming complete".to_owned())
 }
 
-/// Sends no log message (toolwright's tools log through `tracing`, not to the client).
+/// Logs one line: a 2026-07-28 client gets it only when its request set a `logLevel`.
 #[tool(read_only)]
-async fn test_logging_tool() -> Result<String, ToolError> {
+async fn test_logging_tool(ctx: ToolContext) -> Result<String, ToolError> {
+    ctx.log(LogLevel::Info, "Logging evaluated");
     Ok("Logging evaluated".to_owned())
+}
+
+/// Logs three lines to the client while it runs, 50 ms apart.
+#[tool(read_only)]
+async fn test_tool_with_logging(ctx: ToolContext) -> Result<String, ToolError> {
+    ctx.log(LogLevel::Info, "Tool execution started");
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    ctx.log(LogLevel::Info, "Tool processing data");
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    ctx.log(LogLevel::Info, "Tool execution completed");
+    Ok("Tool with logging executed successfully".to_owned())
+}
+
+/// Asks the client's model to answer `prompt`.
+#[tool(read_only, requires_client = ["sampling"])]
+async fn test_sampling(ctx: ToolContext, prompt: String) -> Result<String, ToolError> {
+    let answer = ctx.sample(Sampling::new(prompt).with_max_tokens(100)).await?;
+    Ok(format!("LLM response: {}", answer.text()))
+}
+
+/// Cannot work without the client's sampling: a client that did not declare it is refused
+/// (`-32021`) before the body runs.
+#[tool(read_only, requires_client = ["sampling"])]
+async fn test_missing_capability(ctx: ToolContext) -> Result<String, ToolError> {
+    let answer = ctx.sample(Sampling::new("Say hello").with_max_tokens(20)).await?;
+    Ok(answer.text().to_owned())
 }
 
 /// A parameter mirrored into the `Mcp-Param-Region` header (2026-07-28): rmcp checks the
@@ -388,6 +415,62 @@ async fn test_input_required_result_tampered_state(ctx: ToolContext) -> Result<S
         Reply::Accepted(Confirm { ok: true }) => Ok("integrity-ok: state verified".to_owned()),
         _ => Ok("not confirmed".to_owned()),
     }
+}
+
+/// Asks the client's model (as `capital_question`) and answers with what it said.
+#[tool(read_only)]
+async fn test_input_required_result_sampling(ctx: ToolContext) -> Result<String, ToolError> {
+    let request = Sampling::new("What is the capital of France?").with_max_tokens(100);
+    let answer = ctx.sample_named("capital_question", request).await?;
+    Ok(format!("The model said: {}", answer.text()))
+}
+
+/// Reads the client's roots (as `client_roots`) and lists them.
+#[tool(read_only)]
+async fn test_input_required_result_list_roots(ctx: ToolContext) -> Result<String, ToolError> {
+    let roots = ctx.roots_named("client_roots").await?;
+    let uris: Vec<&str> = roots.iter().map(|root| root.uri()).collect();
+    Ok(format!("The client's roots: {}", uris.join(", ")))
+}
+
+/// Asks for a confirmation: the answer counts only with the state its round was sealed in.
+#[tool(read_only)]
+async fn test_input_required_result_request_state(ctx: ToolContext) -> Result<String, ToolError> {
+    match ctx.ask_named::<Confirm>("confirm", "Please confirm").await? {
+        Reply::Accepted(Confirm { ok: true }) => Ok("state-ok: the round's state came back sealed".to_owned()),
+        _ => Ok("state-ok, not confirmed".to_owned()),
+    }
+}
+
+/// Asks three things in one round: a form, the client's model, and its roots.
+#[tool(read_only)]
+async fn test_input_required_result_multiple_inputs(ctx: ToolContext) -> Result<String, ToolError> {
+    let (name, greeting, roots) = tokio::try_join!(
+        ctx.ask_named::<Name>("user_name", "What is your name?"),
+        ctx.sample_named("greeting", Sampling::new("Generate a greeting").with_max_tokens(50)),
+        ctx.roots_named("client_roots"),
+    )?;
+    let name = match name {
+        Reply::Accepted(Name { name }) => name,
+        _ => "stranger".to_owned(),
+    };
+    Ok(format!("{} {name}; {} roots", greeting.text(), roots.len()))
+}
+
+/// Asks a form and the client's model in one round: a client that declared only sampling is
+/// sent only the sampling request.
+#[tool(read_only)]
+async fn test_input_required_result_capabilities(ctx: ToolContext) -> Result<String, ToolError> {
+    let (name, answer) = tokio::join!(
+        ctx.ask_named::<Name>("user_name", "What is your name?"),
+        ctx.sample_named("greeting", Sampling::new("Generate a greeting").with_max_tokens(50)),
+    );
+    let answer = answer?;
+    let name = match name {
+        Ok(Reply::Accepted(Name { name })) => name,
+        _ => "someone this client cannot ask".to_owned(),
+    };
+    Ok(format!("{} {name}", answer.text()))
 }
 
 /// The registry, for `test_trigger_tool_change`.
@@ -796,10 +879,10 @@ impl ServerHandler for Everything {
     #[allow(deprecated)]
     async fn set_level(
         &self,
-        _request: SetLevelRequestParams,
-        _context: RequestContext<RoleServer>,
+        request: SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        Ok(())
+        self.tools.set_level(request, context).await
     }
 }
 
@@ -819,6 +902,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .tool(TestTriggerToolChange)
         .tool(TestStreamingElicitation)
         .tool(TestLoggingTool)
+        .tool(TestToolWithLogging)
+        .tool(TestSampling)
+        .tool(TestMissingCapability)
+        .tool(TestInputRequiredResultSampling)
+        .tool(TestInputRequiredResultListRoots)
+        .tool(TestInputRequiredResultRequestState)
+        .tool(TestInputRequiredResultMultipleInputs)
+        .tool(TestInputRequiredResultCapabilities)
         .tool(TestElicitation)
         .tool(TestElicitationSep1034Defaults)
         .tool(TestElicitationSep1330Enums)

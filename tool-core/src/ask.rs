@@ -43,6 +43,10 @@ use std::pin::Pin;
 
 use serde_json::Value;
 
+mod client;
+
+pub use client::{LogLevel, LogRecord, Role, Root, Sampled, Sampling, SamplingMessage};
+
 /// One question of a running tool.
 #[derive(Debug, Clone)]
 pub struct Question {
@@ -51,7 +55,31 @@ pub struct Question {
     pub(crate) index: usize,
     pub(crate) name: Option<String>,
     pub(crate) message: String,
-    pub(crate) schema: Value,
+    pub(crate) kind: Kind,
+}
+
+/// What a [`Question`] asks for.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum Kind {
+    /// A form filled in by the user: a JSON Schema object of the answer's fields. Answered
+    /// [`Answer::Accepted`], [`Answer::Declined`] or [`Answer::Dismissed`].
+    Form(Value),
+    /// A completion of the client's model. Answered [`Answer::Sampled`].
+    Sampling(Sampling),
+    /// The client's roots. Answered [`Answer::Roots`].
+    Roots,
+}
+
+impl Kind {
+    /// The capability a client declares to answer it: `elicitation`, `sampling` or `roots`.
+    pub fn capability(&self) -> &'static str {
+        match self {
+            Kind::Form(_) => "elicitation",
+            Kind::Sampling(_) => "sampling",
+            Kind::Roots => "roots",
+        }
+    }
 }
 
 impl Question {
@@ -80,14 +108,25 @@ impl Question {
         self.name.as_deref()
     }
 
-    /// What the user is asked.
+    /// What the user is asked (for a sampling request, its last message; for roots, a line
+    /// that says so).
     pub fn message(&self) -> &str {
         &self.message
     }
 
-    /// The form: a JSON Schema object of the answer's fields (the asked type's schema).
+    /// What it asks for: a form, a completion, the roots.
+    pub fn kind(&self) -> &Kind {
+        &self.kind
+    }
+
+    /// The form of a form question: a JSON Schema object of the answer's fields (the asked
+    /// type's schema); JSON `null` for a question of another kind.
     pub fn schema(&self) -> &Value {
-        &self.schema
+        static NULL: Value = Value::Null;
+        match &self.kind {
+            Kind::Form(schema) => schema,
+            _ => &NULL,
+        }
     }
 }
 
@@ -101,6 +140,10 @@ pub enum Answer {
     Declined,
     /// The user closed the question without answering.
     Dismissed,
+    /// The client model's completion, for a [`Kind::Sampling`] question.
+    Sampled(Sampled),
+    /// The client's roots, for a [`Kind::Roots`] question.
+    Roots(Vec<Root>),
     /// The answer comes with the call sent again (a 2026-07-28 input-required result): the
     /// tool stops here and runs again from its start when it comes.
     Later,
@@ -119,7 +162,8 @@ pub enum Reply<T> {
     Dismissed,
 }
 
-/// Who brings a tool's question to its user: set on the session
+/// Who brings a tool's questions to its user and its client (forms, sampling requests, roots,
+/// log lines): set on the session
 /// ([`Session::with_asker`](crate::Session::with_asker)); the MCP server sets one per request.
 ///
 /// ```
@@ -147,6 +191,14 @@ pub trait Asker: Send + Sync + 'static {
         &'a self,
         question: &'a Question,
     ) -> Pin<Box<dyn Future<Output = Answer> + Send + 'a>>;
+
+    /// Takes a log line of the tool ([`ToolContext::log`](crate::ToolContext::log)) to the
+    /// user's side: over MCP a `notifications/message` to the client, at or above the level
+    /// the client set. It must not wait; the default drops it (every line is also a `tracing`
+    /// event).
+    fn log(&self, record: &LogRecord) {
+        let _ = record;
+    }
 }
 
 impl fmt::Debug for dyn Asker {
@@ -162,4 +214,45 @@ pub(crate) fn later() -> crate::ToolError {
     crate::ToolError::conflict(
         "this call waits for its user's answer to a question; it runs again when the answer comes",
     )
+}
+
+/// What `question` asks for, for messages: "an answer to a form", "a sampling request", "its roots".
+pub(crate) fn what(question: &Question) -> &'static str {
+    match question.kind() {
+        Kind::Form(_) => "an answer to a form",
+        Kind::Sampling(_) => "a completion of its model (sampling)",
+        Kind::Roots => "its roots",
+    }
+}
+
+/// The kind of `answer`, for messages.
+pub(crate) fn answer_kind(answer: &Answer) -> &'static str {
+    match answer {
+        Answer::Accepted(_) | Answer::Declined | Answer::Dismissed => "a form's answer",
+        Answer::Sampled(_) => "a completion",
+        Answer::Roots(_) => "roots",
+        Answer::Later => "later",
+        Answer::Unavailable(_) => "unavailable",
+    }
+}
+
+/// A tool's log line as a `tracing` event of the target `toolwright::tool_log`.
+pub(crate) fn traced(record: &LogRecord) {
+    let text = match record.data() {
+        Value::String(text) => std::borrow::Cow::Borrowed(text.as_str()),
+        other => std::borrow::Cow::Owned(other.to_string()),
+    };
+    let (tool, call_id, logger) = (record.tool(), record.call_id(), record.logger());
+    match record.level() {
+        LogLevel::Debug => {
+            tracing::debug!(target: "toolwright::tool_log", tool, call_id, logger, "{text}")
+        }
+        LogLevel::Info | LogLevel::Notice => {
+            tracing::info!(target: "toolwright::tool_log", tool, call_id, logger, "{text}")
+        }
+        LogLevel::Warning => {
+            tracing::warn!(target: "toolwright::tool_log", tool, call_id, logger, "{text}")
+        }
+        _ => tracing::error!(target: "toolwright::tool_log", tool, call_id, logger, "{text}"),
+    }
 }

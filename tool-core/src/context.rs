@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::ask::{Answer, Question, Reply};
+use crate::ask::{Answer, Kind, LogLevel, LogRecord, Question, Reply, Root, Sampled, Sampling};
+use serde_json::Value;
 use crate::error::ToolError;
 use crate::idempotency::IdempotencyKey;
 use crate::progress::{self, ProgressHandle};
@@ -322,40 +323,178 @@ impl ToolContext {
     where
         T: serde::de::DeserializeOwned + schemars::JsonSchema,
     {
+        let schema = crate::tool::schema::root_schema::<T>();
+        match self.put(name, message, Kind::Form(schema)).await? {
+            (Answer::Accepted(value), question) => serde_json::from_value(value)
+                .map(Reply::Accepted)
+                .map_err(|e| {
+                    ToolError::bad_request(format!(
+                        "the user's answer to `{}` does not fit its form: {e}",
+                        question.message
+                    ))
+                }),
+            (Answer::Declined, _) => Ok(Reply::Declined),
+            (Answer::Dismissed, _) => Ok(Reply::Dismissed),
+            (other, question) => Err(self.misanswered(&question, &other)),
+        }
+    }
+
+    /// Asks the client's model for a completion of `request` and waits for it, within the
+    /// tool's timeout: over MCP a sampling request to the client (sent at once to a
+    /// 2025-11-25 session, an input-required result for a 2026-07-28 client, after which the
+    /// tool runs again from its start, as for [`ToolContext::ask`]); in the agent loop, the
+    /// agent's own model answers it.
+    ///
+    /// Fails with `bad_request` when the caller cannot sample (a client that did not declare
+    /// `sampling`, no asker on the session), with a message that says so.
+    ///
+    /// ```
+    /// use toolwright::ask::Sampling;
+    /// use toolwright::{ToolContext, ToolError};
+    ///
+    /// async fn review(ctx: &ToolContext, diff: &str) -> Result<String, ToolError> {
+    ///     let summary = ctx
+    ///         .sample(Sampling::new(format!("Summarise this diff in one line:\n{diff}")).with_max_tokens(80))
+    ///         .await?;
+    ///     Ok(format!("{} (by {})", summary.text(), summary.model()))
+    /// }
+    /// ```
+    pub async fn sample(&self, request: Sampling) -> Result<Sampled, ToolError> {
+        self.sample_as(None, request).await
+    }
+
+    /// [`ToolContext::sample`], the request named `name` (unique within the call): its key in
+    /// a 2026-07-28 input-required result.
+    pub async fn sample_named(
+        &self,
+        name: impl Into<String>,
+        request: Sampling,
+    ) -> Result<Sampled, ToolError> {
+        self.sample_as(Some(name.into()), request).await
+    }
+
+    async fn sample_as(&self, name: Option<String>, request: Sampling) -> Result<Sampled, ToolError> {
+        let message = request.summary();
+        match self.put(name, message, Kind::Sampling(request)).await? {
+            (Answer::Sampled(sampled), _) => Ok(sampled),
+            (other, question) => Err(self.misanswered(&question, &other)),
+        }
+    }
+
+    /// The client's roots (the directories or other places it lets tools work in): over MCP
+    /// a `roots/list` request (at once for a 2025-11-25 session, an input-required result for
+    /// a 2026-07-28 client); elsewhere what the session's asker answers.
+    ///
+    /// Fails with `bad_request` when the client did not declare `roots`, or the caller cannot
+    /// ask.
+    ///
+    /// ```
+    /// use toolwright::{ToolContext, ToolError};
+    ///
+    /// async fn inside_roots(ctx: &ToolContext, path: &str) -> Result<bool, ToolError> {
+    ///     let roots = ctx.roots().await?;
+    ///     Ok(roots.iter().any(|root| path.starts_with(root.uri().trim_start_matches("file://"))))
+    /// }
+    /// ```
+    pub async fn roots(&self) -> Result<Vec<Root>, ToolError> {
+        self.roots_as(None).await
+    }
+
+    /// [`ToolContext::roots`], the request named `name`: its key in a 2026-07-28
+    /// input-required result.
+    pub async fn roots_named(&self, name: impl Into<String>) -> Result<Vec<Root>, ToolError> {
+        self.roots_as(Some(name.into())).await
+    }
+
+    async fn roots_as(&self, name: Option<String>) -> Result<Vec<Root>, ToolError> {
+        let message = "the client's roots".to_owned();
+        match self.put(name, message, Kind::Roots).await? {
+            (Answer::Roots(roots), _) => Ok(roots),
+            (other, question) => Err(self.misanswered(&question, &other)),
+        }
+    }
+
+    /// Sends a log line to the user's side: over MCP a `notifications/message` to the
+    /// client (at or above the level it set with `logging/setLevel`, or a 2026-07-28
+    /// request's `logLevel`); in the agent loop, the run's events. Every line is also a
+    /// `tracing` event of the target `toolwright::tool_log`. Never waits, never fails.
+    ///
+    /// ```
+    /// use toolwright::ask::LogLevel;
+    /// use toolwright::ToolContext;
+    ///
+    /// fn import(ctx: &ToolContext, rows: &[&str]) -> usize {
+    ///     let kept: Vec<_> = rows.iter().filter(|row| !row.is_empty()).collect();
+    ///     ctx.log(LogLevel::Notice, format!("skipped {} empty rows", rows.len() - kept.len()));
+    ///     kept.len()
+    /// }
+    /// ```
+    pub fn log(&self, level: LogLevel, message: impl Into<String>) {
+        self.log_json(level, Value::String(message.into()));
+    }
+
+    /// [`ToolContext::log`] of structured data (any JSON).
+    pub fn log_json(&self, level: LogLevel, data: Value) {
+        let record = LogRecord {
+            tool: self.tool.to_string(),
+            call_id: self.call_id.to_string(),
+            level,
+            logger: None,
+            data,
+        };
+        crate::ask::traced(&record);
+        if let Some(asker) = self.session.asker() {
+            asker.log(&record);
+        }
+    }
+
+    /// Asks one question of the session's asker.
+    async fn put(
+        &self,
+        name: Option<String>,
+        message: String,
+        kind: Kind,
+    ) -> Result<(Answer, Question), ToolError> {
         let question = Question {
             tool: self.tool.to_string(),
             call_id: self.call_id.to_string(),
             index: self.asked.fetch_add(1, Ordering::Relaxed),
             name,
             message,
-            schema: crate::tool::schema::root_schema::<T>(),
+            kind,
         };
         let Some(asker) = self.session.asker() else {
             return Err(ToolError::bad_request(format!(
-                "the tool `{}` asks its user a question, and this caller cannot ask one; \
+                "the tool `{}` asks its client for {}, and this caller cannot be asked; \
                  tell the user what it needs instead",
-                self.tool
+                self.tool,
+                crate::ask::what(&question)
             )));
         };
         match asker.ask(&question).await {
-            Answer::Accepted(value) => {
-                serde_json::from_value(value)
-                    .map(Reply::Accepted)
-                    .map_err(|e| {
-                        ToolError::bad_request(format!(
-                            "the user's answer to `{}` does not fit its form: {e}",
-                            question.message
-                        ))
-                    })
+            Answer::Later => {
+                // Let every question awaited together with this one be asked in the same
+                // round before the call stops (`try_join!` stops at the first error).
+                tokio::task::yield_now().await;
+                Err(crate::ask::later())
             }
-            Answer::Declined => Ok(Reply::Declined),
-            Answer::Dismissed => Ok(Reply::Dismissed),
-            Answer::Later => Err(crate::ask::later()),
             Answer::Unavailable(why) => Err(ToolError::bad_request(format!(
-                "the tool `{}` could not ask its user: {why}",
-                self.tool
+                "the tool `{}` could not ask its client for {}: {why}",
+                self.tool,
+                crate::ask::what(&question)
             ))),
+            answer => Ok((answer, question)),
         }
+    }
+
+    /// An answer of the wrong kind for `question`, from a faulty asker.
+    fn misanswered(&self, question: &Question, answer: &Answer) -> ToolError {
+        ToolError::bad_request(format!(
+            "the tool `{}` asked its client for {} and got an answer of another kind ({})",
+            self.tool,
+            crate::ask::what(question),
+            crate::ask::answer_kind(answer)
+        ))
     }
 }
 

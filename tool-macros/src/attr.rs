@@ -21,6 +21,7 @@ pub(crate) const TOOL_KEYS: &[&str] = &[
     "fallback",
     "requires_approval",
     "task",
+    "requires_client",
     "grounds",
     "blocking",
     "example",
@@ -46,6 +47,8 @@ pub(crate) struct ToolAttrs {
     pub read_only: Option<Span>,
     pub retries: Option<(u32, LitInt)>,
     pub scopes: Vec<LitStr>,
+    /// `requires_client = ["sampling"]`: client capabilities the tool cannot work without.
+    pub requires_client: Vec<LitStr>,
     pub validate: Option<Path>,
     pub authorize: Option<Path>,
     pub fallback: Option<Path>,
@@ -383,6 +386,7 @@ struct ToolAttrsBuilder<'c> {
     read_only: Attr<'c, Span>,
     retries: Attr<'c, (u32, LitInt)>,
     scopes: Attr<'c, Vec<LitStr>>,
+    requires_client: Attr<'c, Vec<LitStr>>,
     validate: Attr<'c, Path>,
     authorize: Attr<'c, Path>,
     fallback: Attr<'c, Path>,
@@ -405,6 +409,7 @@ impl<'c> ToolAttrsBuilder<'c> {
             read_only: Attr::none(cx, "#[tool]", "read_only"),
             retries: Attr::none(cx, "#[tool]", "retries"),
             scopes: Attr::none(cx, "#[tool]", "scopes"),
+            requires_client: Attr::none(cx, "#[tool]", "requires_client"),
             validate: Attr::none(cx, "#[tool]", "validate"),
             authorize: Attr::none(cx, "#[tool]", "authorize"),
             fallback: Attr::none(cx, "#[tool]", "fallback"),
@@ -447,6 +452,9 @@ impl<'c> ToolAttrsBuilder<'c> {
                 }
             }
             "scopes" => self.scopes.set(at, scopes(cx, meta.value()?.parse()?)),
+            "requires_client" => self
+                .requires_client
+                .set(at, capabilities(cx, meta.value()?.parse()?)),
             "validate" => self.validate.set(at, meta.value()?.parse()?),
             "authorize" => self.authorize.set(at, meta.value()?.parse()?),
             "fallback" => self.fallback.set(at, meta.value()?.parse()?),
@@ -509,6 +517,7 @@ impl<'c> ToolAttrsBuilder<'c> {
             read_only: self.read_only.get(),
             retries: self.retries.get(),
             scopes: self.scopes.get().unwrap_or_default(),
+            requires_client: self.requires_client.get().unwrap_or_default(),
             validate: self.validate.get(),
             authorize: self.authorize.get(),
             fallback: self.fallback.get(),
@@ -536,6 +545,39 @@ fn scopes(cx: &Ctxt, array: syn::ExprArray) -> Vec<LitStr> {
         }
     }
     scopes
+}
+
+/// `requires_client = ["sampling", "roots"]`: each a client capability a tool can ask for, once.
+fn capabilities(cx: &Ctxt, array: syn::ExprArray) -> Vec<LitStr> {
+    const KNOWN: &[&str] = &["elicitation", "sampling", "roots"];
+    let mut capabilities: Vec<LitStr> = Vec::new();
+    for elem in array.elems {
+        match elem {
+            Expr::Lit(ExprLit {
+                lit: Lit::Str(s), ..
+            }) => {
+                let name = s.value();
+                if !KNOWN.contains(&name.as_str()) {
+                    cx.error_spanned_by(
+                        &s,
+                        format!(
+                            "`{name}` is not a client capability a tool can require; \
+                             write one of \"elicitation\", \"sampling\", \"roots\""
+                        ),
+                    );
+                } else if capabilities.iter().any(|c| c.value() == name) {
+                    cx.error_spanned_by(&s, format!("`{name}` is required twice; remove one"));
+                } else {
+                    capabilities.push(s);
+                }
+            }
+            other => cx.error_spanned_by(
+                other,
+                "client capabilities are string literals: `requires_client = [\"sampling\"]`",
+            ),
+        }
+    }
+    capabilities
 }
 
 /// `grounds(order = "id", sku = "lines.sku")`: a kind may be grounded at several paths, each

@@ -352,6 +352,10 @@ fn meta(tool: &ToolFn) -> TokenStream {
     if let Some((n, _)) = &attrs.retries {
         meta.extend(quote!(.retries(#n)));
     }
+    if !attrs.requires_client.is_empty() {
+        let capabilities = &attrs.requires_client;
+        meta.extend(quote!(.requires_client(&[#(#capabilities),*])));
+    }
     if !attrs.scopes.is_empty() {
         let scopes = &attrs.scopes;
         meta.extend(quote!(.scopes(&[#(#scopes),*])));

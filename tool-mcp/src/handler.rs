@@ -2,6 +2,7 @@
 //! the registry.
 
 use std::borrow::Cow;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use rmcp::model::{
@@ -20,7 +21,9 @@ use toolwright_core::{providers, Outcome, Session, Status, ToolCall};
 
 use crate::approval::ElicitingApprover;
 use crate::conversations::{self, Named, CALL_KEY, CONVERSATION_KEY};
-use crate::input::{ElicitingAsker, Input};
+use crate::input::{
+    level_code, log_level, Client, ElicitingAsker, Input, EVERY_LEVEL, NO_LEVEL,
+};
 use crate::streamable::{Disconnected, Grant};
 use crate::tasks::declares_tasks;
 use crate::Served;
@@ -152,6 +155,8 @@ pub struct Tools {
     /// The task that tells this client when the registry's tool set changes; stopped when the
     /// session ends (rmcp drops its handler).
     watcher: OnceLock<AbortOnDrop>,
+    /// The least level of log line this session's client takes (`logging/setLevel`).
+    log_level: Arc<AtomicU8>,
 }
 
 /// The session as the first request made it, and the scopes its grant carried then (told apart
@@ -206,6 +211,7 @@ impl Tools {
             shared,
             session: OnceLock::new(),
             watcher: OnceLock::new(),
+            log_level: Arc::new(AtomicU8::new(EVERY_LEVEL)),
         }
     }
 
@@ -262,7 +268,7 @@ impl Tools {
                 session = session
                     .with_approver(self.eliciting(context))
                     .with_asker(Arc::new(ElicitingAsker::new(
-                        context.peer.clone(),
+                        self.client(context, None),
                         self.shared.approval_timeout,
                     )));
             }
@@ -361,7 +367,7 @@ impl Tools {
         session = session
             .with_approver(Arc::clone(&eliciting))
             .with_asker(Arc::new(ElicitingAsker::new(
-                context.peer.clone(),
+                self.client(context, None),
                 self.shared.approval_timeout,
             )));
         let session = match &self.shared.session_factory {
@@ -380,6 +386,26 @@ impl Tools {
             elicits,
         };
         (opened, elicits)
+    }
+
+    /// The client of `context`'s request, as a tool's questions and log lines reach it: a
+    /// session's client takes log lines at or above the level it set (`logging/setLevel`, every
+    /// line until it does), a 2026-07-28 request's at or above its `logLevel` (none without).
+    fn client(
+        &self,
+        context: &RequestContext<RoleServer>,
+        capabilities: Option<&ClientCapabilities>,
+    ) -> Client {
+        let level = if is_stateless(context) {
+            let least = context
+                .meta
+                .log_level()
+                .map_or(NO_LEVEL, |level| level_code(log_level(level)));
+            Arc::new(AtomicU8::new(least))
+        } else {
+            Arc::clone(&self.log_level)
+        };
+        Client::new(context.peer.clone(), capabilities, level)
     }
 
     /// The approver that asks `context`'s client (by elicitation), or the fallback.
@@ -515,10 +541,12 @@ impl ServerHandler for Tools {
     /// [`McpServer::instructions`](crate::McpServer::instructions)), and the `tools`
     /// capability with `listChanged`. A handler of yours starts from this and adds its own
     /// capabilities (`info.capabilities.resources = Some(..)`).
+    #[allow(deprecated)] // logging is in both revisions served
     fn get_info(&self) -> ServerConfig {
         let mut capabilities = ServerCapabilities::builder()
             .enable_tools()
             .enable_tool_list_changed()
+            .enable_logging()
             .build();
         // Tasks are offered while the registry has a tool that runs as one.
         if self.shared.tools().tasks {
@@ -536,6 +564,20 @@ impl ServerHandler for Tools {
             config = config.with_instructions(instructions.clone());
         }
         config
+    }
+
+    /// Sets the least level of the log lines this session's tools send its client
+    /// ([`ToolContext::log`](toolwright_core::ToolContext::log)). A 2026-07-28 request sets its
+    /// own in `_meta` instead.
+    #[allow(deprecated)] // logging is in both revisions served
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.log_level
+            .store(level_code(log_level(request.level)), Ordering::Relaxed);
+        Ok(())
     }
 
     /// Every revision rmcp knows up to 2026-07-28: 2025-11-25 and earlier with sessions
@@ -731,14 +773,23 @@ impl ServerHandler for Tools {
         // a session's client is asked at once (the session's own asker and approver).
         // Read once: rmcp copies them out of the request or the session on every read.
         let capabilities = context.client_capabilities();
-        let input = (stateless && answers_forms(capabilities.as_ref())).then(|| {
-            Arc::new(Input::new(
-                Arc::clone(&self.shared.sealing),
-                self.shared.approval_timeout,
-                (resolved.session.principal(), &name, &arguments),
-                request.request_state.as_deref(),
-                request.input_responses.clone(),
-            ))
+        if let Some(refused) = registry
+            .spec(&name)
+            .and_then(|spec| missing_capability(spec.requires_client(), capabilities.as_ref()))
+        {
+            return Err(refused);
+        }
+        let input = (stateless && answers_input(capabilities.as_ref())).then(|| {
+            Arc::new(
+                Input::new(
+                    Arc::clone(&self.shared.sealing),
+                    self.shared.approval_timeout,
+                    (resolved.session.principal(), &name, &arguments),
+                    request.request_state.as_deref(),
+                    request.input_responses.clone(),
+                )
+                .with_client(self.client(&context, capabilities.as_ref())),
+            )
         });
         if input.as_ref().is_some_and(|input| input.forged()) {
             // The spec's rule: state that fails its integrity check is a protocol error.
@@ -754,7 +805,7 @@ impl ServerHandler for Tools {
                     .as_ref()
                     .clone()
                     .with_asker(Arc::clone(input));
-                if resolved.elicits {
+                if resolved.elicits && answers_forms(capabilities.as_ref()) {
                     session = session.with_approver(Arc::clone(input));
                 }
                 Cow::Owned(session)
@@ -865,6 +916,44 @@ fn is_stateless(context: &RequestContext<RoleServer>) -> bool {
 /// or later, this means it is asked by an input-required result.
 fn answers_forms(capabilities: Option<&ClientCapabilities>) -> bool {
     capabilities.is_some_and(|capabilities| capabilities.elicitation.is_some())
+}
+
+/// `-32021` naming what of `required` a client with `capabilities` did not declare, if any.
+#[allow(deprecated)] // sampling and roots are in both revisions served
+fn missing_capability(
+    required: &[&str],
+    capabilities: Option<&ClientCapabilities>,
+) -> Option<ErrorData> {
+    let missing: serde_json::Map<String, Value> = required
+        .iter()
+        .filter(|name| {
+            !capabilities.is_some_and(|c| match **name {
+                "elicitation" => c.elicitation.is_some(),
+                "sampling" => c.sampling.is_some(),
+                "roots" => c.roots.is_some(),
+                _ => true,
+            })
+        })
+        .map(|name| ((*name).to_owned(), json!({})))
+        .collect();
+    if missing.is_empty() {
+        return None;
+    }
+    let names: Vec<&str> = missing.keys().map(String::as_str).collect();
+    Some(ErrorData::new(
+        rmcp::model::ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY,
+        format!(
+            "this tool needs a client that declares the {} capability; this one did not",
+            names.join(" and ")
+        ),
+        Some(json!({"requiredCapabilities": missing})),
+    ))
+}
+
+/// Whether a client answers any question a tool may ask: a form, a sampling request, roots.
+#[allow(deprecated)] // sampling and roots are in both revisions served
+fn answers_input(capabilities: Option<&ClientCapabilities>) -> bool {
+    capabilities.is_some_and(|c| c.elicitation.is_some() || c.sampling.is_some() || c.roots.is_some())
 }
 
 /// Never sent: rmcp drops the answer to a cancelled request, and a dropped stream has no

@@ -16,19 +16,21 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use rmcp::model::{
-    ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema,
-    InputRequest, InputRequests, InputResponses, ProtocolVersion, RequestStateCodec,
+    ClientCapabilities, ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction,
+    ElicitationSchema, InputRequest, LoggingLevel, LoggingMessageNotificationParam, InputRequests, InputResponses, ProtocolVersion, RequestStateCodec,
     RequestStateError, SealOptions,
 };
 use rmcp::service::ElicitationMode;
 use rmcp::{Peer, RoleServer};
 use serde_json::Value;
 use toolwright_core::approval::{Approval, ApprovalRequest, Approver};
-use toolwright_core::ask::{Answer, Asker, Question};
+use toolwright_core::ask::{Answer, Asker, Kind, LogLevel, LogRecord, Question, Role, Root, Sampled, Sampling};
 use toolwright_core::conversation::{ConversationStore, MemoryConversationStore, Redeemed};
 
 /// The key of the approval question in `inputRequests` and `inputResponses`.
@@ -108,8 +110,10 @@ struct State {
     nonce: String,
     /// Whether the user approved the call in an earlier round.
     approved: bool,
-    /// The answers to the tool's questions so far (elicitation results), in order.
-    answers: Vec<Value>,
+    /// The client's results for the tool's questions so far, by key.
+    answers: BTreeMap<String, Value>,
+    /// The keys the last round asked: the only ones a response is taken for.
+    pending: Vec<String>,
 }
 
 impl State {
@@ -117,7 +121,8 @@ impl State {
         State {
             nonce: uuid::Uuid::new_v4().to_string(),
             approved: false,
-            answers: Vec::new(),
+            answers: BTreeMap::new(),
+            pending: Vec::new(),
         }
     }
 }
@@ -134,8 +139,8 @@ enum Sent {
 /// This request's round.
 struct Round {
     state: State,
-    /// The question this round ends with, under its key.
-    asked: Option<(String, InputRequest)>,
+    /// The questions this round ends with, under their keys, in the order asked.
+    asked: Vec<(String, InputRequest)>,
     /// Whether this round redeemed the approval's nonce.
     redeemed: bool,
 }
@@ -150,6 +155,7 @@ pub(crate) struct Input {
     sent: Sent,
     responses: InputResponses,
     round: Mutex<Round>,
+    client: Option<Client>,
 }
 
 pub(crate) const FORGED: &str =
@@ -194,10 +200,17 @@ impl Input {
             responses: responses.unwrap_or_default(),
             round: Mutex::new(Round {
                 state,
-                asked: None,
+                asked: Vec::new(),
                 redeemed: false,
             }),
+            client: None,
         }
+    }
+
+    /// What the client declared it answers, and where its log lines go.
+    pub(crate) fn with_client(mut self, client: Client) -> Self {
+        self.client = Some(client);
+        self
     }
 
     /// Whether the request sent back a state this server did not seal for this call.
@@ -209,7 +222,11 @@ impl Input {
     /// question.
     pub(crate) fn asked(&self) -> Option<(InputRequests, String)> {
         let mut round = self.round.lock().unwrap_or_else(PoisonError::into_inner);
-        let (key, request) = round.asked.take()?;
+        if round.asked.is_empty() {
+            return None;
+        }
+        let asked = std::mem::take(&mut round.asked);
+        round.state.pending = asked.iter().map(|(key, _)| key.clone()).collect();
         if round.redeemed {
             // The call did not run to its end: the approval carries on in the state sent back,
             // under a nonce of its own (the one used stays used, so this request sent again
@@ -224,9 +241,18 @@ impl Input {
                 .associated_data(self.binding.as_bytes())
                 .ttl(self.timeout),
         );
-        let mut requests = InputRequests::new();
-        requests.insert(key, request);
-        Some((requests, sealed))
+        let requests: InputRequests = asked.into_iter().collect();
+        let state = sealed;
+        Some((requests, state))
+    }
+
+    /// The client's result under `key`, sent with this request after a sealed state that
+    /// asked it.
+    fn result(&self, round: &Round, key: &str) -> Option<&Value> {
+        if !matches!(self.sent, Sent::Sealed) || !round.state.pending.iter().any(|k| k == key) {
+            return None;
+        }
+        self.responses.get(key)
     }
 
     /// The user's answer under `key`, sent with this request after a sealed state.
@@ -283,7 +309,7 @@ impl Input {
                     &serde_json::json!({"type": "object", "properties": {}}),
                 ) {
                     Ok(question) => {
-                        round.asked = Some((APPROVAL_INPUT.to_owned(), question));
+                        round.asked.push((APPROVAL_INPUT.to_owned(), question));
                         Approval::Pending {
                             ticket: "input-required".to_owned(),
                         }
@@ -313,33 +339,136 @@ impl Input {
         if matches!(self.sent, Sent::Forged) {
             return Answer::Unavailable(FORGED.to_owned());
         }
-        let mut round = self.round.lock().unwrap_or_else(PoisonError::into_inner);
-        let index = question.index();
-        if let Some(answer) = round.state.answers.get(index) {
-            return answer_of(answer);
-        }
         let key = question
             .name()
-            .map_or_else(|| format!("{ASK_INPUT}{index}"), str::to_owned);
-        if index == round.state.answers.len() {
-            match self.response(&key) {
-                Some(Ok(answer)) => {
-                    let value = serde_json::to_value(&answer).unwrap_or_default();
-                    let answered = answer_of(&value);
-                    round.state.answers.push(value);
-                    return answered;
-                }
-                Some(Err(reason)) => return Answer::Unavailable(reason),
-                None => {}
+            .map_or_else(|| format!("{ASK_INPUT}{}", question.index()), str::to_owned);
+        let mut round = self.round.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(result) = round.state.answers.get(&key) {
+            return answer_to(question, result);
+        }
+        if let Some(result) = self.result(&round, &key).cloned() {
+            let answer = answer_to(question, &result);
+            if !matches!(answer, Answer::Unavailable(_)) {
+                round.state.answers.insert(key, result);
+            }
+            return answer;
+        }
+        if let Some(client) = &self.client {
+            if let Err(why) = client.declares(question) {
+                return Answer::Unavailable(why);
             }
         }
-        match form(question.message().to_owned(), question.schema()) {
+        if round.asked.iter().any(|(asked, _)| *asked == key) || round.asked.len() >= MAX_INPUT_REQUESTS {
+            return Answer::Unavailable(format!(
+                "a question under the key `{key}` was already asked in this round, or the round \
+                 has its most questions ({MAX_INPUT_REQUESTS}); give each question its own name"
+            ));
+        }
+        match input_request(question) {
             Ok(request) => {
-                round.asked = Some((key, request));
+                round.asked.push((key, request));
                 Answer::Later
             }
             Err(reason) => Answer::Unavailable(reason),
         }
+    }
+}
+
+/// The most questions one input-required result carries: 32.
+pub(crate) const MAX_INPUT_REQUESTS: usize = 32;
+
+/// The client of one request: which kinds of question it declared it answers, and where a
+/// tool's log lines go (its `notifications/message`, at or above its level).
+#[derive(Clone)]
+pub(crate) struct Client {
+    peer: Peer<RoleServer>,
+    forms: bool,
+    sampling: bool,
+    roots: bool,
+    /// The least level it takes, as [`level_code`] numbers it; none set: every line.
+    level: Arc<AtomicU8>,
+}
+
+/// No level set on a session: the client takes every line.
+pub(crate) const EVERY_LEVEL: u8 = 0;
+
+/// No level set on a 2026-07-28 request: the client takes no line.
+pub(crate) const NO_LEVEL: u8 = u8::MAX;
+
+impl Client {
+    /// The client of a request with `capabilities`, taking log lines at or above `level`.
+    pub(crate) fn new(
+        peer: Peer<RoleServer>,
+        capabilities: Option<&ClientCapabilities>,
+        level: Arc<AtomicU8>,
+    ) -> Self {
+        let forms = capabilities.is_some_and(|c| c.elicitation.is_some());
+        let (sampling, roots) = capabilities.map_or((false, false), |c| {
+            (c.sampling.is_some(), c.roots.is_some())
+        });
+        Client {
+            peer,
+            forms,
+            sampling,
+            roots,
+            level,
+        }
+    }
+
+    /// Whether the client declared what `question` needs; why not, for the tool's model.
+    fn declares(&self, question: &Question) -> Result<(), String> {
+        let declared = match question.kind() {
+            Kind::Form(_) => self.forms,
+            Kind::Sampling(_) => self.sampling,
+            Kind::Roots => self.roots,
+            _ => false,
+        };
+        if declared {
+            Ok(())
+        } else {
+            Err(format!(
+                "this client did not declare the `{}` capability",
+                question.kind().capability()
+            ))
+        }
+    }
+
+    /// Sends `record` as `notifications/message` when its level is at or above the client's.
+    pub(crate) fn log(&self, record: &LogRecord) {
+        let least = self.level.load(Ordering::Relaxed);
+        if level_code(record.level()) < least {
+            return;
+        }
+        let param = serde_json::from_value::<LoggingMessageNotificationParam>(serde_json::json!({
+            "level": record.level().as_str(),
+            "logger": record.logger(),
+            "data": record.data(),
+        }));
+        let Ok(param) = param else { return };
+        let peer = self.peer.clone();
+        // Never waits: a tool's line goes out behind it, in order on the peer's sink.
+        tokio::spawn(async move {
+            let _ = peer.notify_logging_message(param).await;
+        });
+    }
+}
+
+/// `level` as a number that grows with it, from 1 (`debug`); [`EVERY_LEVEL`] is below all.
+pub(crate) fn level_code(level: LogLevel) -> u8 {
+    level as u8 + 1
+}
+
+/// An MCP logging level as toolwright's.
+pub(crate) fn log_level(level: LoggingLevel) -> LogLevel {
+    match level {
+        LoggingLevel::Debug => LogLevel::Debug,
+        LoggingLevel::Info => LogLevel::Info,
+        LoggingLevel::Notice => LogLevel::Notice,
+        LoggingLevel::Warning => LogLevel::Warning,
+        LoggingLevel::Error => LogLevel::Error,
+        LoggingLevel::Critical => LogLevel::Critical,
+        LoggingLevel::Alert => LogLevel::Alert,
+        _ => LogLevel::Emergency,
     }
 }
 
@@ -359,6 +488,12 @@ impl Asker for Input {
     ) -> Pin<Box<dyn Future<Output = Answer> + Send + 'a>> {
         Box::pin(std::future::ready(self.ask_now(question)))
     }
+
+    fn log(&self, record: &LogRecord) {
+        if let Some(client) = &self.client {
+            client.log(record);
+        }
+    }
 }
 
 /// The key of the tool's `n`th question in `inputRequests` and `inputResponses`: this and `n`.
@@ -366,16 +501,115 @@ pub(crate) const ASK_INPUT: &str = "toolwright_ask_";
 
 /// The MCP request that asks `question`: over 2026-07-28 an entry of `inputRequests` (in an
 /// input-required result, or a task's `input_required` status).
-#[allow(dead_code)] // used by the task side
 pub(crate) fn input_request(question: &Question) -> Result<InputRequest, String> {
-    form(question.message().to_owned(), question.schema())
+    match question.kind() {
+        Kind::Form(schema) => form(question.message().to_owned(), schema),
+        Kind::Sampling(request) => serde_json::from_value(serde_json::json!({
+            "method": "sampling/createMessage",
+            "params": sampling_params(request),
+        }))
+        .map_err(|e| format!("the sampling request cannot be sent: {e}")),
+        Kind::Roots => serde_json::from_value(serde_json::json!({"method": "roots/list"}))
+            .map_err(|e| format!("the roots request cannot be sent: {e}")),
+        _ => Err("this kind of question cannot be asked over MCP".to_owned()),
+    }
 }
 
-/// The client's result for `question`'s request (an entry of `inputResponses`), as the tool's
-/// answer.
-#[allow(dead_code)] // used by the task side
-pub(crate) fn answer_to(_question: &Question, result: &Value) -> Answer {
-    answer_of(result)
+/// The `params` of a `sampling/createMessage` request for `request`.
+pub(crate) fn sampling_params(request: &Sampling) -> Value {
+    let messages: Vec<Value> = request
+        .messages()
+        .iter()
+        .map(|m| {
+            serde_json::json!({
+                "role": match m.role() { Role::User => "user", _ => "assistant" },
+                "content": {"type": "text", "text": m.text()},
+            })
+        })
+        .collect();
+    let mut params = serde_json::json!({"messages": messages, "maxTokens": request.max_tokens()});
+    if let Some(system) = request.system() {
+        params["systemPrompt"] = system.into();
+    }
+    if let Some(temperature) = request.temperature() {
+        params["temperature"] = temperature.into();
+    }
+    if !request.stop_sequences().is_empty() {
+        params["stopSequences"] = request.stop_sequences().into();
+    }
+    if !request.model_hints().is_empty() {
+        let hints: Vec<Value> = request
+            .model_hints()
+            .iter()
+            .map(|name| serde_json::json!({"name": name}))
+            .collect();
+        params["modelPreferences"] = serde_json::json!({"hints": hints});
+    }
+    params
+}
+
+/// The client's result for `question`'s request (an entry of `inputResponses`, or the result of
+/// a request sent to a 2025-11-25 client), as the tool's answer; a result that does not fit
+/// is unavailable, saying what was expected and what came.
+pub(crate) fn answer_to(question: &Question, result: &Value) -> Answer {
+    match question.kind() {
+        Kind::Form(_) => answer_of(result),
+        Kind::Sampling(_) => match sampled(result) {
+            Some(sampled) => Answer::Sampled(sampled),
+            None => Answer::Unavailable(format!(
+                "the client's answer to the sampling request must be a sampling result \
+                 (`{{\"role\": \"assistant\", \"content\": {{\"type\": \"text\", ..}}, \"model\": ..}}`), got {}",
+                shown(result)
+            )),
+        },
+        Kind::Roots => match roots(result) {
+            Some(roots) => Answer::Roots(roots),
+            None => Answer::Unavailable(format!(
+                "the client's answer to the roots request must be `{{\"roots\": [{{\"uri\": ..}}]}}`, got {}",
+                shown(result)
+            )),
+        },
+        _ => Answer::Unavailable("this kind of question cannot be asked over MCP".to_owned()),
+    }
+}
+
+/// A `sampling/createMessage` result as a completion: its text blocks joined (content is one
+/// block or a list of them).
+fn sampled(result: &Value) -> Option<Sampled> {
+    let model = result.get("model")?.as_str()?;
+    let content = result.get("content")?;
+    let blocks = match content {
+        Value::Array(blocks) => blocks.iter().collect::<Vec<_>>(),
+        block @ Value::Object(_) => vec![block],
+        _ => return None,
+    };
+    let text: Vec<&str> = blocks
+        .iter()
+        .filter(|block| block.get("type").and_then(Value::as_str) == Some("text"))
+        .filter_map(|block| block.get("text").and_then(Value::as_str))
+        .collect();
+    let mut sampled = Sampled::new(text.join("\n"), model);
+    if let Some(reason) = result.get("stopReason").and_then(Value::as_str) {
+        sampled = sampled.with_stop_reason(reason);
+    }
+    Some(sampled)
+}
+
+/// A `roots/list` result as roots.
+fn roots(result: &Value) -> Option<Vec<Root>> {
+    result
+        .get("roots")?
+        .as_array()?
+        .iter()
+        .map(|root| {
+            let uri = root.get("uri")?.as_str()?;
+            let mut out = Root::new(uri);
+            if let Some(name) = root.get("name").and_then(Value::as_str) {
+                out = out.with_name(name);
+            }
+            Some(out)
+        })
+        .collect()
 }
 
 /// An elicitation result as the tool's answer.
@@ -388,7 +622,10 @@ fn answer_of(result: &Value) -> Answer {
             ElicitationAction::Decline => Answer::Declined,
             _ => Answer::Dismissed,
         },
-        Err(e) => Answer::Unavailable(format!("an answer kept for this call is unreadable: {e}")),
+        Err(e) => Answer::Unavailable(format!(
+            "the answer to the form must be an elicitation result \
+             (`{{\"action\": \"accept\", \"content\": {{..}}}}`): {e}"
+        )),
     }
 }
 
@@ -407,43 +644,80 @@ fn form(message: String, schema: &Value) -> Result<InputRequest, String> {
 
 /// Asks a 2025-11-25 session's client at once, by `elicitation/create`.
 pub(crate) struct ElicitingAsker {
-    peer: Peer<RoleServer>,
+    client: Client,
     timeout: Duration,
 }
 
 impl ElicitingAsker {
-    pub(crate) fn new(peer: Peer<RoleServer>, timeout: Duration) -> Self {
-        ElicitingAsker { peer, timeout }
+    pub(crate) fn new(client: Client, timeout: Duration) -> Self {
+        ElicitingAsker { client, timeout }
     }
 
     async fn ask_now(&self, question: &Question) -> Answer {
-        let stateless = self
-            .peer
+        let peer = &self.client.peer;
+        let stateless = peer
             .peer_info()
             .is_some_and(|info| info.protocol_version >= ProtocolVersion::V_2026_07_28);
-        if stateless
-            || !self
-                .peer
-                .supported_elicitation_modes()
-                .contains(&ElicitationMode::Form)
-        {
-            return Answer::Unavailable(
-                "this client cannot answer a form (it declared no elicitation capability)"
-                    .to_owned(),
-            );
+        if stateless {
+            return Answer::Unavailable(format!(
+                "this client did not declare the `{}` capability on this request",
+                question.kind().capability()
+            ));
         }
-        let params = match form(question.message().to_owned(), question.schema()) {
-            Ok(InputRequest::Elicitation(request)) => request.params,
-            Ok(_) => return Answer::Unavailable("not a form".to_owned()),
-            Err(reason) => return Answer::Unavailable(reason),
+        // A session's client declared its capabilities when it initialized.
+        let declared = match question.kind() {
+            Kind::Form(_) => peer.supported_elicitation_modes().contains(&ElicitationMode::Form),
+            Kind::Sampling(_) => peer
+                .peer_info()
+                .is_some_and(|info| info.capabilities.sampling.is_some()),
+            Kind::Roots => peer
+                .peer_info()
+                .is_some_and(|info| info.capabilities.roots.is_some()),
+            _ => false,
         };
-        match self
-            .peer
-            .create_elicitation_with_timeout(params, Some(self.timeout))
-            .await
-        {
-            Ok(result) => answer_of(&serde_json::to_value(&result).unwrap_or_default()),
-            Err(e) => Answer::Unavailable(format!("no answer from the user: {e}")),
+        if !declared {
+            return Answer::Unavailable(format!(
+                "this client did not declare the `{}` capability",
+                question.kind().capability()
+            ));
+        }
+        let result = match question.kind() {
+            Kind::Form(schema) => {
+                let params = match form(question.message().to_owned(), schema) {
+                    Ok(InputRequest::Elicitation(request)) => request.params,
+                    Ok(_) => return Answer::Unavailable("not a form".to_owned()),
+                    Err(reason) => return Answer::Unavailable(reason),
+                };
+                peer.create_elicitation_with_timeout(params, Some(self.timeout))
+                    .await
+                    .map(|result| serde_json::to_value(&result).unwrap_or_default())
+            }
+            Kind::Sampling(request) => {
+                let params = match serde_json::from_value(sampling_params(request)) {
+                    Ok(params) => params,
+                    Err(e) => return Answer::Unavailable(format!("the sampling request cannot be sent: {e}")),
+                };
+                let sent = tokio::time::timeout(self.timeout, peer.create_message(params)).await;
+                match sent {
+                    Ok(result) => result.map(|result| serde_json::to_value(&result).unwrap_or_default()),
+                    Err(_) => return Answer::Unavailable(format!(
+                        "the client did not answer within {:?}", self.timeout
+                    )),
+                }
+            }
+            _ => {
+                let sent = tokio::time::timeout(self.timeout, peer.list_roots()).await;
+                match sent {
+                    Ok(result) => result.map(|result| serde_json::to_value(&result).unwrap_or_default()),
+                    Err(_) => return Answer::Unavailable(format!(
+                        "the client did not answer within {:?}", self.timeout
+                    )),
+                }
+            }
+        };
+        match result {
+            Ok(result) => answer_to(question, &result),
+            Err(e) => Answer::Unavailable(format!("no answer from the client: {e}")),
         }
     }
 }
@@ -454,6 +728,10 @@ impl Asker for ElicitingAsker {
         question: &'a Question,
     ) -> Pin<Box<dyn Future<Output = Answer> + Send + 'a>> {
         Box::pin(self.ask_now(question))
+    }
+
+    fn log(&self, record: &LogRecord) {
+        self.client.log(record);
     }
 }
 

@@ -237,6 +237,7 @@ pub struct ToolMeta {
     pub(crate) fields: &'static [FieldMeta],
     pub(crate) examples: &'static [&'static str],
     pub(crate) task: bool,
+    pub(crate) requires_client: &'static [&'static str],
     /// Declared by toolwright itself (the registry's search tool): may ground the kinds it
     /// keeps for itself.
     pub(crate) internal: bool,
@@ -259,6 +260,7 @@ impl ToolMeta {
             fields: &[],
             examples: &[],
             task: false,
+            requires_client: &[],
             internal: false,
         }
     }
@@ -315,6 +317,15 @@ impl ToolMeta {
     /// its checks. Its timeout is the task's bound.
     pub const fn task(mut self) -> Self {
         self.task = true;
+        self
+    }
+
+    /// The client capabilities the tool cannot work without (`"elicitation"`, `"sampling"`,
+    /// `"roots"`): an MCP client that did not declare one is refused before the body runs
+    /// (`-32021`, naming the capability). Elsewhere (the agent loop, a plain call) the tool runs, and what it asks is answered by
+    /// the session's asker or refused.
+    pub const fn requires_client(mut self, capabilities: &'static [&'static str]) -> Self {
+        self.requires_client = capabilities;
         self
     }
 
@@ -443,6 +454,11 @@ impl ToolSpec {
     /// Whether the tool has a fallback ([`Tool::fallback`](crate::Tool::fallback)).
     pub fn has_fallback(&self) -> bool {
         self.meta.fallback
+    }
+
+    /// The client capabilities the tool cannot work without ([`ToolMeta::requires_client`]).
+    pub fn requires_client(&self) -> &'static [&'static str] {
+        self.meta.requires_client
     }
 
     /// Whether a call may run as a task, past the request that made it ([`ToolMeta::task`]).
