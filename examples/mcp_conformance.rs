@@ -181,7 +181,9 @@ async fn test_tool_with_logging(ctx: ToolContext) -> Result<String, ToolError> {
 /// Asks the client's model to answer `prompt`.
 #[tool(read_only, requires_client = ["sampling"])]
 async fn test_sampling(ctx: ToolContext, prompt: String) -> Result<String, ToolError> {
-    let answer = ctx.sample(Sampling::new(prompt).with_max_tokens(100)).await?;
+    let answer = ctx
+        .sample(Sampling::new(prompt).with_max_tokens(100))
+        .await?;
     Ok(format!("LLM response: {}", answer.text()))
 }
 
@@ -189,7 +191,9 @@ async fn test_sampling(ctx: ToolContext, prompt: String) -> Result<String, ToolE
 /// (`-32021`) before the body runs.
 #[tool(read_only, requires_client = ["sampling"])]
 async fn test_missing_capability(ctx: ToolContext) -> Result<String, ToolError> {
-    let answer = ctx.sample(Sampling::new("Say hello").with_max_tokens(20)).await?;
+    let answer = ctx
+        .sample(Sampling::new("Say hello").with_max_tokens(20))
+        .await?;
     Ok(answer.text().to_owned())
 }
 
@@ -436,8 +440,13 @@ async fn test_input_required_result_list_roots(ctx: ToolContext) -> Result<Strin
 /// Asks for a confirmation: the answer counts only with the state its round was sealed in.
 #[tool(read_only)]
 async fn test_input_required_result_request_state(ctx: ToolContext) -> Result<String, ToolError> {
-    match ctx.ask_named::<Confirm>("confirm", "Please confirm").await? {
-        Reply::Accepted(Confirm { ok: true }) => Ok("state-ok: the round's state came back sealed".to_owned()),
+    match ctx
+        .ask_named::<Confirm>("confirm", "Please confirm")
+        .await?
+    {
+        Reply::Accepted(Confirm { ok: true }) => {
+            Ok("state-ok: the round's state came back sealed".to_owned())
+        }
         _ => Ok("state-ok, not confirmed".to_owned()),
     }
 }
@@ -447,7 +456,10 @@ async fn test_input_required_result_request_state(ctx: ToolContext) -> Result<St
 async fn test_input_required_result_multiple_inputs(ctx: ToolContext) -> Result<String, ToolError> {
     let (name, greeting, roots) = tokio::try_join!(
         ctx.ask_named::<Name>("user_name", "What is your name?"),
-        ctx.sample_named("greeting", Sampling::new("Generate a greeting").with_max_tokens(50)),
+        ctx.sample_named(
+            "greeting",
+            Sampling::new("Generate a greeting").with_max_tokens(50)
+        ),
         ctx.roots_named("client_roots"),
     )?;
     let name = match name {
@@ -463,7 +475,10 @@ async fn test_input_required_result_multiple_inputs(ctx: ToolContext) -> Result<
 async fn test_input_required_result_capabilities(ctx: ToolContext) -> Result<String, ToolError> {
     let (name, answer) = tokio::join!(
         ctx.ask_named::<Name>("user_name", "What is your name?"),
-        ctx.sample_named("greeting", Sampling::new("Generate a greeting").with_max_tokens(50)),
+        ctx.sample_named(
+            "greeting",
+            Sampling::new("Generate a greeting").with_max_tokens(50)
+        ),
     );
     let answer = answer?;
     let name = match name {

@@ -10,6 +10,7 @@ use futures_util::stream::{self, StreamExt};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::time::Instant;
+use toolwright_core::ask::Root;
 use toolwright_core::conversation::DEFAULT_RUN_TTL;
 use toolwright_core::execute::Budget;
 use toolwright_core::execute::{RandomSource, RetryBudget, RetryPolicy, ThreadRandom};
@@ -17,6 +18,7 @@ use toolwright_core::providers::ExportError;
 use toolwright_core::{ErrorKind, Outcome, Registry, Session, Status, ToolCall, ERROR_CONTRACT};
 use tracing::Instrument;
 
+use crate::asker::AgentAsker;
 use crate::kept::Keeper;
 use crate::message::{AssistantTurn, Message, Usage};
 use crate::model::{AgentEvent, ChatModel, Events, ModelError, ModelRequest, Reported, Turn};
@@ -64,6 +66,7 @@ struct Inner {
     origin: Instant,
     random: Box<dyn RandomSource>,
     events: Events,
+    roots: Option<Arc<[Root]>>,
 }
 
 impl fmt::Debug for Agent {
@@ -94,6 +97,7 @@ pub struct AgentBuilder {
     model_timeout: Duration,
     random: Box<dyn RandomSource>,
     events: Events,
+    roots: Option<Arc<[Root]>>,
 }
 
 impl fmt::Debug for AgentBuilder {
@@ -136,6 +140,7 @@ impl Agent {
             model_timeout: DEFAULT_MODEL_TIMEOUT,
             random: Box::new(ThreadRandom),
             events: Events::none(),
+            roots: None,
         }
     }
 
@@ -201,13 +206,21 @@ impl Agent {
     }
 
     /// The session the calls run in: marked as searched by the provider when the model's
-    /// export lets the provider search deferred tools itself.
+    /// export lets the provider search deferred tools itself, and asking the agent (its model
+    /// answers a tool's sampling request, its roots a request for roots, the session's own
+    /// asker a form; a tool's log lines are run events).
     pub(crate) fn served<'s>(&self, session: &'s Session) -> Cow<'s, Session> {
-        if self.inner.model.export().uses_native_tool_search() && !session.native_tool_search() {
-            Cow::Owned(session.clone().with_native_tool_search())
-        } else {
-            Cow::Borrowed(session)
+        let inner = &self.inner;
+        let mut served = session.clone().with_asker(Arc::new(AgentAsker {
+            model: Arc::clone(&inner.model),
+            roots: inner.roots.clone(),
+            events: inner.events.clone(),
+            given: session.clone(),
+        }));
+        if inner.model.export().uses_native_tool_search() && !session.native_tool_search() {
+            served = served.with_native_tool_search();
         }
+        Cow::Owned(served)
     }
 
     /// How long a replica holds a kept run it drives: the deadline of a drive, and a margin.
@@ -617,8 +630,28 @@ impl AgentBuilder {
         self
     }
 
-    /// Reports text deltas, started calls, outcomes, retries and finished steps to `f` as they
-    /// happen.
+    /// The roots a tool of this agent is given when it asks for its client's
+    /// ([`ToolContext::roots`](toolwright_core::ToolContext::roots)): the directories or other
+    /// places the tools may work in. Without them such a tool gets a classified refusal.
+    ///
+    /// ```
+    /// use toolwright::agent::{Agent, ScriptedModel};
+    /// use toolwright::ask::Root;
+    /// use toolwright::Registry;
+    ///
+    /// let agent = Agent::builder(ScriptedModel::new([]), Registry::builder().build().unwrap())
+    ///     .roots([Root::new("file:///srv/reports").with_name("reports")])
+    ///     .build()
+    ///     .unwrap();
+    /// # let _ = agent;
+    /// ```
+    pub fn roots(mut self, roots: impl IntoIterator<Item = Root>) -> Self {
+        self.roots = Some(roots.into_iter().collect());
+        self
+    }
+
+    /// Reports text deltas, started calls, outcomes, tools' log lines, retries and finished
+    /// steps to `f` as they happen.
     pub fn on_event(mut self, f: impl Fn(&AgentEvent<'_>) + Send + Sync + 'static) -> Self {
         self.events = Events::new(f);
         self
@@ -653,6 +686,7 @@ impl AgentBuilder {
                 origin: Instant::now(),
                 random: self.random,
                 events: self.events,
+                roots: self.roots,
             }),
         })
     }

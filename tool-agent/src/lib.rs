@@ -70,6 +70,7 @@
 #![deny(unreachable_pub)]
 
 mod agent;
+mod asker;
 mod kept;
 mod message;
 mod model;

@@ -219,6 +219,11 @@ pub enum AgentEvent<'a> {
         /// The wait before the next attempt.
         wait: Duration,
     },
+    /// A running tool sent a log line ([`ToolContext::log`](toolwright_core::ToolContext::log)).
+    ToolLog {
+        /// The line: its tool, call, level and data.
+        record: &'a toolwright_core::ask::LogRecord,
+    },
     /// A step ended: the model answered and its calls (if any) ran.
     StepFinished {
         /// The step, from 1.

@@ -12,12 +12,12 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::ask::{Answer, Kind, LogLevel, LogRecord, Question, Reply, Root, Sampled, Sampling};
-use serde_json::Value;
 use crate::error::ToolError;
 use crate::idempotency::IdempotencyKey;
 use crate::progress::{self, ProgressHandle};
 use crate::runtime::clock::ClockHandle;
 use crate::session::Session;
+use serde_json::Value;
 
 /// Shared state registered with [`RegistryBuilder::state`](crate::RegistryBuilder::state),
 /// handed to tools that take a `State<T>` parameter.
@@ -373,7 +373,11 @@ impl ToolContext {
         self.sample_as(Some(name.into()), request).await
     }
 
-    async fn sample_as(&self, name: Option<String>, request: Sampling) -> Result<Sampled, ToolError> {
+    async fn sample_as(
+        &self,
+        name: Option<String>,
+        request: Sampling,
+    ) -> Result<Sampled, ToolError> {
         let message = request.summary();
         match self.put(name, message, Kind::Sampling(request)).await? {
             (Answer::Sampled(sampled), _) => Ok(sampled),

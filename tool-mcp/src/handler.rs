@@ -21,9 +21,7 @@ use toolwright_core::{providers, Outcome, Session, Status, ToolCall};
 
 use crate::approval::ElicitingApprover;
 use crate::conversations::{self, Named, CALL_KEY, CONVERSATION_KEY};
-use crate::input::{
-    level_code, log_level, Client, ElicitingAsker, Input, EVERY_LEVEL, NO_LEVEL,
-};
+use crate::input::{level_code, log_level, Client, ElicitingAsker, Input, EVERY_LEVEL, NO_LEVEL};
 use crate::streamable::{Disconnected, Grant};
 use crate::tasks::declares_tasks;
 use crate::Served;
@@ -953,7 +951,8 @@ fn missing_capability(
 /// Whether a client answers any question a tool may ask: a form, a sampling request, roots.
 #[allow(deprecated)] // sampling and roots are in both revisions served
 fn answers_input(capabilities: Option<&ClientCapabilities>) -> bool {
-    capabilities.is_some_and(|c| c.elicitation.is_some() || c.sampling.is_some() || c.roots.is_some())
+    capabilities
+        .is_some_and(|c| c.elicitation.is_some() || c.sampling.is_some() || c.roots.is_some())
 }
 
 /// Never sent: rmcp drops the answer to a cancelled request, and a dropped stream has no

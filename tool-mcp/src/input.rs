@@ -14,23 +14,26 @@
 //! question sends its approval on in the new state, under a fresh nonce. For 2025-11-25
 //! sessions, [`ElicitingAsker`] sends the question at once.
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use rmcp::model::{
     ClientCapabilities, ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction,
-    ElicitationSchema, InputRequest, LoggingLevel, LoggingMessageNotificationParam, InputRequests, InputResponses, ProtocolVersion, RequestStateCodec,
-    RequestStateError, SealOptions,
+    ElicitationSchema, InputRequest, InputRequests, InputResponses, LoggingLevel,
+    LoggingMessageNotificationParam, ProtocolVersion, RequestStateCodec, RequestStateError,
+    SealOptions,
 };
 use rmcp::service::ElicitationMode;
 use rmcp::{Peer, RoleServer};
 use serde_json::Value;
 use toolwright_core::approval::{Approval, ApprovalRequest, Approver};
-use toolwright_core::ask::{Answer, Asker, Kind, LogLevel, LogRecord, Question, Role, Root, Sampled, Sampling};
+use toolwright_core::ask::{
+    Answer, Asker, Kind, LogLevel, LogRecord, Question, Role, Root, Sampled, Sampling,
+};
 use toolwright_core::conversation::{ConversationStore, MemoryConversationStore, Redeemed};
 
 /// The key of the approval question in `inputRequests` and `inputResponses`.
@@ -358,7 +361,9 @@ impl Input {
                 return Answer::Unavailable(why);
             }
         }
-        if round.asked.iter().any(|(asked, _)| *asked == key) || round.asked.len() >= MAX_INPUT_REQUESTS {
+        if round.asked.iter().any(|(asked, _)| *asked == key)
+            || round.asked.len() >= MAX_INPUT_REQUESTS
+        {
             return Answer::Unavailable(format!(
                 "a question under the key `{key}` was already asked in this round, or the round \
                  has its most questions ({MAX_INPUT_REQUESTS}); give each question its own name"
@@ -666,7 +671,9 @@ impl ElicitingAsker {
         }
         // A session's client declared its capabilities when it initialized.
         let declared = match question.kind() {
-            Kind::Form(_) => peer.supported_elicitation_modes().contains(&ElicitationMode::Form),
+            Kind::Form(_) => peer
+                .supported_elicitation_modes()
+                .contains(&ElicitationMode::Form),
             Kind::Sampling(_) => peer
                 .peer_info()
                 .is_some_and(|info| info.capabilities.sampling.is_some()),
@@ -695,23 +702,37 @@ impl ElicitingAsker {
             Kind::Sampling(request) => {
                 let params = match serde_json::from_value(sampling_params(request)) {
                     Ok(params) => params,
-                    Err(e) => return Answer::Unavailable(format!("the sampling request cannot be sent: {e}")),
+                    Err(e) => {
+                        return Answer::Unavailable(format!(
+                            "the sampling request cannot be sent: {e}"
+                        ))
+                    }
                 };
                 let sent = tokio::time::timeout(self.timeout, peer.create_message(params)).await;
                 match sent {
-                    Ok(result) => result.map(|result| serde_json::to_value(&result).unwrap_or_default()),
-                    Err(_) => return Answer::Unavailable(format!(
-                        "the client did not answer within {:?}", self.timeout
-                    )),
+                    Ok(result) => {
+                        result.map(|result| serde_json::to_value(&result).unwrap_or_default())
+                    }
+                    Err(_) => {
+                        return Answer::Unavailable(format!(
+                            "the client did not answer within {:?}",
+                            self.timeout
+                        ))
+                    }
                 }
             }
             _ => {
                 let sent = tokio::time::timeout(self.timeout, peer.list_roots()).await;
                 match sent {
-                    Ok(result) => result.map(|result| serde_json::to_value(&result).unwrap_or_default()),
-                    Err(_) => return Answer::Unavailable(format!(
-                        "the client did not answer within {:?}", self.timeout
-                    )),
+                    Ok(result) => {
+                        result.map(|result| serde_json::to_value(&result).unwrap_or_default())
+                    }
+                    Err(_) => {
+                        return Answer::Unavailable(format!(
+                            "the client did not answer within {:?}",
+                            self.timeout
+                        ))
+                    }
                 }
             }
         };

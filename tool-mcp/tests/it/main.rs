@@ -6,6 +6,7 @@
 mod common;
 
 mod ask;
+mod client_requests;
 mod composed;
 mod content;
 mod http;

@@ -1,0 +1,263 @@
+//! What a tool asks of its client besides a form, over MCP with rmcp's client at each revision:
+//! a completion of the client's model ([`ToolContext::sample`]), the client's roots
+//! ([`ToolContext::roots`]), log lines ([`ToolContext::log`]), and a tool that cannot work
+//! without a capability (`requires_client`, `-32021`).
+
+#![allow(deprecated)] // sampling, roots and logging are in both revisions served
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, ClientConfig, CreateMessageRequestParams,
+    CreateMessageResult, ErrorCode, Implementation, ListRootsResult, LoggingLevel,
+    LoggingMessageNotificationParam, ProtocolVersion, Role, Root, SamplingMessage,
+    SetLevelRequestParams,
+};
+use rmcp::service::{
+    ClientLifecycleMode, ClientServiceExt, NotificationContext, RequestContext, RunningService,
+};
+use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
+use serde_json::json;
+use toolwright::ask::{LogLevel, Sampling};
+use toolwright::prelude::*;
+use toolwright_mcp::McpServer;
+
+/// Review a change: the client's model summarises it, within the client's roots.
+#[tool(read_only, requires_client = ["sampling", "roots"])]
+async fn review(ctx: ToolContext, diff: String) -> Result<String, ToolError> {
+    ctx.log(LogLevel::Debug, "reading the roots");
+    let roots = ctx.roots().await?;
+    ctx.log(LogLevel::Warning, format!("{} roots", roots.len()));
+    let summary = ctx
+        .sample(
+            Sampling::new(format!("Summarise: {diff}"))
+                .with_system("Be terse.")
+                .with_max_tokens(40),
+        )
+        .await?;
+    Ok(format!(
+        "{} [{}] in {}",
+        summary.text(),
+        summary.model(),
+        roots[0].uri()
+    ))
+}
+
+/// Asks the client's model, without declaring that it needs to.
+#[tool(read_only)]
+async fn guess(ctx: ToolContext) -> Result<String, ToolError> {
+    Ok(ctx
+        .sample(Sampling::new("Guess a number"))
+        .await?
+        .text()
+        .to_owned())
+}
+
+/// A client that samples with a fixed answer, lists one root, and keeps the log lines it gets.
+#[derive(Clone)]
+struct Client {
+    version: ProtocolVersion,
+    capable: bool,
+    sampled: Arc<Mutex<Vec<CreateMessageRequestParams>>>,
+    logged: Arc<Mutex<Vec<LoggingMessageNotificationParam>>>,
+}
+
+impl ClientHandler for Client {
+    fn get_info(&self) -> ClientConfig {
+        let capabilities = if self.capable {
+            ClientCapabilities::builder()
+                .enable_roots()
+                .enable_sampling()
+                .build()
+        } else {
+            ClientCapabilities::default()
+        };
+        ClientConfig::new(capabilities, Implementation::new("toolwright-client", "0"))
+            .with_protocol_version(self.version.clone())
+    }
+
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        self.sampled.lock().expect("not poisoned").push(params);
+        Ok(CreateMessageResult::new(
+            SamplingMessage::new(
+                Role::Assistant,
+                rmcp::model::SamplingMessageContentBlock::text("a small fix"),
+            ),
+            "test-model".to_owned(),
+        ))
+    }
+
+    async fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, ErrorData> {
+        Ok(ListRootsResult::new(vec![Root::new("file:///work/repo")]))
+    }
+
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.logged.lock().expect("not poisoned").push(params);
+    }
+}
+
+async fn connect(
+    version: ProtocolVersion,
+    capable: bool,
+) -> (RunningService<RoleClient, Client>, Client) {
+    let registry = Registry::builder()
+        .tool(Review)
+        .tool(Guess)
+        .build()
+        .expect("the registry builds");
+    let (server_io, client_io) = tokio::io::duplex(1 << 20);
+    let (read, write) = tokio::io::split(server_io);
+    tokio::spawn(async move {
+        let _ = McpServer::new(registry).serve((read, write)).await;
+    });
+    let client = Client {
+        version: version.clone(),
+        capable,
+        sampled: Arc::default(),
+        logged: Arc::default(),
+    };
+    let (read, write) = tokio::io::split(client_io);
+    let running = if version >= ProtocolVersion::V_2026_07_28 {
+        let lifecycle = ClientLifecycleMode::Discover {
+            preferred_versions: vec![version],
+        };
+        client
+            .clone()
+            .serve_with_lifecycle((read, write), lifecycle)
+            .await
+            .expect("connects")
+    } else {
+        client.clone().serve((read, write)).await.expect("connects")
+    };
+    (running, client)
+}
+
+fn call(name: &str, arguments: serde_json::Value) -> CallToolRequestParams {
+    CallToolRequestParams::new(name.to_owned())
+        .with_arguments(arguments.as_object().cloned().unwrap_or_default())
+}
+
+#[tokio::test]
+async fn a_tool_samples_the_clients_model_and_reads_its_roots_at_each_revision() {
+    for version in [ProtocolVersion::V_2025_11_25, ProtocolVersion::V_2026_07_28] {
+        let (running, client) = connect(version.clone(), true).await;
+        let result = running
+            .call_tool(call("review", json!({"diff": "+ let x = 1;"})))
+            .await
+            .expect("answered");
+        let envelope = result.structured_content.clone().unwrap_or_default();
+        assert_eq!(
+            envelope["data"], "a small fix [test-model] in file:///work/repo",
+            "{version}: {envelope}"
+        );
+        let sampled = client.sampled.lock().expect("not poisoned").clone();
+        assert_eq!(sampled.len(), 1, "{version}: sampled once");
+        assert_eq!(sampled[0].max_tokens, 40);
+        assert_eq!(sampled[0].system_prompt.as_deref(), Some("Be terse."));
+        running.cancel().await.expect("closes");
+    }
+}
+
+#[tokio::test]
+async fn a_session_gets_the_tools_log_lines_at_or_above_the_level_it_set() {
+    let (running, client) = connect(ProtocolVersion::V_2025_11_25, true).await;
+    running
+        .call_tool(call("review", json!({"diff": "+ a"})))
+        .await
+        .expect("answered");
+    running
+        .set_level(SetLevelRequestParams::new(LoggingLevel::Warning))
+        .await
+        .expect("level set");
+    running
+        .call_tool(call("review", json!({"diff": "+ b"})))
+        .await
+        .expect("answered");
+    // Log lines go out behind the tool, not before its answer: wait for the last one.
+    for _ in 0..100 {
+        if client.logged.lock().expect("not poisoned").len() >= 3 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let logged: Vec<(LoggingLevel, serde_json::Value)> = client
+        .logged
+        .lock()
+        .expect("not poisoned")
+        .iter()
+        .map(|line| (line.level, line.data.clone()))
+        .collect();
+    assert_eq!(
+        logged,
+        vec![
+            (LoggingLevel::Debug, json!("reading the roots")),
+            (LoggingLevel::Warning, json!("1 roots")),
+            (LoggingLevel::Warning, json!("1 roots")),
+        ],
+        "every line before the level was set, then only warnings and above"
+    );
+    assert!(client
+        .logged
+        .lock()
+        .expect("not poisoned")
+        .iter()
+        .all(|line| line.logger.as_deref() == Some("review")));
+    running.cancel().await.expect("closes");
+}
+
+#[tokio::test]
+async fn a_client_without_a_required_capability_is_refused_before_the_body_runs() {
+    for version in [ProtocolVersion::V_2025_11_25, ProtocolVersion::V_2026_07_28] {
+        let (running, client) = connect(version.clone(), false).await;
+        let refused = running
+            .call_tool(call("review", json!({"diff": "+ a"})))
+            .await
+            .expect_err("refused");
+        let rmcp::ServiceError::McpError(error) = refused else {
+            panic!("{version}: a JSON-RPC error, got {refused:?}");
+        };
+        assert_eq!(
+            error.code,
+            ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY,
+            "{version}"
+        );
+        assert_eq!(
+            error.data,
+            Some(json!({"requiredCapabilities": {"roots": {}, "sampling": {}}})),
+            "{version}"
+        );
+        assert!(
+            client.logged.lock().expect("not poisoned").is_empty(),
+            "the body never ran"
+        );
+        // A tool that did not declare the need is run, and its request refused as a
+        // classified outcome the model reads.
+        let result = running
+            .call_tool(call("guess", json!({})))
+            .await
+            .expect("answered");
+        let envelope = result.structured_content.clone().unwrap_or_default();
+        assert_eq!(
+            envelope["error_type"], "bad_request",
+            "{version}: {envelope}"
+        );
+        let message = envelope["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("`sampling` capability"),
+            "{version}: {message}"
+        );
+        running.cancel().await.expect("closes");
+    }
+}
