@@ -29,6 +29,7 @@ mod agent_support_job;
 mod conversation_store;
 mod execute_attempts;
 mod execute_breaker;
+mod execute_client_requests;
 mod execute_breaker_promises;
 mod execute_fallback;
 mod execute_fallback_promises;

@@ -44,8 +44,11 @@ use std::pin::Pin;
 use serde_json::Value;
 
 mod client;
+mod forward;
 
 pub use client::{LogLevel, LogRecord, Role, Root, Sampled, Sampling, SamplingMessage};
+pub use forward::ClientLogLayer;
+pub(crate) use forward::forwarding;
 
 /// One question of a running tool.
 #[derive(Debug, Clone)]

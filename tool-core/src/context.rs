@@ -452,6 +452,27 @@ impl ToolContext {
         }
     }
 
+    /// Runs `fut` (a part of the tool's body) with the `tracing` events it emits sent to the
+    /// client as log lines too, where the application's subscriber has
+    /// [`ClientLogLayer`](crate::ask::ClientLogLayer). Events of tasks `fut` spawns are not
+    /// sent (they run outside it).
+    ///
+    /// ```
+    /// use toolwright::{ToolContext, ToolError};
+    ///
+    /// async fn import(ctx: &ToolContext, rows: Vec<String>) -> Result<usize, ToolError> {
+    ///     ctx.forward_tracing(async {
+    ///         let kept = rows.iter().filter(|row| !row.is_empty()).count();
+    ///         tracing::info!(skipped = rows.len() - kept, "imported {kept} rows");
+    ///         Ok(kept)
+    ///     })
+    ///     .await
+    /// }
+    /// ```
+    pub async fn forward_tracing<F: std::future::Future>(&self, fut: F) -> F::Output {
+        crate::ask::forwarding(self.clone(), fut).await
+    }
+
     /// Asks one question of the session's asker.
     async fn put(
         &self,
@@ -467,13 +488,22 @@ impl ToolContext {
             message,
             kind,
         };
+        let form = matches!(question.kind(), Kind::Form(_));
         let Some(asker) = self.session.asker() else {
-            return Err(ToolError::bad_request(format!(
-                "the tool `{}` asks its client for {}, and this caller cannot be asked; \
-                 tell the user what it needs instead",
-                self.tool,
-                crate::ask::what(&question)
-            )));
+            return Err(ToolError::bad_request(if form {
+                format!(
+                    "the tool `{}` asks its user a question, and this caller cannot ask one; \
+                     tell the user what it needs instead",
+                    self.tool
+                )
+            } else {
+                format!(
+                    "the tool `{}` asks its client for {}, and this caller cannot be asked; \
+                     go on without it or tell the user",
+                    self.tool,
+                    crate::ask::what(&question)
+                )
+            }));
         };
         match asker.ask(&question).await {
             Answer::Later => {
@@ -482,6 +512,10 @@ impl ToolContext {
                 tokio::task::yield_now().await;
                 Err(crate::ask::later())
             }
+            Answer::Unavailable(why) if form => Err(ToolError::bad_request(format!(
+                "the tool `{}` could not ask its user: {why}",
+                self.tool
+            ))),
             Answer::Unavailable(why) => Err(ToolError::bad_request(format!(
                 "the tool `{}` could not ask its client for {}: {why}",
                 self.tool,
