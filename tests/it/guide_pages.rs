@@ -107,7 +107,12 @@ fn user_docs_tell_no_story_of_how_they_were_built() {
             );
         }
         for (n, line) in text.lines().enumerate() {
-            for token in line.split(|c: char| !c.is_ascii_alphanumeric()) {
+            // A UUID (a session or task id in a captured MCP exchange) is not a commit hash.
+            let tokens = line
+                .split(|c: char| !c.is_ascii_alphanumeric() && c != '-')
+                .filter(|token| !is_uuid(token))
+                .flat_map(|token| token.split('-'));
+            for token in tokens {
                 let hexlike = (7..=40).contains(&token.len())
                     && token.chars().all(|c| c.is_ascii_hexdigit())
                     && token.chars().any(|c| c.is_ascii_digit())
@@ -125,6 +130,15 @@ fn user_docs_tell_no_story_of_how_they_were_built() {
         readme_lines <= 320,
         "the README is a front page of about 300 lines; it has {readme_lines}"
     );
+}
+
+/// `8-4-4-4-12` hex digits, as in `c19e7416-e810-4048-9554-8d0192ba0f14`.
+fn is_uuid(token: &str) -> bool {
+    let groups: Vec<&str> = token.split('-').collect();
+    groups.iter().map(|g| g.len()).eq([8, 4, 4, 4, 12])
+        && groups
+            .iter()
+            .all(|g| g.chars().all(|c| c.is_ascii_hexdigit()))
 }
 
 /// A default value is stated once, in the rustdoc of the item that sets it; a page links there
