@@ -47,8 +47,8 @@ mod client;
 mod forward;
 
 pub use client::{LogLevel, LogRecord, Role, Root, Sampled, Sampling, SamplingMessage};
-pub use forward::ClientLogLayer;
 pub(crate) use forward::forwarding;
+pub use forward::ClientLogLayer;
 
 /// One question of a running tool.
 #[derive(Debug, Clone)]

@@ -315,6 +315,26 @@ impl ToolContext {
         self.asked_as(Some(name.into()), message.into()).await
     }
 
+    /// [`ToolContext::ask_named`] with a form known only at run time (a runtime tool's, a
+    /// proxied server's question): `schema` is a JSON Schema object of flat fields, and the
+    /// reply is the form as the user filled it in.
+    pub async fn ask_schema(
+        &self,
+        name: impl Into<String>,
+        message: impl Into<String>,
+        schema: Value,
+    ) -> Result<Reply<Value>, ToolError> {
+        match self
+            .put(Some(name.into()), message.into(), Kind::Form(schema))
+            .await?
+        {
+            (Answer::Accepted(value), _) => Ok(Reply::Accepted(value)),
+            (Answer::Declined, _) => Ok(Reply::Declined),
+            (Answer::Dismissed, _) => Ok(Reply::Dismissed),
+            (other, question) => Err(self.misanswered(&question, &other)),
+        }
+    }
+
     async fn asked_as<T>(
         &self,
         name: Option<String>,

@@ -56,6 +56,17 @@
 //! transport of your own has that transport's bound (rmcp's `AsyncRwTransport` drops a line
 //! over 16 MiB silently: `timeout`).
 //!
+//! **What an upstream tool asks.** Connected at 2026-07-28
+//! ([`UpstreamBuilder::revision`]), the proxy declares forms, sampling and roots to the
+//! upstream, and an upstream tool's input-required result is passed to the proxy's own client
+//! through the call's `ToolContext`: every question of a round together (a form as a form, a
+//! sampling request of text messages as a sampling request, a roots request as one), then the
+//! call is sent on with the answers and the upstream's `requestState`, at most
+//! [`MAX_INPUT_ROUNDS`] rounds. The downstream client sees the questions as a local tool's,
+//! in its own revision. Not passed on: URL elicitations and sampling of images or tool use
+//! (the call fails `invalid_result`, naming them), an upstream tool's log lines, and an upstream
+//! task (the proxy does not declare tasks to the upstream; a task-only upstream tool refuses it).
+//!
 //! **Tool list changes.** An upstream that sends `notifications/tools/list_changed` is listed
 //! again; every proxied tool whose definition changed or that vanished (or whose name is now
 //! listed twice) is stale from then on, and a call to it is refused before it is sent, while
@@ -75,10 +86,14 @@ use std::time::Duration;
 
 use rmcp::handler::client::ClientHandler;
 use rmcp::model::{
-    CallToolRequestParams, ContentBlock, ErrorCode, JsonRpcMessage, RequestMetaObject,
+    CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, ContentBlock,
+    ErrorCode, Implementation, JsonRpcMessage, ProtocolVersion, RequestMetaObject,
     ServerNotification,
 };
-use rmcp::service::{NotificationContext, Peer, RunningService, RxJsonRpcMessage, ServiceError};
+use rmcp::service::{
+    ClientLifecycleMode, ClientServiceExt, NotificationContext, Peer, RunningService,
+    RxJsonRpcMessage, ServiceError,
+};
 use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::{IntoTransport, Transport};
 use rmcp::{RoleClient, ServiceExt};
@@ -87,7 +102,11 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use toolwright_core::dynamic::DynamicTool;
 use toolwright_core::{BuildError, Effect, ToolContext, ToolError};
 
+mod input;
 mod lines;
+
+/// The most input-required rounds one proxied call goes through with the upstream: 8.
+pub const MAX_INPUT_ROUNDS: usize = 8;
 
 /// The `_meta` key under which a side-effecting call's idempotency key is sent upstream, the
 /// same on every attempt of one call, so a server that deduplicates can.
@@ -173,12 +192,14 @@ pub struct Proxied {
 #[derive(Debug, Clone)]
 pub struct UpstreamBuilder {
     max_answer_bytes: usize,
+    revision: Option<ProtocolVersion>,
 }
 
 impl Default for UpstreamBuilder {
     fn default() -> Self {
         UpstreamBuilder {
             max_answer_bytes: DEFAULT_MAX_ANSWER_BYTES,
+            revision: None,
         }
     }
 }
@@ -192,6 +213,19 @@ impl UpstreamBuilder {
     /// [module docs](self) for HTTP), not to [`connect`](Self::connect)'s own transports.
     pub fn max_answer_bytes(mut self, bytes: usize) -> Self {
         self.max_answer_bytes = bytes.max(MIN_ANSWER_BYTES);
+        self
+    }
+
+    /// The protocol revision to speak with the upstream: rmcp's default (2025-11-25, a
+    /// session) when not given. From `2026-07-28` on there is no session, and what an
+    /// upstream tool asks of its client (a form, a completion of the client's model, the
+    /// client's roots) comes back as an input-required result that the proxy passes to its
+    /// own client through the call's [`ToolContext`] (every question of a round together),
+    /// then sends the call on with the answers: for the downstream client the upstream tool
+    /// asks as a local one would. At 2025-11-25 the proxy declares no such capability, so an
+    /// upstream tool that asks is told it cannot.
+    pub fn revision(mut self, revision: ProtocolVersion) -> Self {
+        self.revision = Some(revision);
         self
     }
 
@@ -275,13 +309,25 @@ impl UpstreamBuilder {
             inner: transport.into_transport(),
             watch: Arc::clone(&watch),
         };
+        let stateless = self
+            .revision
+            .as_ref()
+            .is_some_and(|r| *r >= ProtocolVersion::V_2026_07_28);
         let handler = Handler {
             watch: Arc::clone(&watch),
+            revision: self.revision.clone(),
+            asks: stateless,
         };
-        let service = handler
-            .serve(transport)
-            .await
-            .map_err(|e| ProxyError::Connect(e.to_string()))?;
+        let service = match self.revision {
+            Some(revision) if stateless => {
+                let lifecycle = ClientLifecycleMode::Discover {
+                    preferred_versions: vec![revision],
+                };
+                handler.serve_with_lifecycle(transport, lifecycle).await
+            }
+            _ => handler.serve(transport).await,
+        }
+        .map_err(|e| ProxyError::Connect(e.to_string()))?;
         let tools = service
             .list_all_tools()
             .await
@@ -527,9 +573,34 @@ impl Watch {
 /// The client handler: re-lists the upstream's tools when it says they changed.
 struct Handler {
     watch: Arc<Watch>,
+    revision: Option<ProtocolVersion>,
+    /// Whether it declares what the proxy passes on to its own client (forms, sampling,
+    /// roots): only where questions come back as results, tied to their call.
+    asks: bool,
 }
 
 impl ClientHandler for Handler {
+    #[allow(deprecated)] // sampling and roots are in both revisions the proxy speaks
+    fn get_info(&self) -> ClientConfig {
+        let capabilities = if self.asks {
+            ClientCapabilities::builder()
+                .enable_elicitation()
+                .enable_sampling()
+                .enable_roots()
+                .build()
+        } else {
+            ClientCapabilities::default()
+        };
+        let mut config = ClientConfig::new(
+            capabilities,
+            Implementation::new("toolwright-proxy", env!("CARGO_PKG_VERSION")),
+        );
+        if let Some(revision) = &self.revision {
+            config = config.with_protocol_version(revision.clone());
+        }
+        config
+    }
+
     async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
         if let Err(e) = self.watch.refresh(&context.peer).await {
             tracing::warn!("the upstream changed its tools and did not list them again: {e}");
@@ -629,7 +700,41 @@ async fn call(
             size(inner.max_answer_bytes)
         ))
     };
-    match service.call_tool(params).await {
+    let mut answered = None;
+    for round in 0..MAX_INPUT_ROUNDS {
+        match service.call_tool_once(params.clone()).await {
+            Ok(CallToolResponse::Complete(result)) => {
+                answered = Some(Ok(result));
+                break;
+            }
+            Ok(CallToolResponse::InputRequired(asked)) => {
+                let responses = input::answers(ctx, &name, round, &asked).await?;
+                params.input_responses = Some(responses);
+                params.request_state = asked.request_state;
+            }
+            Ok(CallToolResponse::Task(_)) => {
+                return Err(ToolError::invalid_result(format!(
+                    "the upstream answered `{name}` with a task, which the proxy did not ask for"
+                )))
+            }
+            Ok(_) => {
+                return Err(ToolError::invalid_result(format!(
+                    "the upstream answered `{name}` with something that is not a tool result"
+                )))
+            }
+            Err(e) => {
+                answered = Some(Err(e));
+                break;
+            }
+        }
+    }
+    let Some(answered) = answered else {
+        return Err(ToolError::invalid_result(format!(
+            "the upstream asked for input {MAX_INPUT_ROUNDS} rounds running for `{name}` \
+             without an answer (the proxy's bound)"
+        )));
+    };
+    match answered {
         Ok(result) if result.is_error == Some(true) => Err(ToolError::bad_request(format!(
             "the upstream tool `{name}` answered with an error: {}",
             text_of(&result.content)

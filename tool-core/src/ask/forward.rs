@@ -54,7 +54,9 @@ impl<S: Subscriber> Layer<S> for ClientLogLayer {
             let mut fields = Fields(Map::new());
             event.record(&mut fields);
             let data = match fields.0.len() {
-                1 if fields.0.contains_key("message") => fields.0.remove("message").unwrap_or_default(),
+                1 if fields.0.contains_key("message") => {
+                    fields.0.remove("message").unwrap_or_default()
+                }
                 _ => Value::Object(fields.0),
             };
             let level = match *metadata.level() {

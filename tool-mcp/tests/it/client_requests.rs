@@ -261,3 +261,150 @@ async fn a_client_without_a_required_capability_is_refused_before_the_body_runs(
         running.cancel().await.expect("closes");
     }
 }
+
+/// Ship an order where the user says, greeting them with the model's words.
+#[tool(read_only)]
+async fn ship(ctx: ToolContext, order: String) -> Result<String, ToolError> {
+    let (to, roots) = tokio::try_join!(
+        ctx.ask_named::<Destination>("destination", format!("Where should {order} go?")),
+        ctx.roots_named("roots"),
+    )?;
+    let toolwright::ask::Reply::Accepted(Destination { city }) = to else {
+        return Ok(format!("{order} stays"));
+    };
+    let note = ctx
+        .sample(Sampling::new(format!("A note for {city}")))
+        .await?;
+    Ok(format!(
+        "{order} to {city}: {} ({} roots)",
+        note.text(),
+        roots.len()
+    ))
+}
+
+/// Where an order goes.
+#[toolwright::data(input)]
+struct Destination {
+    /// The city.
+    city: String,
+}
+
+impl ClientHandler for Asked {
+    fn get_info(&self) -> ClientConfig {
+        let capabilities = ClientCapabilities::builder()
+            .enable_elicitation()
+            .enable_roots()
+            .enable_sampling()
+            .build();
+        ClientConfig::new(capabilities, Implementation::new("toolwright-asked", "0"))
+            .with_protocol_version(self.0.version.clone())
+    }
+
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        self.0.create_message(params, context).await
+    }
+
+    async fn list_roots(
+        &self,
+        context: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, ErrorData> {
+        self.0.list_roots(context).await
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: rmcp::model::ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, ErrorData> {
+        if let rmcp::model::ElicitRequestParams::FormElicitationParams { message, .. } = request {
+            self.1.lock().expect("not poisoned").push(message);
+        }
+        Ok(
+            rmcp::model::ElicitResult::new(rmcp::model::ElicitationAction::Accept)
+                .with_content(json!({"city": "Springfield"})),
+        )
+    }
+}
+
+/// The capable client, answering forms too, keeping the forms it was asked.
+#[derive(Clone)]
+struct Asked(Client, Arc<Mutex<Vec<String>>>);
+
+#[tokio::test]
+async fn a_proxied_2026_upstream_tool_asks_the_downstream_client_as_a_local_one_would() {
+    use toolwright_mcp::proxy::Upstream;
+    for version in [ProtocolVersion::V_2025_11_25, ProtocolVersion::V_2026_07_28] {
+        // The upstream: a server whose tool asks a form, the roots and the model.
+        let upstream_registry = Registry::builder().tool(Ship).build().expect("builds");
+        let (up_server, up_client) = tokio::io::duplex(1 << 20);
+        let (read, write) = tokio::io::split(up_server);
+        tokio::spawn(async move {
+            let _ = McpServer::new(upstream_registry).serve((read, write)).await;
+        });
+        let (read, write) = tokio::io::split(up_client);
+        let upstream = Upstream::builder()
+            .revision(ProtocolVersion::V_2026_07_28)
+            .connect_io(read, write)
+            .await
+            .expect("the upstream connects");
+        let proxied = upstream.tools();
+        assert!(proxied.refused.is_empty(), "{:?}", proxied.refused);
+        let registry = proxied
+            .tools
+            .into_iter()
+            .fold(Registry::builder(), |b, tool| b.dynamic_tool(tool))
+            .build()
+            .expect("builds");
+        // The downstream: the proxy's own server and a client that answers everything.
+        let (down_server, down_client) = tokio::io::duplex(1 << 20);
+        let (read, write) = tokio::io::split(down_server);
+        tokio::spawn(async move {
+            let _ = McpServer::new(registry).serve((read, write)).await;
+        });
+        let client = Client {
+            version: version.clone(),
+            capable: true,
+            sampled: Arc::default(),
+            logged: Arc::default(),
+        };
+        let asked = Asked(client.clone(), Arc::default());
+        let (read, write) = tokio::io::split(down_client);
+        let running = if version >= ProtocolVersion::V_2026_07_28 {
+            let lifecycle = ClientLifecycleMode::Discover {
+                preferred_versions: vec![version.clone()],
+            };
+            asked
+                .clone()
+                .serve_with_lifecycle((read, write), lifecycle)
+                .await
+                .expect("connects")
+        } else {
+            asked.clone().serve((read, write)).await.expect("connects")
+        };
+        let result = running
+            .call_tool(call("ship", json!({"order": "A1"})))
+            .await
+            .expect("answered");
+        let envelope = result.structured_content.clone().unwrap_or_default();
+        // The upstream's own envelope is the proxied tool's data.
+        assert_eq!(
+            envelope["data"]["data"], "A1 to Springfield: a small fix (1 roots)",
+            "{version}: {envelope}"
+        );
+        assert_eq!(
+            *asked.1.lock().expect("not poisoned"),
+            ["Where should A1 go?"],
+            "{version}: the downstream user was asked once"
+        );
+        assert_eq!(
+            client.sampled.lock().expect("not poisoned").len(),
+            1,
+            "{version}"
+        );
+        running.cancel().await.expect("closes");
+    }
+}
