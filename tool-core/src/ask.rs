@@ -1,15 +1,19 @@
-//! Questions a tool asks its user while it runs: [`ToolContext::ask`] with a form typed by a
-//! struct, answered through whoever serves the call (an [`Asker`] on the [`Session`]).
+//! What a tool asks of its user and its client while it runs: a form typed by a struct
+//! ([`ToolContext::ask`]), a completion of the client's model ([`ToolContext::sample`]), the
+//! client's [`Root`]s ([`ToolContext::roots`]), and log lines ([`ToolContext::log`]), brought by
+//! whoever serves the call (an [`Asker`] on the [`Session`]).
 //!
-//! Over MCP the question is a form elicitation: sent to the client at once for a 2025-11-25
-//! session, or, for a 2026-07-28 client (which gets no server-initiated requests), returned as
-//! an input-required result; the client then sends the call again with the answer and the
-//! tool runs again from its start, getting the answers it has so far at once. So a tool that
-//! asks should ask before it acts: put every effect after the last question.
+//! Over MCP a 2025-11-25 session's client gets each request at once (`elicitation/create`,
+//! `sampling/createMessage`, `roots/list`, `notifications/message`). A 2026-07-28 client (which
+//! gets no server-initiated requests) gets the questions as an input-required result; it then
+//! sends the call again with the answers and the tool runs again from its start, getting the
+//! answers it has so far at once. So a tool that asks should ask before it acts: put every
+//! effect after the last question. Questions awaited together (`tokio::try_join!`) are asked in
+//! one round. In the agent loop the agent's model answers a sampling request.
 //!
-//! A caller with no asker (a plain [`Registry::call`](crate::Registry::call), the agent loop
-//! unless its session has one) makes `ask` fail with `bad_request`, which the tool may handle
-//! (go on with a default) or return.
+//! A caller with no asker (a plain [`Registry::call`](crate::Registry::call)), or a client that
+//! did not declare the capability, makes the request fail with `bad_request`, which the tool may
+//! handle (go on with a default) or return.
 //!
 //! ```
 //! use toolwright::ask::Reply;
@@ -35,6 +39,9 @@
 //! ```
 //!
 //! [`ToolContext::ask`]: crate::ToolContext::ask
+//! [`ToolContext::sample`]: crate::ToolContext::sample
+//! [`ToolContext::roots`]: crate::ToolContext::roots
+//! [`ToolContext::log`]: crate::ToolContext::log
 //! [`Session`]: crate::Session
 
 use std::fmt;
