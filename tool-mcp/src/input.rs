@@ -18,8 +18,10 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+
 use std::time::Duration;
+use tokio::sync::mpsc;
 
 use rmcp::model::{
     ClientCapabilities, ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction,
@@ -392,7 +394,13 @@ pub(crate) struct Client {
     roots: bool,
     /// The least level it takes, as [`level_code`] numbers it; none set: every line.
     level: Arc<AtomicU8>,
+    /// The lines on their way, in order, to one task that sends them (made at the first).
+    lines: Arc<OnceLock<mpsc::Sender<LoggingMessageNotificationParam>>>,
 }
+
+/// The most log lines of one request (or session) waiting to be sent: 256. Past it a line is
+/// dropped, so a tool that logs faster than its client reads never waits or grows memory.
+pub(crate) const MAX_WAITING_LOG_LINES: usize = 256;
 
 /// No level set on a session: the client takes every line.
 pub(crate) const EVERY_LEVEL: u8 = 0;
@@ -417,6 +425,7 @@ impl Client {
             sampling,
             roots,
             level,
+            lines: Arc::default(),
         }
     }
 
@@ -450,11 +459,20 @@ impl Client {
             "data": record.data(),
         }));
         let Ok(param) = param else { return };
-        let peer = self.peer.clone();
-        // Never waits: a tool's line goes out behind it, in order on the peer's sink.
-        tokio::spawn(async move {
-            let _ = peer.notify_logging_message(param).await;
+        // Never waits: a tool's lines go out behind it, in order, through one task.
+        let lines = self.lines.get_or_init(|| {
+            let (send, mut receive) = mpsc::channel(MAX_WAITING_LOG_LINES);
+            let peer = self.peer.clone();
+            tokio::spawn(async move {
+                while let Some(line) = receive.recv().await {
+                    if peer.notify_logging_message(line).await.is_err() {
+                        break;
+                    }
+                }
+            });
+            send
         });
+        let _ = lines.try_send(param);
     }
 }
 
