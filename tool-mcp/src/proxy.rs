@@ -64,8 +64,17 @@
 //! call is sent on with the answers and the upstream's `requestState`, at most
 //! [`MAX_INPUT_ROUNDS`] rounds. The downstream client sees the questions as a local tool's,
 //! in its own revision. Not passed on: URL elicitations and sampling of images or tool use
-//! (the call fails `invalid_result`, naming them), an upstream tool's log lines, and an upstream
-//! task (the proxy does not declare tasks to the upstream; a task-only upstream tool refuses it).
+//! (the call fails `invalid_result`, naming them), and an upstream tool's log lines (rmcp's
+//! client does not tie a notification to the call it belongs to).
+//!
+//! **Upstream tasks.** At 2026-07-28 the proxy also declares the tasks extension. An upstream
+//! call answered with a task is followed to its end within the attempt: `tasks/get` at the
+//! interval the upstream asks (between 50 ms and 5 s), its status messages as the call's
+//! progress, its questions passed on as above and answered by `tasks/update`, its result as the
+//! call's; a `failed` or `cancelled` task is `unavailable`. A call that stops following it
+//! first (its timeout, its deadline, the downstream client's cancellation) cancels the task
+//! upstream. Downstream the proxied tool is an ordinary tool: declare the long ones with
+//! [`Upstream::timeout`] long enough.
 //!
 //! **Tool list changes.** An upstream that sends `notifications/tools/list_changed` is listed
 //! again; every proxied tool whose definition changed or that vanished (or whose name is now
@@ -104,6 +113,7 @@ use toolwright_core::{BuildError, Effect, ToolContext, ToolError};
 
 mod input;
 mod lines;
+mod task;
 
 /// The most input-required rounds one proxied call goes through with the upstream: 8.
 pub const MAX_INPUT_ROUNDS: usize = 8;
@@ -583,11 +593,19 @@ impl ClientHandler for Handler {
     #[allow(deprecated)] // sampling and roots are in both revisions the proxy speaks
     fn get_info(&self) -> ClientConfig {
         let capabilities = if self.asks {
-            ClientCapabilities::builder()
+            let mut capabilities = ClientCapabilities::builder()
                 .enable_elicitation()
                 .enable_sampling()
                 .enable_roots()
-                .build()
+                .build();
+            capabilities
+                .extensions
+                .get_or_insert_with(Default::default)
+                .insert(
+                    rmcp::model::TASKS_EXTENSION_ID.to_owned(),
+                    Default::default(),
+                );
+            capabilities
         } else {
             ClientCapabilities::default()
         };
@@ -712,10 +730,9 @@ async fn call(
                 params.input_responses = Some(responses);
                 params.request_state = asked.request_state;
             }
-            Ok(CallToolResponse::Task(_)) => {
-                return Err(ToolError::invalid_result(format!(
-                    "the upstream answered `{name}` with a task, which the proxy did not ask for"
-                )))
+            Ok(CallToolResponse::Task(created)) => {
+                answered = Some(Ok(task::follow(service, ctx, &name, created).await?));
+                break;
             }
             Ok(_) => {
                 return Err(ToolError::invalid_result(format!(

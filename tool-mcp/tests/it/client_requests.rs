@@ -408,3 +408,111 @@ async fn a_proxied_2026_upstream_tool_asks_the_downstream_client_as_a_local_one_
         running.cancel().await.expect("closes");
     }
 }
+
+/// Counts the upstream report bodies that started and that were dropped before their end.
+#[derive(Default)]
+struct Reports {
+    started: std::sync::atomic::AtomicU32,
+    dropped: std::sync::atomic::AtomicU32,
+}
+
+struct Dropped(Arc<Reports>, bool);
+
+impl Drop for Dropped {
+    fn drop(&mut self) {
+        if !self.1 {
+            self.0
+                .dropped
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+}
+
+/// A long report: runs as a task for a client that takes tasks.
+#[tool(read_only, task, timeout_ms = 60000)]
+async fn long_report(
+    reports: State<Arc<Reports>>,
+    ctx: ToolContext,
+    ms: u64,
+) -> Result<String, ToolError> {
+    reports
+        .started
+        .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let mut guard = Dropped(Arc::clone(&reports), false);
+    ctx.progress(1.0, Some(2.0), "half way");
+    tokio::time::sleep(Duration::from_millis(ms)).await;
+    guard.1 = true;
+    Ok(format!("report after {ms} ms"))
+}
+
+/// The proxy over an upstream whose `long_report` runs as a task, with a proxied timeout.
+async fn task_proxy(timeout: Duration) -> (Registry, Arc<Reports>) {
+    use toolwright_mcp::proxy::Upstream;
+    let reports = Arc::new(Reports::default());
+    let upstream_registry = Registry::builder()
+        .tool(LongReport)
+        .state(Arc::clone(&reports))
+        .build()
+        .expect("builds");
+    let (up_server, up_client) = tokio::io::duplex(1 << 20);
+    let (read, write) = tokio::io::split(up_server);
+    tokio::spawn(async move {
+        let _ = McpServer::new(upstream_registry).serve((read, write)).await;
+    });
+    let (read, write) = tokio::io::split(up_client);
+    let upstream = Upstream::builder()
+        .revision(ProtocolVersion::V_2026_07_28)
+        .connect_io(read, write)
+        .await
+        .expect("the upstream connects")
+        .timeout(timeout);
+    let registry = upstream
+        .tools()
+        .tools
+        .into_iter()
+        .fold(Registry::builder(), |b, tool| b.dynamic_tool(tool))
+        .build()
+        .expect("builds");
+    (registry, reports)
+}
+
+#[tokio::test]
+async fn a_proxied_upstream_task_is_followed_to_its_result() {
+    let (registry, reports) = task_proxy(Duration::from_secs(30)).await;
+    let outcome = registry
+        .call(ToolCall::new("c1", "long_report", r#"{"ms": 300}"#))
+        .await;
+    assert!(outcome.is_ok(), "{outcome:?}");
+    let data: serde_json::Value = outcome.data_as().unwrap_or_default();
+    assert_eq!(data["data"], "report after 300 ms", "{data}");
+    assert_eq!(reports.started.load(std::sync::atomic::Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn a_proxied_call_that_times_out_cancels_the_upstream_task() {
+    let (registry, reports) = task_proxy(Duration::from_millis(400)).await;
+    let outcome = registry
+        .call(ToolCall::new("c1", "long_report", r#"{"ms": 20000}"#))
+        .await;
+    assert_eq!(
+        outcome.error_kind(),
+        Some(ErrorKind::Timeout),
+        "{outcome:?}"
+    );
+    // The upstream's body is dropped when its task is cancelled (each attempt's: a read-only
+    // call that timed out is tried again).
+    for _ in 0..300 {
+        let started = reports.started.load(std::sync::atomic::Ordering::SeqCst);
+        if reports.dropped.load(std::sync::atomic::Ordering::SeqCst) == started {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let started = reports.started.load(std::sync::atomic::Ordering::SeqCst);
+    let dropped = reports.dropped.load(std::sync::atomic::Ordering::SeqCst);
+    assert!(started >= 1, "the upstream ran it");
+    assert_eq!(
+        dropped, started,
+        "every upstream run was cancelled, none left working"
+    );
+}
