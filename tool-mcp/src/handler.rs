@@ -21,7 +21,9 @@ use toolwright_core::{providers, Outcome, Session, Status, ToolCall};
 
 use crate::approval::ElicitingApprover;
 use crate::conversations::{self, Named, CALL_KEY, CONVERSATION_KEY};
-use crate::input::{level_code, log_level, Client, ElicitingAsker, Input, EVERY_LEVEL, NO_LEVEL};
+use crate::input::{
+    level_code, log_level, Client, ElicitingAsker, Input, Level, EVERY_LEVEL, NO_LEVEL,
+};
 use crate::streamable::{Disconnected, Grant};
 use crate::tasks::declares_tasks;
 use crate::Served;
@@ -395,13 +397,14 @@ impl Tools {
         capabilities: Option<&ClientCapabilities>,
     ) -> Client {
         let level = if is_stateless(context) {
-            let least = context
-                .meta
-                .log_level()
-                .map_or(NO_LEVEL, |level| level_code(log_level(level)));
-            Arc::new(AtomicU8::new(least))
+            Level::Request(
+                context
+                    .meta
+                    .log_level()
+                    .map_or(NO_LEVEL, |level| level_code(log_level(level))),
+            )
         } else {
-            Arc::clone(&self.log_level)
+            Level::Session(Arc::clone(&self.log_level))
         };
         Client::new(context.peer.clone(), capabilities, level)
     }

@@ -386,16 +386,24 @@ pub(crate) const MAX_INPUT_REQUESTS: usize = 32;
 
 /// The client of one request: which kinds of question it declared it answers, and where a
 /// tool's log lines go (its `notifications/message`, at or above its level).
-#[derive(Clone)]
 pub(crate) struct Client {
     peer: Peer<RoleServer>,
     forms: bool,
     sampling: bool,
     roots: bool,
-    /// The least level it takes, as [`level_code`] numbers it; none set: every line.
-    level: Arc<AtomicU8>,
+    /// The least level it takes, as [`level_code`] numbers it.
+    level: Level,
     /// The lines on their way, in order, to one task that sends them (made at the first).
-    lines: Arc<OnceLock<mpsc::Sender<LoggingMessageNotificationParam>>>,
+    lines: OnceLock<mpsc::Sender<LoggingMessageNotificationParam>>,
+}
+
+/// The least level of log line a client takes: a session's, which `logging/setLevel` changes,
+/// or one request's.
+pub(crate) enum Level {
+    /// A session's: none set is [`EVERY_LEVEL`].
+    Session(Arc<AtomicU8>),
+    /// A 2026-07-28 request's `logLevel`: none is [`NO_LEVEL`].
+    Request(u8),
 }
 
 /// The most log lines of one request (or session) waiting to be sent: 256. Past it a line is
@@ -413,7 +421,7 @@ impl Client {
     pub(crate) fn new(
         peer: Peer<RoleServer>,
         capabilities: Option<&ClientCapabilities>,
-        level: Arc<AtomicU8>,
+        level: Level,
     ) -> Self {
         let forms = capabilities.is_some_and(|c| c.elicitation.is_some());
         let (sampling, roots) = capabilities.map_or((false, false), |c| {
@@ -425,7 +433,7 @@ impl Client {
             sampling,
             roots,
             level,
-            lines: Arc::default(),
+            lines: OnceLock::new(),
         }
     }
 
@@ -449,7 +457,10 @@ impl Client {
 
     /// Sends `record` as `notifications/message` when its level is at or above the client's.
     pub(crate) fn log(&self, record: &LogRecord) {
-        let least = self.level.load(Ordering::Relaxed);
+        let least = match &self.level {
+            Level::Session(level) => level.load(Ordering::Relaxed),
+            Level::Request(level) => *level,
+        };
         if level_code(record.level()) < least {
             return;
         }
