@@ -814,7 +814,7 @@ impl ServerHandler for Tools {
             None => resolved.session,
         };
         let session = session.as_ref();
-        let call_id = if resolved.named {
+        let named_call = if resolved.named {
             // The client's JSON-RPC ids are not the conversation's: another client of the
             // same conversation, or the same request sent again, may use any id.
             let metas = request
@@ -822,13 +822,29 @@ impl ServerHandler for Tools {
                 .iter()
                 .chain([&context.meta])
                 .map(|meta| &***meta);
-            match conversations::key_in(metas, CALL_KEY)? {
-                Some(call) => format!("call:{call}"),
-                None => conversations::fresh_id("request:"),
-            }
+            conversations::key_in(metas, CALL_KEY)?.map(|call| format!("call:{call}"))
         } else {
-            request_id(&context)
+            None
         };
+        // A call sent again with the answers of a sealed round is the same call each time it
+        // is sent with them: keyed by the round, so a side-effecting tool that asked runs once
+        // and the same request sent again is replayed (in the idempotency store the replicas
+        // share, when they share one).
+        let round = input.as_ref().and_then(|input| input.round_key());
+        let mut session = Cow::Borrowed(session);
+        let call_id = match (named_call, &round) {
+            (Some(call), _) => call,
+            (None, Some(round)) => {
+                if !resolved.named {
+                    let scope = format!("mcp-input:{}", resolved_principal(&session));
+                    session = Cow::Owned(session.as_ref().clone().with_idempotency_scope(scope));
+                }
+                format!("input:{round}")
+            }
+            (None, None) if resolved.named => conversations::fresh_id("request:"),
+            (None, None) => request_id(&context),
+        };
+        let session = session.as_ref();
         let call = ToolCall::new(call_id, name, arguments);
         // A long-running tool's call, from a client that takes tasks: a task once it passed
         // its checks.
@@ -917,6 +933,12 @@ fn is_stateless(context: &RequestContext<RoleServer>) -> bool {
 /// or later, this means it is asked by an input-required result.
 fn answers_forms(capabilities: Option<&ClientCapabilities>) -> bool {
     capabilities.is_some_and(|capabilities| capabilities.elicitation.is_some())
+}
+
+/// The principal of `session`, length-prefixed, for a scope of keys no other principal shares.
+fn resolved_principal(session: &Session) -> String {
+    let principal = session.principal().unwrap_or("");
+    format!("{}:{principal}", principal.len())
 }
 
 /// `-32021` naming what of `required` a client with `capabilities` did not declare, if any.

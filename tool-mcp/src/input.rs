@@ -223,6 +223,17 @@ impl Input {
         matches!(self.sent, Sent::Forged)
     }
 
+    /// The round this request answers, when it sent back a sealed state: the same for every
+    /// copy of this request, another for every other round (each round's state has a nonce of
+    /// its own).
+    pub(crate) fn round_key(&self) -> Option<String> {
+        if !matches!(self.sent, Sent::Sealed) {
+            return None;
+        }
+        let round = self.round.lock().unwrap_or_else(PoisonError::into_inner);
+        Some(round.state.nonce.clone())
+    }
+
     /// The input requests and sealed state this call answers with, when it stopped for a
     /// question.
     pub(crate) fn asked(&self) -> Option<(InputRequests, String)> {
@@ -232,13 +243,11 @@ impl Input {
         }
         let asked = std::mem::take(&mut round.asked);
         round.state.pending = asked.iter().map(|(key, _)| key.clone()).collect();
-        if round.redeemed {
-            // The call did not run to its end: the approval carries on in the state sent back,
-            // under a nonce of its own (the one used stays used, so this request sent again
-            // approves nothing, on any replica).
-            round.state.nonce = uuid::Uuid::new_v4().to_string();
-            round.redeemed = false;
-        }
+        // Each round's state has a nonce of its own: an approval carries on under it (the
+        // one used stays used, so this request sent again approves nothing, on any replica),
+        // and the call sent with it is keyed by it.
+        round.state.nonce = uuid::Uuid::new_v4().to_string();
+        round.redeemed = false;
         let payload = serde_json::to_vec(&round.state).unwrap_or_default();
         let sealed = self.sealing.codec.seal_with(
             &payload,

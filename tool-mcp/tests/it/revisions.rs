@@ -634,7 +634,8 @@ async fn approval_over_2026_is_an_input_required_result_answered_once() {
     assert_eq!(envelope(&ran)["status"], "success", "{ran}");
     assert_eq!(envelope(&ran)["data"], "deleted a1", "{ran}");
 
-    // The same answer again approves nothing more.
+    // The same answer again approves nothing more: it is the same call, and gets the same
+    // answer, replayed, without running.
     let body = call_with(
         &client,
         "alice",
@@ -645,9 +646,8 @@ async fn approval_over_2026_is_an_input_required_result_answered_once() {
     )
     .await;
     let again = answer(&body, &json!(1));
-    assert_eq!(envelope(&again)["error_type"], "approval_denied", "{again}");
-    let message = envelope(&again)["message"].as_str().unwrap_or_default();
-    assert!(message.contains("already used"), "{message}");
+    assert_eq!(envelope(&again)["data"], "deleted a1", "{again}");
+    assert_eq!(envelope(&again)["replayed"], true, "{again}");
 }
 
 #[tokio::test]
@@ -898,8 +898,8 @@ async fn a_tool_asks_a_2026_client_one_question_a_round_and_acts_once_at_the_end
         &client,
         "alice",
         "ship_order",
-        args,
-        reply(&key, &state, how_fast),
+        args.clone(),
+        reply(&key, &state, how_fast.clone()),
         json!({}),
     )
     .await;
@@ -910,6 +910,25 @@ async fn a_tool_asks_a_2026_client_one_question_a_round_and_acts_once_at_the_end
         "{shipped}"
     );
     assert_eq!(payments.0.load(Ordering::SeqCst), 1);
+
+    // The last round sent again (a client that lost the answer) is the same call: its answer
+    // again, nothing shipped twice.
+    let body = call_with(
+        &client,
+        "alice",
+        "ship_order",
+        args,
+        reply(&key, &state, how_fast),
+        json!({}),
+    )
+    .await;
+    let again = answer(&body, &json!(1));
+    assert_eq!(
+        envelope(&again)["data"],
+        envelope(&shipped)["data"],
+        "{again}"
+    );
+    assert_eq!(payments.0.load(Ordering::SeqCst), 1, "shipped once");
 
     // The state of one call does not carry answers into another call's arguments.
     let body = call_with(
@@ -976,9 +995,11 @@ async fn approval_then_a_question_then_the_call_and_its_answers_approve_it_once(
         "{refunded}"
     );
 
+    // Sent again, the same call: its answer replayed, nothing refunded twice.
     let body = call_with(&client, "alice", "wire_refund", args, last, json!({})).await;
     let again = answer(&body, &json!(1));
-    assert_eq!(envelope(&again)["error_type"], "approval_denied", "{again}");
+    assert_eq!(envelope(&again)["data"], "refunded 5 (standard)", "{again}");
+    assert_eq!(envelope(&again)["replayed"], true, "{again}");
 }
 
 #[tokio::test]
