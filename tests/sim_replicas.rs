@@ -144,6 +144,7 @@ struct Plan {
     changed_records: bool,
     reserved_kinds: bool,
     memory_runs_bound: bool,
+    questions: bool,
 }
 
 impl Plan {
@@ -157,13 +158,15 @@ impl Plan {
             changed_records: rng.bool(),
             reserved_kinds: rng.u8(..4) == 0,
             memory_runs_bound: rng.u8(..25) == 0,
+            questions: rng.bool(),
         };
         if !(plan.idempotency
             || plan.approval_ticket
             || plan.approval_request_state
             || plan.tasks
             || plan.kept_runs
-            || plan.changed_records)
+            || plan.changed_records
+            || plan.questions)
         {
             plan.kept_runs = true;
         }
@@ -192,10 +195,10 @@ fn run_seed(seed: u64) -> (Vec<Violation>, String) {
             let mut actors = Vec::new();
             // Each surface's stream is forked whether it runs or not, so a surface's plan does
             // not change with the others'.
-            let mut streams = (0..7).map(|_| rng.fork()).collect::<Vec<_>>().into_iter();
-            let mut next = || streams.next().expect("seven streams");
+            let mut streams = (0..8).map(|_| rng.fork()).collect::<Vec<_>>().into_iter();
+            let mut next = || streams.next().expect("eight streams");
             let (s0, s1, s2, s3, s4, s5) = (next(), next(), next(), next(), next(), next());
-            let s6 = next();
+            let (s6, s7) = (next(), next());
             if plan.idempotency {
                 actors.push(tokio::spawn(actors::idempotency(Arc::clone(&w), s0)));
             }
@@ -219,6 +222,9 @@ fn run_seed(seed: u64) -> (Vec<Violation>, String) {
             }
             if plan.reserved_kinds {
                 actors.push(tokio::spawn(actors::reserved_kinds(Arc::clone(&w), s6)));
+            }
+            if plan.questions {
+                actors.push(tokio::spawn(actors::questions(Arc::clone(&w), s7)));
             }
             if plan.memory_runs_bound {
                 actors.push(tokio::spawn(actors::memory_runs_bound(Arc::clone(&w))));

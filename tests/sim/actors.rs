@@ -231,6 +231,81 @@ pub async fn approval_request_state(world: Arc<World>, mut rng: fastrand::Rng) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// A tool's questions over 2026-07-28: the answered round sent again, to any replica
+// ---------------------------------------------------------------------------------------------
+
+/// Two MCP servers share `request_state_key` and the idempotency store; alice's call of a
+/// side-effecting tool that asks where to ship is answered with an input-required result; the
+/// answered round is sent one to three times, to either server, at once or apart, sometimes
+/// by another principal, sometimes by a caller that crashes.
+pub async fn questions(world: Arc<World>, mut rng: fastrand::Rng) {
+    let key = vec![9u8; 32];
+    let servers: Vec<Arc<Server>> = (0..2)
+        .map(|i| {
+            let server = McpServer::new(world.registry(20 + i, None))
+                .request_state_key(key.clone())
+                .request_state_store(world.conversations());
+            Arc::new(Server::new(server))
+        })
+        .collect();
+    let mut handles = Vec::new();
+    for n in 0..rng.usize(1..=2) {
+        let order = format!("o{n}");
+        let what = format!("ship:{order}");
+        world.history.push(Event::Owns {
+            what: what.clone(),
+            owner: "alice".into(),
+        });
+        let call = json!({"name": "ship", "arguments": {"order": order}});
+        let asked = servers[rng.usize(..2)]
+            .request("alice", "tools/call", call.clone(), mcp::forms(), json!({}))
+            .await;
+        let Some(state) = asked["result"]["requestState"].as_str() else {
+            continue;
+        };
+        let Some(key) = asked["result"]["inputRequests"]
+            .as_object()
+            .and_then(|requests| requests.keys().next().cloned())
+        else {
+            continue;
+        };
+        let mut answer = call;
+        answer["requestState"] = json!(state);
+        answer["inputResponses"] =
+            json!({ key: {"action": "accept", "content": {"city": "Springfield"}} });
+        let concurrent = rng.bool();
+        for _ in 0..rng.usize(1..=3) {
+            let server = Arc::clone(&servers[rng.usize(..2)]);
+            let token = if rng.u8(..6) == 0 { "eve" } else { "alice" };
+            let (world, answer, what) = (Arc::clone(&world), answer.clone(), what.clone());
+            let crash = Crash::draw(&mut rng, 6);
+            let delay = rng.u64(..=1500);
+            let sent = async move {
+                let request = server.request(token, "tools/call", answer, mcp::forms(), json!({}));
+                let answered = drive(&world.history, crash, request).await;
+                if token == "alice" && answered.is_some_and(|a| envelope(&a)["status"] == "success")
+                {
+                    world.history.push(Event::Completed {
+                        surface: "request-state-answers",
+                        what,
+                    });
+                }
+            };
+            if concurrent {
+                handles.push(tokio::spawn(async move {
+                    sleep(Duration::from_millis(delay)).await;
+                    sent.await;
+                }));
+            } else {
+                sleep(Duration::from_millis(delay)).await;
+                sent.await;
+            }
+        }
+    }
+    join(handles).await;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Tasks: caps, re-sends from another conversation, TTLs, other principals
 // ---------------------------------------------------------------------------------------------
 

@@ -66,6 +66,7 @@ impl World {
             .tool(Archive)
             .tool(Pay)
             .tool(PayApproved)
+            .tool(Ship)
             .idempotency_store(Arc::clone(&self.idempotency))
             .state(Sim {
                 history: self.history.clone(),
@@ -202,6 +203,35 @@ async fn purge(
         .act("approval-request-state", format!("purge:{year}"), &ctx, 20)
         .await;
     Ok(format!("purged {year}"))
+}
+
+/// Where an order goes.
+#[toolwright::data(input)]
+struct Destination {
+    /// The city.
+    city: String,
+}
+
+/// Ship an order where its owner says: asks, then ships (once).
+#[tool(idempotent = false, timeout_ms = 600000)]
+async fn ship(
+    key: IdempotencyKey,
+    ctx: ToolContext,
+    sim: State<Sim>,
+    /// The order.
+    order: String,
+) -> Result<String, ToolError> {
+    let _ = key;
+    let toolwright::ask::Reply::Accepted(to) = ctx
+        .ask::<Destination>(format!("Where should {order} go?"))
+        .await?
+    else {
+        return Err(ToolError::bad_request("the owner did not say where"));
+    };
+    sim.0
+        .act("request-state-answers", format!("ship:{order}"), &ctx, 20)
+        .await;
+    Ok(format!("shipped {order} to {}", to.city))
 }
 
 /// Compile a report, as a task.
