@@ -237,6 +237,8 @@ pub struct ToolMeta {
     pub(crate) fields: &'static [FieldMeta],
     pub(crate) examples: &'static [&'static str],
     pub(crate) task: bool,
+    /// Runs only as a task ([`ToolMeta::task_only`]).
+    pub(crate) task_only: bool,
     /// Declared by toolwright itself (the registry's search tool): may ground the kinds it
     /// keeps for itself.
     pub(crate) internal: bool,
@@ -259,6 +261,7 @@ impl ToolMeta {
             fields: &[],
             examples: &[],
             task: false,
+            task_only: false,
             internal: false,
         }
     }
@@ -315,6 +318,18 @@ impl ToolMeta {
     /// its checks. Its timeout is the task's bound.
     pub const fn task(mut self) -> Self {
         self.task = true;
+        self
+    }
+
+    /// [`ToolMeta::task`], and a call over MCP runs *only* as a task (`taskSupport:
+    /// "required"`): a client that does not take tasks is refused before the body runs
+    /// (`-32021`, naming the tasks extension it must declare). Outside MCP
+    /// ([`Registry::call`](crate::Registry::call), the agent loop) the tool simply runs, as any
+    /// tool does. For work that only makes sense detached from a request: a batch job, a
+    /// migration.
+    pub const fn task_only(mut self) -> Self {
+        self.task = true;
+        self.task_only = true;
         self
     }
 
@@ -448,6 +463,11 @@ impl ToolSpec {
     /// Whether a call may run as a task, past the request that made it ([`ToolMeta::task`]).
     pub fn is_task(&self) -> bool {
         self.meta.task
+    }
+
+    /// Whether a call over MCP runs only as a task ([`ToolMeta::task_only`]).
+    pub fn is_task_only(&self) -> bool {
+        self.meta.task_only
     }
 
     /// Whether the tool body receives an idempotency key.
