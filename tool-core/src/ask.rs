@@ -5,7 +5,9 @@
 //! session, or, for a 2026-07-28 client (which gets no server-initiated requests), returned as
 //! an input-required result; the client then sends the call again with the answer and the
 //! tool runs again from its start, getting the answers it has so far at once. So a tool that
-//! asks should ask before it acts: put every effect after the last question.
+//! asks should ask before it acts: put every effect after the last question. A tool running as
+//! an MCP task asks through its task instead (`input_required` until the client answers with
+//! `tasks/update`), and goes on where it was.
 //!
 //! A caller with no asker (a plain [`Registry::call`](crate::Registry::call), the agent loop
 //! unless its session has one) makes `ask` fail with `bad_request`, which the tool may handle

@@ -14,3 +14,4 @@ mod proxy;
 mod revisions;
 mod sessions;
 mod stdio;
+mod task_ask;
