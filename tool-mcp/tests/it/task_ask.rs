@@ -578,3 +578,55 @@ async fn a_question_past_the_bound_of_a_task_is_refused() {
         "the question past the bound: {done}"
     );
 }
+
+/// What a store gives back may be corrupt or another version's: a task record that does not
+/// read is an error saying so, and an answer that does not read reaches the tool as a question
+/// it could not ask (the task completes with the tool's `bad_request`), never a panic.
+#[tokio::test]
+async fn an_unreadable_record_or_answer_in_the_store_is_reported_never_a_panic() {
+    let store: Arc<dyn ConversationStore> = Arc::new(MemoryConversationStore::new());
+    let runs = Runs::default();
+    let server = bind(
+        McpServer::new(registry(&runs))
+            .task_store(Arc::clone(&store))
+            .task_lease(Duration::from_millis(500)),
+    )
+    .await;
+    let client = Client::new(&server, capabilities(true, false));
+    let hour = Duration::from_secs(3600);
+    store
+        .create_run("mcp-task:torn", "elsewhere", "{\"principal\":", hour, hour)
+        .await
+        .expect("written");
+    let torn = client.get("alice", "torn").await;
+    assert_eq!(torn["error"]["code"], -32603, "{torn}");
+    assert!(
+        torn["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("unreadable")),
+        "{torn}"
+    );
+
+    let task = client
+        .start("alice", "confirm_refund", json!({"order": "A2"}))
+        .await;
+    let waiting = client.waiting("alice", &task, 1).await;
+    let key = keys(&waiting).remove(0);
+    store
+        .create_run(
+            &format!("mcp-task-answer:{task}:{key}"),
+            "elsewhere",
+            "not json",
+            hour,
+            hour,
+        )
+        .await
+        .expect("written");
+    let done = client.settled("alice", &task).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["result"]["isError"], true, "{done}");
+    assert_eq!(
+        done["result"]["structuredContent"]["error_type"], "bad_request",
+        "{done}"
+    );
+}
