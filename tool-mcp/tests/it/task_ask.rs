@@ -630,3 +630,114 @@ async fn an_unreadable_record_or_answer_in_the_store_is_reported_never_a_panic()
         "{done}"
     );
 }
+
+/// A 2025-11-25 session's client that takes tasks (declared at `initialize`) and answers forms.
+#[derive(Clone)]
+struct SessionClient {
+    /// Forms it was sent by `elicitation/create` (a task's question never is).
+    elicited: Arc<AtomicU64>,
+}
+
+impl rmcp::ClientHandler for SessionClient {
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        rmcp::model::ClientConfig::new(
+            rmcp::model::ClientCapabilities::builder()
+                .enable_elicitation()
+                .enable_tasks()
+                .build(),
+            rmcp::model::Implementation::new("toolwright-task-session", "0"),
+        )
+        .with_protocol_version(rmcp::model::ProtocolVersion::V_2025_11_25)
+    }
+
+    async fn create_elicitation(
+        &self,
+        _request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<rmcp::RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        self.elicited.fetch_add(1, Ordering::SeqCst);
+        Ok(rmcp::model::ElicitResult::new(
+            rmcp::model::ElicitationAction::Decline,
+        ))
+    }
+}
+
+/// Over a 2025-11-25 session (stdio), a task's question goes through the task as well: the
+/// task waits `input_required` for `tasks/update`, and no `elicitation/create` is sent.
+#[tokio::test]
+async fn a_session_s_task_asks_through_the_task_not_by_elicitation() {
+    use rmcp::model::{GetTaskParams, TaskPayload, TaskStatus, UpdateTaskParams};
+    use rmcp::ServiceExt;
+
+    let (server_io, client_io) = tokio::io::duplex(1 << 20);
+    let (read, write) = tokio::io::split(server_io);
+    let server =
+        McpServer::new(registry(&Runs::default())).task_poll_interval(Duration::from_millis(20));
+    tokio::spawn(async move {
+        let _ = server.serve((read, write)).await;
+    });
+    let handler = SessionClient {
+        elicited: Arc::default(),
+    };
+    let (read, write) = tokio::io::split(client_io);
+    let client = handler
+        .clone()
+        .serve((read, write))
+        .await
+        .expect("connects");
+    let params = rmcp::model::CallToolRequestParams::new("confirm_refund").with_arguments(
+        json!({"order": "S1"})
+            .as_object()
+            .cloned()
+            .unwrap_or_default(),
+    );
+    let created = client
+        .peer()
+        .call_tool_once(params)
+        .await
+        .expect("answered");
+    let rmcp::model::CallToolResponse::Task(created) = created else {
+        panic!("not a task: {created:?}");
+    };
+    let id = created.task.task_id.clone();
+    let get = || client.peer().get_task(GetTaskParams::new(id.clone()));
+    let mut key = None;
+    for _ in 0..250 {
+        let got = get().await.expect("tasks/get");
+        if let TaskPayload::InputRequired { input_requests } = &got.task.payload {
+            key = input_requests.keys().next().cloned();
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let key = key.expect("the task waits for its question");
+    let mut responses = rmcp::model::InputResponses::new();
+    responses.insert(key, accept(json!({"confirm": true})));
+    client
+        .peer()
+        .update_task(UpdateTaskParams::new(id.clone(), responses))
+        .await
+        .expect("acked");
+    let mut done = None;
+    for _ in 0..250 {
+        let got = get().await.expect("tasks/get");
+        if got.task.status() == TaskStatus::Completed {
+            done = Some(got);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let done = done.expect("completed");
+    let TaskPayload::Completed { result } = &done.task.payload else {
+        panic!("{done:?}");
+    };
+    assert_eq!(
+        result["structuredContent"]["data"], "refunded S1",
+        "{result:?}"
+    );
+    assert_eq!(
+        handler.elicited.load(Ordering::SeqCst),
+        0,
+        "asked in the task only"
+    );
+}
