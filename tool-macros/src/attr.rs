@@ -242,7 +242,7 @@ fn task_support(cx: &Ctxt, meta: &ParseNestedMeta) -> syn::Result<Option<bool>> 
             other => {
                 cx.error_spanned_by(
                     &value,
-                    format!("`task = {other:?}` is not a task support: {fix}"),
+                    format!("`task` takes no value or \"required\", not {other:?}: {fix}"),
                 );
                 Ok(None)
             }
@@ -252,14 +252,11 @@ fn task_support(cx: &Ctxt, meta: &ParseNestedMeta) -> syn::Result<Option<bool>> 
             ..
         }) => {
             let written = if flag.value {
-                "write `task`"
+                "`task = true` is the flag `task`: write `task`"
             } else {
-                "remove `task`"
+                "a tool runs within its request unless it says `task`: remove `task = false`"
             };
-            cx.error_spanned_by(
-                &value,
-                format!("`task` is a flag or `task = \"required\"`: {written}"),
-            );
+            cx.error_spanned_by(&value, written);
             Ok(None)
         }
         _ => {
