@@ -406,7 +406,29 @@ async fn a_partial_answer_keeps_the_task_waiting_for_the_other_question_only() {
 /// still waiting), and the other answer, sent to A, ends the task, read on B.
 #[tokio::test]
 async fn an_answer_sent_to_another_replica_reaches_the_waiting_tool() {
-    let store: Arc<dyn ConversationStore> = Arc::new(MemoryConversationStore::new());
+    answers_reach_the_tool_on_any_replica(Arc::new(MemoryConversationStore::new())).await;
+}
+
+/// The same on a real `redis-server` (skipped where there is none).
+#[cfg(feature = "redis")]
+#[tokio::test]
+async fn an_answer_sent_to_another_replica_reaches_the_waiting_tool_through_redis() {
+    let Some(server) = redis_server::RedisServer::start() else {
+        return;
+    };
+    let store = toolwright_core::conversation::RedisConversationStore::builder()
+        .prefix("task-ask:")
+        .connect(&server.url())
+        .await
+        .expect("connects");
+    answers_reach_the_tool_on_any_replica(Arc::new(store)).await;
+}
+
+#[cfg(feature = "redis")]
+#[path = "../../../tests/it/support/redis_server.rs"]
+mod redis_server;
+
+async fn answers_reach_the_tool_on_any_replica(store: Arc<dyn ConversationStore>) {
     let runs = Runs::default();
     let replica = || {
         McpServer::new(registry(&runs))
