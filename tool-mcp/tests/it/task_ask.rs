@@ -425,8 +425,7 @@ async fn an_answer_sent_to_another_replica_reaches_the_waiting_tool_through_redi
 }
 
 #[cfg(feature = "redis")]
-#[path = "../../../tests/it/support/redis_server.rs"]
-mod redis_server;
+use crate::revisions::redis_server;
 
 async fn answers_reach_the_tool_on_any_replica(store: Arc<dyn ConversationStore>) {
     let runs = Runs::default();
