@@ -548,18 +548,89 @@ async fn slow_compute(
     Ok(format!("computed {label} after {seconds} s"))
 }
 
-/// Fails after a second: a task that completes with a tool error.
-#[tool(read_only, task, timeout_ms = 60000)]
+/// Fails after a second: a task that completes with a tool error. Over MCP it runs only as a
+/// task: a client that does not take tasks is refused (-32021).
+#[tool(read_only, task = "required", timeout_ms = 60000)]
 async fn failing_job() -> Result<String, ToolError> {
     tokio::time::sleep(Duration::from_secs(1)).await;
     Err(ToolError::not_found("the job's input does not exist"))
 }
 
-/// Panics: the pipeline answers it as a classified failure, which the task reports.
+/// Panics: the pipeline contains it, and its task ends `failed` with a JSON-RPC error.
 #[tool(read_only, task, timeout_ms = 60000)]
 async fn protocol_error_job() -> Result<String, ToolError> {
     tokio::time::sleep(Duration::from_millis(200)).await;
     panic!("the job broke");
+}
+
+// Tasks that ask their client (tasks-mrtr-input, tasks-mrtr-composition): a question asked
+// once the call is a task (after its first wait) parks it `input_required` until `tasks/update`
+// answers; one asked before (a client that answers input-required rounds) is answered by the
+// round.
+
+/// Whether to go ahead.
+#[toolwright::data]
+struct GoAhead {
+    /// Yes to go ahead.
+    confirm: bool,
+}
+
+/// An entry the user fills in.
+#[toolwright::data]
+struct EntryForm {
+    /// A name for it.
+    name: String,
+    /// Whether it counts.
+    confirm: bool,
+}
+
+/// Deletes a file once the user confirms: looks it up first (so the call is a task by then),
+/// then asks mid-task.
+#[tool(idempotent = true, task, timeout_ms = 60000)]
+async fn confirm_delete(
+    ctx: ToolContext,
+    /// The file to delete.
+    filename: String,
+) -> Result<String, ToolError> {
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    match ctx
+        .ask_named::<GoAhead>("confirm", format!("Delete {filename}?"))
+        .await?
+    {
+        Reply::Accepted(GoAhead { confirm: true }) => Ok(format!("deleted {filename}")),
+        _ => Ok(format!("kept {filename}")),
+    }
+}
+
+/// Asks two questions at once, mid-task: both wait together, answered in any order.
+#[tool(read_only, task, timeout_ms = 60000)]
+async fn multi_input(ctx: ToolContext) -> Result<String, ToolError> {
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let (first, second) = tokio::join!(
+        ctx.ask_named::<EntryForm>("first", "The first entry?"),
+        ctx.ask_named::<EntryForm>("second", "The second entry?"),
+    );
+    let named = |reply: Reply<EntryForm>| match reply {
+        Reply::Accepted(EntryForm {
+            name,
+            confirm: true,
+        }) => name,
+        _ => "nothing".to_owned(),
+    };
+    Ok(format!("got {} and {}", named(first?), named(second?)))
+}
+
+/// Asks the user's name (as `user_name`) first, then greets them as a task: over MCP it runs
+/// only as a task, the question answered by an input-required round before the task exists.
+#[tool(read_only, task = "required", timeout_ms = 60000)]
+async fn test_tool_with_task(ctx: ToolContext) -> Result<String, ToolError> {
+    match ctx
+        .ask_named::<Name>("user_name", "What is your name?")
+        .await?
+    {
+        Reply::Accepted(Name { name }) => Ok(format!("Hello, {name}!")),
+        _ => Ok("Hello, stranger!".to_owned()),
+    }
 }
 
 /// The suite's resources, prompts, completion and logging level, around the tools.
@@ -935,6 +1006,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .tool(SlowCompute)
         .tool(FailingJob)
         .tool(ProtocolErrorJob)
+        .tool(ConfirmDelete)
+        .tool(MultiInput)
+        .tool(TestToolWithTask)
         .dynamic_tool(json_schema_tool())
         .dynamic_tool(custom_headers_tool())
         .build()?;

@@ -14,6 +14,9 @@
 //!   input-required result and answered on either server, once or several times;
 //! - MCP task servers with caps and TTLs, task calls landing at once, re-sent under a call key
 //!   from another conversation, polled or not, asked for by another principal;
+//! - tasks that ask their client mid-task on two servers sharing a task store, answered
+//!   (`tasks/update`) on either, twice, late, by another principal, or never (its own stream,
+//!   one seed in two);
 //! - agents keeping a run in the store: it pays, waits for approval, crashes or has a save
 //!   refused, is resumed on another replica (two at once), and another principal tries it;
 //! - records read back changed (another version, a torn write);
@@ -26,7 +29,7 @@
 //! schedule sees goes into a history (`sim::history`), and the invariants are checked over it
 //! after the schedule: each action's effect at most once (exactly once when a caller was told it
 //! was done), each approval at most one run, no cap exceeded at any instant, no principal
-//! reaching another's task, run or approval, a refused request changing nothing, every stored
+//! reaching another's task, run, approval or task question, one answer per task question, a refused request changing nothing, every stored
 //! record read or reported unreadable (a panic anywhere is a violation), every schedule ending.
 //!
 //! Determinism: one current-thread tokio runtime per seed with paused time, the MCP servers
@@ -144,7 +147,6 @@ struct Plan {
     changed_records: bool,
     reserved_kinds: bool,
     memory_runs_bound: bool,
-    questions: bool,
 }
 
 impl Plan {
@@ -158,15 +160,13 @@ impl Plan {
             changed_records: rng.bool(),
             reserved_kinds: rng.u8(..4) == 0,
             memory_runs_bound: rng.u8(..25) == 0,
-            questions: rng.bool(),
         };
         if !(plan.idempotency
             || plan.approval_ticket
             || plan.approval_request_state
             || plan.tasks
             || plan.kept_runs
-            || plan.changed_records
-            || plan.questions)
+            || plan.changed_records)
         {
             plan.kept_runs = true;
         }
@@ -195,10 +195,13 @@ fn run_seed(seed: u64) -> (Vec<Violation>, String) {
             let mut actors = Vec::new();
             // Each surface's stream is forked whether it runs or not, so a surface's plan does
             // not change with the others'.
-            let mut streams = (0..8).map(|_| rng.fork()).collect::<Vec<_>>().into_iter();
-            let mut next = || streams.next().expect("eight streams");
+            let mut streams = (0..9).map(|_| rng.fork()).collect::<Vec<_>>().into_iter();
+            let mut next = || streams.next().expect("nine streams");
             let (s0, s1, s2, s3, s4, s5) = (next(), next(), next(), next(), next(), next());
-            let (s6, s7) = (next(), next());
+            let s6 = next();
+            // Drawn from their own streams, so the other surfaces' plans stay as they were.
+            let mut s7 = next();
+            let mut s8 = next();
             if plan.idempotency {
                 actors.push(tokio::spawn(actors::idempotency(Arc::clone(&w), s0)));
             }
@@ -223,8 +226,11 @@ fn run_seed(seed: u64) -> (Vec<Violation>, String) {
             if plan.reserved_kinds {
                 actors.push(tokio::spawn(actors::reserved_kinds(Arc::clone(&w), s6)));
             }
-            if plan.questions {
-                actors.push(tokio::spawn(actors::questions(Arc::clone(&w), s7)));
+            if s7.bool() {
+                actors.push(tokio::spawn(actors::task_questions(Arc::clone(&w), s7)));
+            }
+            if s8.bool() {
+                actors.push(tokio::spawn(actors::questions(Arc::clone(&w), s8)));
             }
             if plan.memory_runs_bound {
                 actors.push(tokio::spawn(actors::memory_runs_bound(Arc::clone(&w))));
@@ -353,6 +359,34 @@ mod checker {
             drive,
             principal: "alice".into(),
         }
+    }
+
+    #[test]
+    fn a_task_answer_its_owner_never_sent_or_a_second_one_is_a_violation() {
+        let sent = |by: &str, value: &str| Event::AnswerSent {
+            tag: "q".into(),
+            owner: "alice".into(),
+            by: by.into(),
+            value: value.into(),
+        };
+        let got = |value: &str| Event::TaskGotAnswer {
+            tag: "q".into(),
+            value: value.into(),
+        };
+        assert!(broken(vec![sent("alice", "a"), got("a")]).is_empty());
+        assert_eq!(
+            broken(vec![sent("bob", "b"), got("b")]),
+            ["principals_stay_apart"]
+        );
+        assert_eq!(
+            broken(vec![
+                sent("alice", "a"),
+                sent("alice", "b"),
+                got("a"),
+                got("b")
+            ]),
+            ["one_answer_per_question"]
+        );
     }
 
     #[test]

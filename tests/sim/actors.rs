@@ -482,6 +482,120 @@ pub async fn tasks(world: Arc<World>, mut rng: fastrand::Rng) {
     join(handles).await;
 }
 
+/// Questions of tasks, answered on any replica: two servers sharing a task store; alice's
+/// tasks ask mid-task, and answers come to either replica, some sent twice or with another
+/// value, some by bob (another principal), some never.
+pub async fn task_questions(world: Arc<World>, mut rng: fastrand::Rng) {
+    let servers: Vec<Arc<Server>> = (0..2)
+        .map(|i| {
+            let server = McpServer::new(world.registry(40 + i, None))
+                .task_store(world.conversations())
+                .task_ttl(Duration::from_secs(600));
+            Arc::new(Server::new(server))
+        })
+        .collect();
+    let mut handles = Vec::new();
+    for c in 0..rng.usize(1..=4) {
+        let tag = format!("ask-{c}");
+        let ms = rng.u64(..=2000);
+        let on = Arc::clone(&servers[rng.usize(..2)]);
+        // Each answer: to which replica, by whom, after how long, which value.
+        let answers: Vec<(usize, &'static str, u64, String)> = (0..rng.usize(0..=3))
+            .map(|n| {
+                let by = if rng.u8(..4) == 0 { "bob" } else { "alice" };
+                (rng.usize(..2), by, rng.u64(..=1500), format!("{by}-{n}"))
+            })
+            .collect();
+        let pollers = (rng.usize(..2), rng.usize(..2));
+        let servers = servers.clone();
+        let world = Arc::clone(&world);
+        handles.push(tokio::spawn(async move {
+            let call = json!({"name": "pick", "arguments": {"tag": tag, "ms": ms}});
+            let answer = on
+                .request("alice", "tools/call", call, mcp::tasks(), json!({}))
+                .await;
+            let Some(task) = answer["result"]["taskId"].as_str().map(str::to_owned) else {
+                world
+                    .history
+                    .push(Event::Note(format!("pick {tag} answered: {answer}")));
+                return;
+            };
+            // Its key, as `tasks/get` on either replica lists it.
+            let mut key = None;
+            for _ in 0..60 {
+                let got = servers[pollers.0]
+                    .request(
+                        "alice",
+                        "tasks/get",
+                        json!({"taskId": task}),
+                        mcp::tasks(),
+                        json!({}),
+                    )
+                    .await;
+                let result = &got["result"];
+                if let Some(first) = result["inputRequests"]
+                    .as_object()
+                    .and_then(|keys| keys.keys().next())
+                {
+                    key = Some(first.clone());
+                    break;
+                }
+                if ["completed", "failed", "cancelled"]
+                    .contains(&result["status"].as_str().unwrap_or_default())
+                {
+                    break;
+                }
+                sleep(Duration::from_millis(500)).await;
+            }
+            let Some(key) = key else {
+                world
+                    .history
+                    .push(Event::Note(format!("pick {tag}: no question listed")));
+                return;
+            };
+            for (to, by, after, value) in answers {
+                sleep(Duration::from_millis(after)).await;
+                world.history.push(Event::AnswerSent {
+                    tag: tag.clone(),
+                    owner: "alice".to_owned(),
+                    by: by.to_owned(),
+                    value: value.clone(),
+                });
+                let responses = json!({ &key: {"action": "accept", "content": {"value": value}} });
+                let ack = servers[to]
+                    .request(
+                        by,
+                        "tasks/update",
+                        json!({"taskId": task, "inputResponses": responses}),
+                        mcp::tasks(),
+                        json!({}),
+                    )
+                    .await;
+                world.history.push(Event::Note(format!(
+                    "tasks/update of {tag} by {by} on {to}: {ack}"
+                )));
+            }
+            for _ in 0..60 {
+                let got = servers[pollers.1]
+                    .request(
+                        "alice",
+                        "tasks/get",
+                        json!({"taskId": task}),
+                        mcp::tasks(),
+                        json!({}),
+                    )
+                    .await;
+                let status = got["result"]["status"].as_str().unwrap_or_default();
+                if ["completed", "failed", "cancelled"].contains(&status) {
+                    break;
+                }
+                sleep(Duration::from_millis(500)).await;
+            }
+        }));
+    }
+    join(handles).await;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Kept runs: resumed on another replica, after crashes, refused saves and refused principals
 // ---------------------------------------------------------------------------------------------

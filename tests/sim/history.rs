@@ -49,6 +49,16 @@ pub enum Event {
         expected: String,
         got: String,
     },
+    /// `by` sent `value` as the answer to the question of the task asked under `tag` (a
+    /// `tasks/update`, to any replica), the task being `owner`'s.
+    AnswerSent {
+        tag: String,
+        owner: String,
+        by: String,
+        value: String,
+    },
+    /// The tool of the task asked under `tag` got `value` as its answer.
+    TaskGotAnswer { tag: String, value: String },
     /// A task began at this instant and must be stopped at its TTL.
     TaskBegan { what: String, ttl: Duration },
     /// A refused request by another principal took something of the owner's away.
@@ -145,6 +155,7 @@ pub fn check(events: &[(Instant, Event)]) -> Vec<Violation> {
     tasks_are_their_own_calls(events, &mut found);
     tasks_stop_at_their_ttl(events, &mut found);
     principals_stay_apart(events, &mut found);
+    task_answers_are_their_owner_s(events, &mut found);
     for (_, event) in events {
         match event {
             Event::Panic(message) => found.push(violation(
@@ -497,6 +508,46 @@ fn principals_stay_apart(events: &[(Instant, Event)], found: &mut Vec<Violation>
                 surface,
                 format!("a refused request took away `{what}`"),
             )),
+            _ => {}
+        }
+    }
+}
+
+/// A task's question gets one answer, and it is one its owner sent (to any replica) before:
+/// never another principal's, never one made up, never two.
+fn task_answers_are_their_owner_s(events: &[(Instant, Event)], found: &mut Vec<Violation>) {
+    let mut sent: HashSet<(&str, &str)> = HashSet::new();
+    let mut got: HashMap<&str, usize> = HashMap::new();
+    for (_, event) in events {
+        match event {
+            Event::AnswerSent {
+                tag,
+                owner,
+                by,
+                value,
+            } if owner == by => {
+                sent.insert((tag, value));
+            }
+            Event::TaskGotAnswer { tag, value } => {
+                let times = got.entry(tag).or_default();
+                *times += 1;
+                if *times == 2 {
+                    found.push(violation(
+                        "one_answer_per_question",
+                        "task-questions",
+                        format!("the question of `{tag}` was answered twice"),
+                    ));
+                }
+                if !sent.contains(&(tag.as_str(), value.as_str())) {
+                    found.push(violation(
+                        "principals_stay_apart",
+                        "task-questions",
+                        format!(
+                            "the question of `{tag}` got `{value}`, which its owner never sent"
+                        ),
+                    ));
+                }
+            }
             _ => {}
         }
     }

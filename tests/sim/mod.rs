@@ -67,6 +67,7 @@ impl World {
             .tool(Pay)
             .tool(PayApproved)
             .tool(Ship)
+            .tool(Pick)
             .idempotency_store(Arc::clone(&self.idempotency))
             .state(Sim {
                 history: self.history.clone(),
@@ -264,6 +265,39 @@ async fn archive(
     let _ = key;
     sim.0.act("tasks", format!("task:{tag}"), &ctx, ms).await;
     Ok(tag)
+}
+
+/// What the user picks.
+#[toolwright::data]
+struct Choice {
+    /// The value picked.
+    value: String,
+}
+
+/// Ask the user to pick a value mid-task (after `ms` of work, so the call is a task by then);
+/// the answer it gets is recorded.
+#[tool(read_only, task, timeout_ms = 36000000)]
+async fn pick(
+    ctx: ToolContext,
+    sim: State<Sim>,
+    /// Which question this is.
+    tag: String,
+    /// How long the work before the question takes, in milliseconds.
+    ms: u64,
+) -> Result<String, ToolError> {
+    tokio::time::sleep(Duration::from_millis(ms)).await;
+    let reply = ctx
+        .ask_named::<Choice>("pick", format!("Pick a value for {tag}"))
+        .await?;
+    let value = match reply {
+        toolwright::ask::Reply::Accepted(Choice { value }) => value,
+        _ => "-".to_owned(),
+    };
+    sim.0.history.push(Event::TaskGotAnswer {
+        tag: tag.clone(),
+        value: value.clone(),
+    });
+    Ok(value)
 }
 
 /// Pay an order.

@@ -9,7 +9,9 @@
 //! sends the call again with the answers and the tool runs again from its start, getting the
 //! answers it has so far at once. So a tool that asks should ask before it acts: put every
 //! effect after the last question. Questions awaited together (`tokio::try_join!`) are asked in
-//! one round. In the agent loop the agent's model answers a sampling request.
+//! one round. A tool running as an MCP task asks through its task instead (`input_required`
+//! until the client answers with `tasks/update`), and goes on where it was. In the agent loop
+//! the agent's model answers a sampling request.
 //!
 //! A caller with no asker (a plain [`Registry::call`](crate::Registry::call)), or a client that
 //! did not declare the capability, makes the request fail with `bad_request`, which the tool may

@@ -131,6 +131,7 @@ impl DynamicTool {
             scopes: Vec::new(),
             requires_approval: false,
             task: false,
+            task_only: false,
             takes_idempotency_key: false,
             providers: Provider::ALL.to_vec(),
             fallback: None,
@@ -190,6 +191,7 @@ pub struct DynamicToolBuilder {
     scopes: Vec<String>,
     requires_approval: bool,
     task: bool,
+    task_only: bool,
     takes_idempotency_key: bool,
     providers: Vec<Provider>,
     fallback: Option<Arc<Handler>>,
@@ -374,6 +376,14 @@ impl DynamicToolBuilder {
         self
     }
 
+    /// Declares that a call over MCP runs only as a task; outside MCP it simply runs
+    /// ([`ToolMeta::task_only`](crate::ToolMeta::task_only)).
+    pub fn task_only(mut self) -> Self {
+        self.task = true;
+        self.task_only = true;
+        self
+    }
+
     /// The handler reads an idempotency key ([`ToolContext::idempotency_key`]) even though the
     /// tool is not side-effecting.
     pub fn takes_idempotency_key(mut self) -> Self {
@@ -488,7 +498,9 @@ impl DynamicToolBuilder {
         if let Some(retries) = self.retries {
             meta = meta.retries(retries);
         }
-        if self.task {
+        if self.task_only {
+            meta = meta.task_only();
+        } else if self.task {
             meta = meta.task();
         }
         meta.internal = self.internal;

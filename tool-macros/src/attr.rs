@@ -53,8 +53,9 @@ pub(crate) struct ToolAttrs {
     pub authorize: Option<Path>,
     pub fallback: Option<Path>,
     pub requires_approval: Option<Span>,
-    /// `task`: a call may run past its request, as an MCP task.
-    pub task: Option<Span>,
+    /// `task`: a call may run past its request, as an MCP task; `task = "required"`: over MCP
+    /// it runs only as one (the flag `true`).
+    pub task: Option<(Span, bool)>,
     /// `grounds(kind = "path", ...)`: the kind (as written) and where in the result.
     pub grounds: Vec<(syn::Ident, LitStr)>,
     /// `blocking = false`: a sync fn that runs inline rather than on the blocking pool.
@@ -210,6 +211,65 @@ pub(crate) fn skip_value(meta: &ParseNestedMeta) -> syn::Result<()> {
         let _: proc_macro2::Group = meta.input.parse()?;
     }
     Ok(())
+}
+
+/// `task` (may run as a task: `Some(false)`) or `task = "required"` (runs only as one:
+/// `Some(true)`), the words of MCP's `taskSupport`; any other value is reported at the value,
+/// naming the two forms.
+fn task_support(cx: &Ctxt, meta: &ParseNestedMeta) -> syn::Result<Option<bool>> {
+    if !meta.input.peek(Token![=]) {
+        return Ok(Some(false));
+    }
+    let value: Expr = meta.value()?.parse()?;
+    let fix = "write `task` for a tool that may run as a task, or `task = \"required\"` for one that runs only as a task over MCP";
+    match &value {
+        Expr::Lit(ExprLit {
+            lit: Lit::Str(text),
+            ..
+        }) => match text.value().as_str() {
+            "required" => Ok(Some(true)),
+            "optional" => {
+                cx.error_spanned_by(
+                    &value,
+                    "`task = \"optional\"` is the flag `task`: write `task`",
+                );
+                Ok(None)
+            }
+            "forbidden" => {
+                cx.error_spanned_by(
+                    &value,
+                    "a tool runs within its request unless it says `task`: remove `task = \"forbidden\"`",
+                );
+                Ok(None)
+            }
+            other => {
+                cx.error_spanned_by(
+                    &value,
+                    format!("`task` takes no value or \"required\", not {other:?}: {fix}"),
+                );
+                Ok(None)
+            }
+        },
+        Expr::Lit(ExprLit {
+            lit: Lit::Bool(flag),
+            ..
+        }) => {
+            let written = if flag.value {
+                "`task = true` is the flag `task`: write `task`"
+            } else {
+                "a tool runs within its request unless it says `task`: remove `task = false`"
+            };
+            cx.error_spanned_by(&value, written);
+            Ok(None)
+        }
+        _ => {
+            cx.error_spanned_by(
+                &value,
+                format!("`task` takes no value or `\"required\"`: {fix}"),
+            );
+            Ok(None)
+        }
+    }
 }
 
 /// Levenshtein distance, for "did you mean" hints.
@@ -391,7 +451,7 @@ struct ToolAttrsBuilder<'c> {
     authorize: Attr<'c, Path>,
     fallback: Attr<'c, Path>,
     requires_approval: Attr<'c, Span>,
-    task: Attr<'c, Span>,
+    task: Attr<'c, (Span, bool)>,
     grounds: Attr<'c, Vec<(syn::Ident, LitStr)>>,
     blocking: Attr<'c, LitBool>,
     /// Repeatable, so a list rather than an [`Attr`].
@@ -441,7 +501,11 @@ impl<'c> ToolAttrsBuilder<'c> {
             "requires_approval" => {
                 set_flag(&mut self.requires_approval, meta, "requires_approval")?
             }
-            "task" => set_flag(&mut self.task, meta, "task")?,
+            "task" => {
+                if let Some(required) = task_support(cx, meta)? {
+                    self.task.set(at, (at.span(), required));
+                }
+            }
             "retries" => {
                 let lit: LitInt = meta.value()?.parse()?;
                 match lit.base10_parse::<u32>() {

@@ -369,8 +369,10 @@ fn meta(tool: &ToolFn) -> TokenStream {
     if attrs.requires_approval.is_some() {
         meta.extend(quote!(.requires_approval()));
     }
-    if attrs.task.is_some() {
-        meta.extend(quote!(.task()));
+    match attrs.task {
+        Some((_, true)) => meta.extend(quote!(.task_only())),
+        Some((_, false)) => meta.extend(quote!(.task())),
+        None => {}
     }
     if !attrs.grounds.is_empty() {
         let grounds = attrs.grounds.iter().map(|(kind, path)| {

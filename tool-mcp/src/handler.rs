@@ -721,19 +721,22 @@ impl ServerHandler for Tools {
             .await
     }
 
-    /// `tasks/update` for a task of this caller's. A served tool asks nothing mid-task, so
-    /// there is nothing to deliver.
+    /// `tasks/update` for a task of this caller's: the client's answers to the questions its
+    /// tool waits for (`inputResponses`, under the keys `tasks/get` showed), on any replica.
     async fn update_task(
         &self,
         request: UpdateTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let resolved = self.session_for(&context, request.meta.as_ref())?;
-        self.shared.tasks.update(
-            resolved.session.principal(),
-            &request.task_id,
-            request.input_responses,
-        )
+        self.shared
+            .tasks
+            .update(
+                resolved.session.principal(),
+                &request.task_id,
+                request.input_responses,
+            )
+            .await
     }
 
     /// The call through the registry in this session's [`Session`]: every outcome a result
@@ -766,14 +769,23 @@ impl ServerHandler for Tools {
         if let Err(refused) = registry.admit(&name, &arguments, &resolved.session, limit) {
             return Err(self.inadmissible(&resolved.session, &name, &refused));
         }
+        // Read once: rmcp copies them out of the request or the session on every read.
+        let capabilities = context.client_capabilities();
+        // A tool that runs only as a task is refused, before anything runs, to a client that
+        // does not take tasks: it is told the extension to declare (SEP-2663).
+        if !declares_tasks(capabilities.as_ref())
+            && registry.spec(&name).is_some_and(|spec| spec.is_task_only())
+        {
+            return Err(ErrorData::missing_required_client_capability(
+                ClientCapabilities::builder().enable_tasks().build(),
+            ));
+        }
         // A search that finds tools changes what this session's `tools/list` holds.
         let searching = !stateless && registry.search_tool() == Some(name.as_ref());
         let listed_before = searching.then(|| registry.specs_for(&resolved.session).count());
         // A 2026-07-28 client that can answer a form is asked (for approval, for a tool's
         // questions) by an input-required result, and sends the call again with the answer;
         // a session's client is asked at once (the session's own asker and approver).
-        // Read once: rmcp copies them out of the request or the session on every read.
-        let capabilities = context.client_capabilities();
         if let Some(refused) = registry
             .spec(&name)
             .and_then(|spec| missing_capability(spec.requires_client(), capabilities.as_ref()))
@@ -851,6 +863,7 @@ impl ServerHandler for Tools {
         if declares_tasks(capabilities.as_ref()) {
             if let Some(spec) = registry.spec(call.name()).filter(|spec| spec.is_task()) {
                 let side_effecting = !spec.idempotent();
+                let task_only = spec.is_task_only();
                 // Boxed: the future rmcp spawns for every request holds this one's state only
                 // for the calls that take this path.
                 return Box::pin(crate::tasks::call_as_task(
@@ -860,7 +873,7 @@ impl ServerHandler for Tools {
                     resolved.named,
                     input,
                     &context,
-                    side_effecting,
+                    (side_effecting, task_only),
                 ))
                 .await;
             }

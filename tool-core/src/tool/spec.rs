@@ -238,6 +238,8 @@ pub struct ToolMeta {
     pub(crate) examples: &'static [&'static str],
     pub(crate) task: bool,
     pub(crate) requires_client: &'static [&'static str],
+    /// Runs only as a task ([`ToolMeta::task_only`]).
+    pub(crate) task_only: bool,
     /// Declared by toolwright itself (the registry's search tool): may ground the kinds it
     /// keeps for itself.
     pub(crate) internal: bool,
@@ -261,6 +263,7 @@ impl ToolMeta {
             examples: &[],
             task: false,
             requires_client: &[],
+            task_only: false,
             internal: false,
         }
     }
@@ -326,6 +329,18 @@ impl ToolMeta {
     /// the session's asker or refused.
     pub const fn requires_client(mut self, capabilities: &'static [&'static str]) -> Self {
         self.requires_client = capabilities;
+        self
+    }
+
+    /// [`ToolMeta::task`], and a call over MCP runs *only* as a task (`taskSupport:
+    /// "required"`): a client that does not take tasks is refused before the body runs
+    /// (`-32021`, naming the tasks extension it must declare). Outside MCP
+    /// ([`Registry::call`](crate::Registry::call), the agent loop) the tool simply runs, as any
+    /// tool does. For work that only makes sense detached from a request: a batch job, a
+    /// migration.
+    pub const fn task_only(mut self) -> Self {
+        self.task = true;
+        self.task_only = true;
         self
     }
 
@@ -464,6 +479,11 @@ impl ToolSpec {
     /// Whether a call may run as a task, past the request that made it ([`ToolMeta::task`]).
     pub fn is_task(&self) -> bool {
         self.meta.task
+    }
+
+    /// Whether a call over MCP runs only as a task ([`ToolMeta::task_only`]).
+    pub fn is_task_only(&self) -> bool {
+        self.meta.task_only
     }
 
     /// Whether the tool body receives an idempotency key.

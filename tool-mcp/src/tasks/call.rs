@@ -1,14 +1,16 @@
-//! A task tool's call as the MCP handler serves it: run until its body starts, then answered
-//! with a task the call keeps running in ([`super::Tasks`] keeps it).
+//! A task tool's call as the MCP handler serves it: run until its body starts and first waits,
+//! then answered with a task the call keeps running in ([`super::Tasks`] keeps it).
 
 use std::sync::{Arc, OnceLock};
 
-use rmcp::model::{CallToolResponse, ClientCapabilities, CreateTaskResult};
+use rmcp::model::{CallToolResponse, CallToolResult, ClientCapabilities, CreateTaskResult};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
+use serde_json::json;
 use toolwright_core::progress::ProgressHandle;
-use toolwright_core::{Outcome, Session, ToolCall};
+use toolwright_core::{ErrorKind, Outcome, Session, ToolCall};
 
+use super::ask::{Gate, Gated, TaskAsker};
 use super::{CallIdentity, TaskSink};
 use crate::handler::{answered, call_tool_result, cancelled, disconnected};
 use crate::input::Input;
@@ -47,8 +49,12 @@ impl std::future::Future for Running {
 }
 
 /// A task tool's call: run until its body starts (checks, the idempotency store and
-/// approval all come first, and what they answer is answered at once), then answered with a
-/// task that the call's future keeps running in. The same call sent again while it runs (the
+/// approval all come first, and what they answer is answered at once) and first waits, then
+/// answered with a task that the call's future keeps running in. Until then a question of the
+/// body goes back in an input-required result to a client that answers those (2026-07-28,
+/// with elicitation), the call ending within its request; after, to the task, which waits
+/// `input_required` for `tasks/update`. A tool that runs only as a task and ends without
+/// waiting is answered with a task all the same. The same call sent again while it runs (the
 /// same principal, conversation, call key, tool and arguments) gets the same task; the same
 /// call key with another tool or other arguments is a call of its own, which the registry's
 /// idempotency store answers `idempotency_mismatch` for a tool with side effects.
@@ -59,7 +65,7 @@ pub(crate) async fn call_as_task(
     named: bool,
     input: Option<Arc<Input>>,
     context: &RequestContext<RoleServer>,
-    side_effecting: bool,
+    (side_effecting, task_only): (bool, bool),
 ) -> Result<CallToolResponse, ErrorData> {
     let tasks = &shared.tasks;
     let principal = session.principal();
@@ -79,33 +85,76 @@ pub(crate) async fn call_as_task(
     // The slot is taken before the checks run, so calls under admission count against the caps
     // as working tasks do; it is given back when the call is answered at once.
     let slot = tasks.admit(principal).await?;
-    let (started, mut has_started) = tokio::sync::oneshot::channel();
+    let gate = Arc::new(Gate::default());
     let status = Arc::new(OnceLock::new());
     let handle = ProgressHandle::with_interval(
-        TaskSink::new(started, Arc::clone(&status)),
+        TaskSink::new(Arc::clone(&gate), Arc::clone(&status)),
         shared.progress_interval,
     );
     let call = call.with_progress(handle);
     let registry = shared.registry.clone();
-    let owned = session.clone();
-    let mut running = Running(tokio::spawn(
-        async move { registry.call_in(&owned, call).await },
-    ));
-    tokio::select! {
+    let inputs = tasks.inputs();
+    let owned = session.clone().with_asker(Arc::new(TaskAsker {
+        gate: Arc::clone(&gate),
+        input: input.clone(),
+        inputs: Arc::clone(&inputs),
+    }));
+    let (commit, mut committed) = tokio::sync::oneshot::channel();
+    let mut running = Running(tokio::spawn(Gated {
+        inner: Box::pin(async move { registry.call_in(&owned, call).await }),
+        gate: Arc::clone(&gate),
+        commit: Some(commit),
+    }));
+    let at_once = tokio::select! {
         biased;
-        outcome = &mut running => return Ok(answered(&outcome?, input)),
-        begun = &mut has_started => {
-            if begun.is_err() {
-                // The call ended without its body starting (its handle went with it).
-                return Ok(answered(&running.await?, input));
-            }
-        }
+        outcome = &mut running => Some(outcome?),
+        became = &mut committed => match became {
+            Ok(()) => None,
+            // The call ended without waiting after its body started (or before it started).
+            Err(_) => Some((&mut running).await?),
+        },
         () = context.ct.cancelled() => return Err(cancelled()),
         () = disconnected(context) => return Err(cancelled()),
-    }
-    let run = async move { running.await.map(|outcome| call_tool_result(&outcome)) };
-    let task = tasks
-        .open(slot, identity, status, run, side_effecting)
-        .await?;
+    };
+    let task = match at_once {
+        // A tool that runs only as a task is answered with one, once its body ran.
+        Some(outcome) if task_only && gate.started() && !gate.round_ended() => {
+            let result = ended(&outcome);
+            tasks
+                .open(
+                    slot,
+                    (identity, Some(inputs)),
+                    status,
+                    async move { result },
+                    side_effecting,
+                )
+                .await?
+        }
+        Some(outcome) => return Ok(answered(&outcome, input)),
+        None => {
+            let run = async move { ended(&running.await?) };
+            tasks
+                .open(slot, (identity, Some(inputs)), status, run, side_effecting)
+                .await?
+        }
+    };
     Ok(CallToolResponse::Task(CreateTaskResult::new(task)))
+}
+
+/// How a task's call ended: its result (the envelope, `isError` for a tool's failure, which the
+/// model reads), or, for a failure of the protocol's making rather than the tool's, the
+/// JSON-RPC error the task fails with. toolwright counts as such a body that panicked (the
+/// pipeline contained it, `tool_panicked`): the tool did not answer at all.
+fn ended(outcome: &Outcome) -> Result<CallToolResult, ErrorData> {
+    if outcome.error_kind() == Some(ErrorKind::ToolPanicked) {
+        return Err(ErrorData::internal_error(
+            format!(
+                "the tool `{}` broke while it ran: {}",
+                outcome.tool(),
+                outcome.message().unwrap_or("it panicked")
+            ),
+            Some(json!({"error_type": "tool_panicked"})),
+        ));
+    }
+    Ok(call_tool_result(outcome))
 }

@@ -20,15 +20,19 @@
 //! caps count the tasks of every replica sharing the store, and the places of a replica that
 //! stopped lapse with their lease.
 
+mod ask;
 mod call;
 
+pub use ask::{MAX_INPUT_RESPONSE_BYTES, MAX_PENDING_INPUTS_PER_TASK};
 pub(crate) use call::{call_as_task, declares_tasks};
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 use std::time::Duration;
 
-use rmcp::model::{CallToolResult, DetailedTask, JsonObject, Task, TaskPayload, TaskStatus};
+use rmcp::model::{
+    CallToolResult, DetailedTask, InputResponses, JsonObject, Task, TaskPayload, TaskStatus,
+};
 use rmcp::task_manager::current_timestamp;
 use rmcp::ErrorData;
 use serde::{Deserialize, Serialize};
@@ -37,6 +41,8 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use toolwright_core::conversation::{ConversationStore, RunClaim, SlotCap, SlotHold};
 use toolwright_core::progress::{Progress, ProgressSink};
+
+use ask::{answer_key, Gate, TaskInputs};
 
 /// How long a task lives by default: 1 hour from when it was created, working or done; a task
 /// still working then is stopped and reported `failed`, and a finished one is forgotten an hour
@@ -189,11 +195,23 @@ struct Entry {
     finished_at: Option<Instant>,
     cancel: CancellationToken,
     running: Option<tokio::task::AbortHandle>,
+    /// The questions its tool asks, while it works.
+    inputs: Option<Arc<TaskInputs>>,
 }
 
 impl Entry {
+    /// The task as `tasks/get` answers it: `input_required` with the questions waiting, while
+    /// its tool waits for their answers.
     fn detailed(&self) -> DetailedTask {
-        DetailedTask::new(self.task.clone(), self.payload.clone())
+        let waiting = match (&self.payload, &self.inputs) {
+            (TaskPayload::Working, Some(inputs)) => inputs.requests(),
+            _ => None,
+        };
+        let payload = match waiting {
+            Some(input_requests) => TaskPayload::InputRequired { input_requests },
+            None => self.payload.clone(),
+        };
+        DetailedTask::new(self.task.clone(), payload)
     }
 }
 
@@ -261,6 +279,7 @@ impl Book {
         entry.bytes = bytes;
         entry.finished_at = Some(Instant::now());
         entry.running = None;
+        entry.inputs = None;
         let principal = entry.principal.clone();
         if let Some(call) = entry.call.take() {
             self.by_call.remove(&call);
@@ -555,12 +574,13 @@ impl Tasks {
 
     /// Makes a task of a call already past its checks: `run` is the call's outcome, as a result;
     /// `context` learns the task's context, for progress; the task is cancelled by dropping
-    /// `run`, and stopped so at its TTL. `slot` is held until it ends. With a store, the task is
-    /// there before this returns.
+    /// `run`, and stopped so at its TTL. `slot` is held until it ends. `inputs`: the questions
+    /// its tool asks, under the task's id ([`Tasks::inputs`]); without them the task gets a
+    /// fresh id. With a store, the task is there before this returns.
     pub(crate) async fn open<F>(
         &self,
         slot: Slot,
-        call: Option<CallIdentity>,
+        (call, inputs): (Option<CallIdentity>, Option<Arc<TaskInputs>>),
         context: Arc<OnceLock<TaskContext>>,
         run: F,
         side_effecting: bool,
@@ -569,13 +589,19 @@ impl Tasks {
         F: std::future::Future<Output = Result<CallToolResult, ErrorData>> + Send + 'static,
     {
         let principal = slot.principal.clone();
-        let id = uuid::Uuid::new_v4().to_string();
+        let id = inputs.as_ref().map_or_else(
+            || uuid::Uuid::new_v4().to_string(),
+            |inputs| inputs.id().to_owned(),
+        );
         let now = current_timestamp();
         let mut task = Task::new(id.clone(), TaskStatus::Working, now.clone(), now);
         task.ttl_ms = Some(millis(self.rules.ttl));
         task.poll_interval_ms = Some(millis(self.rules.poll_interval).max(1));
         let cancel = CancellationToken::new();
-        let ended = Arc::new(tokio::sync::Notify::new());
+        // Told when the task ends, and when its questions change: its record is saved then.
+        let ended = inputs
+            .as_ref()
+            .map_or_else(|| Arc::new(tokio::sync::Notify::new()), |i| i.touched());
         let _ = context.set(TaskContext {
             id: id.clone(),
             book: Arc::downgrade(&self.book),
@@ -596,6 +622,7 @@ impl Tasks {
                     finished_at: None,
                     cancel: cancel.clone(),
                     running: None,
+                    inputs,
                 },
             );
         }
@@ -670,6 +697,18 @@ impl Tasks {
         Ok(task)
     }
 
+    /// The questions of a task call about to start, under the id its task will have: answered
+    /// here at once, or from the store at the poll interval (or a fifth of the lease, if
+    /// shorter) when sent to another replica.
+    pub(crate) fn inputs(&self) -> Arc<TaskInputs> {
+        let beat = self.rules.poll_interval.min(self.rules.lease / 5);
+        Arc::new(TaskInputs::new(
+            uuid::Uuid::new_v4().to_string(),
+            self.rules.store.clone(),
+            beat,
+        ))
+    }
+
     /// Cancels a task this replica runs: its call's future is dropped.
     fn cancel_here(&self, id: &str) {
         if let Some(entry) = lock(&self.book).entries.get(id) {
@@ -707,9 +746,30 @@ impl Tasks {
         let Some(store) = &self.rules.store else {
             return Err(unknown_task(id));
         };
-        let kept = self.kept_elsewhere(store, principal, id).await?;
+        let mut kept = self.kept_elsewhere(store, principal, id).await?;
         if kept.task.status().is_terminal() {
             return Ok(kept.task);
+        }
+        if let TaskPayload::InputRequired { input_requests } = &mut kept.task.payload {
+            // Answers sent to this replica or another are not in the record until the replica
+            // running the task reads them: a question answered already is not shown.
+            let mut answered = Vec::new();
+            for key in input_requests.keys() {
+                if store
+                    .load_run(&answer_key(id, key))
+                    .await
+                    .map_err(store_error)?
+                    .is_some()
+                {
+                    answered.push(key.clone());
+                }
+            }
+            for key in &answered {
+                input_requests.remove(key);
+            }
+            if input_requests.is_empty() {
+                kept.task = DetailedTask::new(kept.task.task.clone(), TaskPayload::Working);
+            }
         }
         // Working, says the store: so it is while its replica holds it.
         let key = task_key(id);
@@ -781,25 +841,90 @@ impl Tasks {
             .await
             .map_err(store_error)?
             .ok_or_else(|| unknown_task(id))?;
-        let kept: Kept = serde_json::from_str(&body).map_err(|_| unknown_task(id))?;
+        // A record another version wrote, or a corrupt one: reported, never a panic.
+        let kept: Kept = serde_json::from_str(&body).map_err(|e| {
+            ErrorData::internal_error(
+                format!("the task store's record of task `{id}` is unreadable: {e}"),
+                Some(json!({"taskId": id, "error_type": "unavailable"})),
+            )
+        })?;
         if kept.principal.as_deref() != principal {
             return Err(unknown_task(id));
         }
         Ok(kept)
     }
 
-    /// `tasks/update`: a served tool asks nothing of its client mid-task, so there is nothing
-    /// to answer; the task must be the caller's all the same.
-    pub(crate) fn update(
+    /// `tasks/update`: the client's answers to the questions task `id` waits for, delivered
+    /// at once when this replica runs it, else kept in the store for the replica that does. An
+    /// answer under a key no question waits for (unknown, answered already) is ignored, as
+    /// SEP-2663 says; another principal's task is answered as an unknown one; an answer over
+    /// [`MAX_INPUT_RESPONSE_BYTES`] is refused, and nothing of the update delivered.
+    pub(crate) async fn update(
         &self,
         principal: Option<&str>,
         id: &str,
-        responses: impl IntoIterator<Item = (String, serde_json::Value)>,
+        responses: InputResponses,
     ) -> Result<(), ErrorData> {
-        let _ = responses.into_iter();
-        self.local(principal, id)
-            .unwrap_or_else(|| Err(unknown_task(id)))
-            .map(|_| ())
+        let mut texts = Vec::with_capacity(responses.len());
+        for (key, value) in responses {
+            let text = serde_json::to_string(&value).unwrap_or_default();
+            if text.len() > ask::MAX_INPUT_RESPONSE_BYTES {
+                return Err(ErrorData::invalid_params(
+                    format!(
+                        "the answer `{key}` is {} bytes, more than a task takes \
+                         ({} bytes)",
+                        text.len(),
+                        ask::MAX_INPUT_RESPONSE_BYTES
+                    ),
+                    Some(
+                        json!({"taskId": id, "key": key, "limit_bytes": ask::MAX_INPUT_RESPONSE_BYTES}),
+                    ),
+                ));
+            }
+            texts.push((key, value, text));
+        }
+        let here = {
+            let book = self.book();
+            match book.entries.get(id) {
+                Some(entry) if entry.principal.as_deref() != principal => {
+                    return Err(unknown_task(id))
+                }
+                Some(entry) => Some(entry.inputs.clone()),
+                None => None,
+            }
+        };
+        if let Some(inputs) = here {
+            if let Some(inputs) = inputs {
+                for (key, value, _) in texts {
+                    inputs.answer(&key, value);
+                }
+            }
+            return Ok(());
+        }
+        let Some(store) = &self.rules.store else {
+            return Err(unknown_task(id));
+        };
+        let kept = self.kept_elsewhere(store, principal, id).await?;
+        let TaskPayload::InputRequired { input_requests } = &kept.task.payload else {
+            return Ok(());
+        };
+        for (key, _, text) in texts {
+            if !input_requests.contains_key(&key) {
+                continue;
+            }
+            // Written once: of two answers to one key, sent to two replicas, one wins.
+            store
+                .create_run(
+                    &answer_key(id, &key),
+                    &self.holder,
+                    &text,
+                    self.rules.lease,
+                    self.rules.ttl,
+                )
+                .await
+                .map_err(store_error)?;
+        }
+        Ok(())
     }
 }
 
@@ -904,19 +1029,13 @@ fn unknown_task(id: &str) -> ErrorData {
 /// What a task call's progress handle tells: that the body starts (the call becomes a task),
 /// and each progress report, as the task's status message.
 pub(crate) struct TaskSink {
-    started: Mutex<Option<tokio::sync::oneshot::Sender<()>>>,
+    gate: Arc<Gate>,
     context: Arc<OnceLock<TaskContext>>,
 }
 
 impl TaskSink {
-    pub(crate) fn new(
-        started: tokio::sync::oneshot::Sender<()>,
-        context: Arc<OnceLock<TaskContext>>,
-    ) -> Self {
-        TaskSink {
-            started: Mutex::new(Some(started)),
-            context,
-        }
+    pub(crate) fn new(gate: Arc<Gate>, context: Arc<OnceLock<TaskContext>>) -> Self {
+        TaskSink { gate, context }
     }
 }
 
@@ -936,14 +1055,7 @@ impl ProgressSink for TaskSink {
     }
 
     fn started(&self) {
-        if let Some(started) = self
-            .started
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take()
-        {
-            let _ = started.send(());
-        }
+        self.gate.start();
     }
 }
 
@@ -969,7 +1081,7 @@ mod tests {
             Ok(CallToolResult::success(Vec::new()))
         };
         let task = tasks
-            .open(slot, None, Arc::new(OnceLock::new()), run, false)
+            .open(slot, (None, None), Arc::new(OnceLock::new()), run, false)
             .await
             .expect("a task");
         let id = task.task_id.clone();

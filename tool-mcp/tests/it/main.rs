@@ -15,3 +15,4 @@ mod proxy;
 mod revisions;
 mod sessions;
 mod stdio;
+mod task_ask;

@@ -1695,7 +1695,7 @@ async fn tasks_answer_on_any_replica_sharing_a_memory_store() {
 
 #[cfg(feature = "redis")]
 #[path = "../../../tests/it/support/redis_server.rs"]
-mod redis_server;
+pub(crate) mod redis_server;
 
 /// The same on a real `redis-server`, in real time (its holds pass on the server's clock): a
 /// two-second report, a half-second lease.
