@@ -39,7 +39,9 @@ mod scripted;
 
 pub use anthropic::AnthropicMessages;
 pub use gemini::GeminiGenerate;
-pub use openai::OpenAiChat;
+pub use openai::{
+    OpenAiChat, DEFAULT_CHUNK_TIMEOUT, DEFAULT_FIRST_CHUNK_TIMEOUT, DEFAULT_STREAM_TIMEOUT,
+};
 pub use responses::OpenAiResponses;
 pub use scripted::{ReceivedRequest, ScriptedReply, ScriptedServer};
 
@@ -161,13 +163,24 @@ pub(crate) fn malformed(provider: &str, what: impl std::fmt::Display) -> ModelEr
     )
 }
 
-/// Token counts from two fields of a usage object, when both are numbers.
-pub(crate) fn usage(value: Option<&Value>, input: &str, output: &str) -> Option<Usage> {
+/// Token counts from a provider's usage object: the sum of the `input` fields and the sum of
+/// the `output` fields (a field absent counts 0; a provider that reports cached or reasoning
+/// tokens apart from the rest bills them all the same). `None` when no field is a number.
+pub(crate) fn usage(value: Option<&Value>, input: &[&str], output: &[&str]) -> Option<Usage> {
     let value = value?;
-    Some(Usage {
-        input_tokens: value.get(input)?.as_u64()?,
-        output_tokens: value.get(output)?.as_u64()?,
-    })
+    let mut found = false;
+    let mut sum = |fields: &[&str]| {
+        fields
+            .iter()
+            .filter_map(|field| value.get(*field)?.as_u64())
+            .inspect(|_| found = true)
+            .fold(0u64, u64::saturating_add)
+    };
+    let usage = Usage {
+        input_tokens: sum(input),
+        output_tokens: sum(output),
+    };
+    found.then_some(usage)
 }
 
 /// The environment variable's value, if set and not empty.

@@ -11,3 +11,5 @@ mod client_requests;
 mod support;
 #[cfg(feature = "http")]
 mod wire;
+#[cfg(feature = "http")]
+mod wire_bounds;
