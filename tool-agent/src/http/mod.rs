@@ -14,8 +14,11 @@
 //! support): a refused connection is `unavailable` (never started), a 429 is `rate_limited`
 //! with its `Retry-After`, a 5xx `unavailable`, a 401 `auth_expired`, a 400 `bad_request` with
 //! the provider's own message, a body that is not the provider's format `invalid_result`, and a
-//! stream that ends before the answer does `unavailable`; the [`Agent`](crate::Agent) retries
-//! the transient ones.
+//! stream that ends before the answer does `unavailable`, a stream that stalls (no first event,
+//! a pause between events, or no end, past [`OpenAiChat`]'s stream timeouts) `timeout`; the
+//! [`Agent`](crate::Agent) retries the transient ones. Every client reads the tokens its
+//! provider bills, cached prompt tokens and reasoning tokens included, for
+//! [`UsageLimits`](crate::UsageLimits).
 //!
 //! To test code that uses these clients without a key or a network, point them at a
 //! [`ScriptedServer`]: scripted turns served on loopback in each API's wire format, every
