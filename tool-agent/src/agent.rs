@@ -924,8 +924,9 @@ pub struct Step {
 
 /// A finished (or paused) run: how it ended, the conversation, every step and the tokens.
 ///
-/// A run serializes whole (serde): the transcript, the steps, the turn waiting for approval and
-/// the recovery counts, so a paused run written out here is resumed by [`Agent::resume`] in
+/// A run serializes whole (serde): the transcript, the steps, the turn waiting for approval, the
+/// recovery counts, the usage counts ([`UsageLimits`]) and the record of repeated calls
+/// ([`RepeatedCalls`]), so a paused run written out here is resumed by [`Agent::resume`] in
 /// another process. [`Agent::run_kept`] keeps it in the session's conversation store instead.
 /// Reading one back checks its shape: a waiting turn must have one outcome slot per call (the
 /// outcome in a slot of that call), at least one call still to run, and be the last assistant

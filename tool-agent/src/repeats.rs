@@ -1,8 +1,7 @@
 //! Repeated calls: the same tool with the same arguments, made again within a run. Past a
 //! threshold the call does not run, and the model is told it already has that answer, or that
 //! the call keeps failing. A model in a loop otherwise spends its steps (and the tools' quota)
-//! asking the same question, which Anthropic's "Building effective agents" names as the failure
-//! to guard against with stopping conditions.
+//! asking the same question, and the step cap stops it only once every step is spent.
 //!
 //! Two calls are the same when their fingerprints are: the canonical form of the arguments the
 //! idempotency key uses ([`Fingerprint::for_tool`]), so `{"a":1,"b":2}` and `{ "b": 2, "a": 1 }`
