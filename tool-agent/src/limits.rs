@@ -205,6 +205,24 @@ pub(crate) struct Exceeded {
 }
 
 /// Which [`UsageLimits`] limit ended a run.
+///
+/// ```
+/// use toolwright::agent::{End, Limit, Run};
+///
+/// fn explain(run: &Run) -> Option<String> {
+///     match run.end() {
+///         End::UsageLimit { limit: Limit::Cost, used, allowed } => Some(format!(
+///             "stopped at ${:.2} of ${:.2}",
+///             *used as f64 / 1e6,
+///             *allowed as f64 / 1e6
+///         )),
+///         End::UsageLimit { limit, used, allowed } => {
+///             Some(format!("stopped: {used} {limit} of {allowed} allowed"))
+///         }
+///         _ => None,
+///     }
+/// }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]

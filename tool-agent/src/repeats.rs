@@ -13,14 +13,31 @@ use toolwright_core::idempotency::Fingerprint;
 use toolwright_core::{ErrorKind, Outcome, Registry, Seam, Status, ToolCall};
 
 /// Identical calls that run in a run by default: 3. A 4th is answered from the record.
+///
+/// ```
+/// use toolwright::agent::{RepeatedCalls, DEFAULT_MAX_IDENTICAL_CALLS};
+///
+/// assert_eq!(RepeatedCalls::new(), RepeatedCalls::new().max_identical(DEFAULT_MAX_IDENTICAL_CALLS));
+/// ```
 pub const DEFAULT_MAX_IDENTICAL_CALLS: u32 = 3;
 
 /// Identical calls that may fail in a row by default: 2. A 3rd is not run.
+///
+/// ```
+/// use toolwright::agent::{RepeatedCalls, DEFAULT_MAX_IDENTICAL_FAILURES};
+///
+/// let same = RepeatedCalls::new().max_failures_in_a_row(DEFAULT_MAX_IDENTICAL_FAILURES);
+/// assert_eq!(same, RepeatedCalls::new());
+/// ```
 pub const DEFAULT_MAX_IDENTICAL_FAILURES: u32 = 2;
 
 /// Distinct calls a run remembers for [`RepeatedCalls`]: 64, the most recently made. A call
 /// older than the 64 distinct calls made since is counted afresh; the record of a kept run
 /// stays a few kilobytes however long it runs.
+///
+/// ```
+/// assert_eq!(toolwright::agent::REPEAT_RECORD_CAP, 64);
+/// ```
 pub const REPEAT_RECORD_CAP: usize = 64;
 
 /// When a call made again with the same arguments is not run. Set it with

@@ -49,15 +49,37 @@ pub struct OpenAiChat {
 
 /// The first chunk of a stream waited for when none is set: 60 s, from sending the request
 /// to its first event (a reasoning model may think that long before it writes).
+///
+/// ```
+/// use toolwright::agent::http::{OpenAiChat, DEFAULT_FIRST_CHUNK_TIMEOUT};
+///
+/// // A reasoning model that thinks longer before it writes:
+/// let model = OpenAiChat::new("o3").streaming(true).first_chunk_timeout(DEFAULT_FIRST_CHUNK_TIMEOUT * 3);
+/// # let _ = model;
+/// ```
 pub const DEFAULT_FIRST_CHUNK_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The wait between two events of a stream when none is set: 30 s, far longer than a provider
 /// that is still writing pauses.
+///
+/// ```
+/// use toolwright::agent::http::{OpenAiChat, DEFAULT_CHUNK_TIMEOUT};
+///
+/// let model = OpenAiChat::new("gpt-4.1-mini").streaming(true).chunk_timeout(DEFAULT_CHUNK_TIMEOUT / 3);
+/// # let _ = model;
+/// ```
 pub const DEFAULT_CHUNK_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The whole of a stream when no limit is set: 10 minutes. The agent's own
 /// [`model_timeout`](crate::AgentBuilder::model_timeout) (120 s by default) bounds a request
 /// made by the loop sooner.
+///
+/// ```
+/// use std::time::Duration;
+/// use toolwright::agent::http::DEFAULT_STREAM_TIMEOUT;
+///
+/// assert_eq!(DEFAULT_STREAM_TIMEOUT, Duration::from_secs(600));
+/// ```
 pub const DEFAULT_STREAM_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// When a stream counts as stalled.

@@ -159,6 +159,16 @@ impl ScriptedReply {
     /// The same reply, its body sent a piece at a time, `every` apart (on tokio's clock): each
     /// server-sent event (a piece ending in a blank line) is one piece, so a streamed turn
     /// arrives event by event, as a slow provider's does.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use toolwright::agent::Turn;
+    /// use toolwright::agent::http::ScriptedReply;
+    ///
+    /// // Streamed to a client with `.streaming(true)`: a word every 50 ms.
+    /// let slow = ScriptedReply::from(Turn::text("one word at a time")).pace(Duration::from_millis(50));
+    /// # let _ = slow;
+    /// ```
     pub fn pace(mut self, every: Duration) -> Self {
         self.pace = every;
         self
