@@ -23,7 +23,7 @@ use crate::kept::Keeper;
 use crate::limits::{Exceeded, Limit, UsageLimits};
 use crate::message::{AssistantTurn, Message, Usage};
 use crate::model::{AgentEvent, ChatModel, Events, ModelError, ModelRequest, Reported, Turn};
-use crate::repeats::{RepeatedCalls, Repeats, Verdict};
+use crate::repeats::{not_retryable, RepeatedCalls, Repeats, Verdict};
 
 /// The step cap when none is set: 10 model turns, the cap of the agent loop in "How to Handle
 /// Tool Execution Failures" (a model stuck on a failing tool otherwise loops until the token
@@ -333,7 +333,8 @@ impl Agent {
             }));
             // Tokens are known only now: the answer that passed a limit ends the run.
             if let Some(exceeded) = inner.limits.after_answer(run.usage) {
-                run.end = exceeded.into();
+                let unrun = vec![None; calls.len()];
+                run.end = self.end_unrun(&mut run, &calls, unrun, exceeded);
                 return run;
             }
             if calls.is_empty() {
@@ -347,7 +348,7 @@ impl Agent {
             self.answer_repeats(&mut run, &calls, &mut outcomes);
             let to_run = outcomes.iter().filter(|o| o.is_none()).count() as u64;
             if let Some(exceeded) = inner.limits.before_calls(run.tool_calls, to_run) {
-                run.end = exceeded.into();
+                run.end = self.end_unrun(&mut run, &calls, outcomes, exceeded);
                 return run;
             }
             run.tool_calls = run.tool_calls.saturating_add(to_run);
@@ -390,6 +391,51 @@ impl Agent {
             *slot = Some(outcome);
         }
         outcomes
+    }
+
+    /// Ends the run on a usage limit with the turn's calls not run: each call without an
+    /// outcome is answered with a refusal saying which limit, so the transcript pairs every call
+    /// with its result and a conversation continued from it (after raising the limit, say) is
+    /// one a provider accepts.
+    fn end_unrun(
+        &self,
+        run: &mut Run,
+        calls: &[ToolCall],
+        outcomes: Vec<Option<Outcome>>,
+        exceeded: Exceeded,
+    ) -> End {
+        if calls.is_empty() {
+            return exceeded.into();
+        }
+        let inner = &*self.inner;
+        let mut results = Vec::with_capacity(calls.len());
+        for (call, outcome) in calls.iter().zip(outcomes) {
+            let outcome = match outcome {
+                Some(outcome) => outcome,
+                None => {
+                    let refused = not_retryable(Outcome::refused(
+                        call.id(),
+                        call.name(),
+                        ErrorKind::RateLimited,
+                        format!(
+                            "this call did not run: the run reached its limit of {} {}",
+                            exceeded.allowed, exceeded.limit
+                        ),
+                    ));
+                    inner.events.emit(AgentEvent::ToolOutcome {
+                        call,
+                        outcome: &refused,
+                    });
+                    if let Some(last) = run.steps.last_mut() {
+                        last.outcomes.push(refused.clone());
+                    }
+                    refused
+                }
+            };
+            results.push(outcome);
+        }
+        run.transcript.push(Message::ToolResults(results));
+        exceeded.into()
     }
 
     /// Answers, in `outcomes`, the calls that repeat a call the run made often enough already
@@ -842,6 +888,9 @@ pub enum End {
     /// The run would have passed one of its [`usage_limits`](AgentBuilder::usage_limits): the
     /// request or the turn's calls that would pass a request or tool-call limit were not made;
     /// the answer that passed a token or cost limit is in the transcript, its calls not run.
+    /// A call not run is answered in the transcript and its step with a `rate_limited`
+    /// refusal, not retryable, naming the limit, so a conversation continued from the
+    /// transcript pairs every call with a result.
     UsageLimit {
         /// The limit.
         limit: Limit,

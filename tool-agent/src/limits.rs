@@ -22,6 +22,9 @@ use crate::message::Usage;
 /// | [`max_input_tokens`](Self::max_input_tokens), [`max_output_tokens`](Self::max_output_tokens), [`max_total_tokens`](Self::max_total_tokens) | as each provider reports them | after each answer: the answer that passed it ends the run, its calls not run |
 /// | [`max_cost`](Self::max_cost) | tokens times the [`Prices`] given | after each answer, as tokens |
 ///
+/// A call that does not run because of a limit is answered with a `rate_limited` refusal, not
+/// retryable, that names the limit, so the transcript pairs every call with a result.
+///
 /// The counts belong to the run ([`Run::model_requests`](crate::Run::model_requests),
 /// [`Run::tool_calls`](crate::Run::tool_calls), [`Run::usage`](crate::Run::usage)): a run
 /// resumed after approval, or a kept run resumed after a crash, goes on counting from them, so

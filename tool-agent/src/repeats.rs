@@ -262,7 +262,7 @@ fn rewrite(outcome: &Outcome, edit: impl FnOnce(&mut Map<String, Value>)) -> Opt
 }
 
 /// A refusal that tells the model not to make the call again, whatever its kind's default.
-fn not_retryable(outcome: Outcome) -> Outcome {
+pub(crate) fn not_retryable(outcome: Outcome) -> Outcome {
     rewrite(&outcome, |record| {
         if let Some(failure) = record.get_mut("failure").and_then(Value::as_object_mut) {
             failure.insert("retryable".into(), Value::Bool(false));

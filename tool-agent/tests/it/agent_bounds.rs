@@ -154,7 +154,19 @@ async fn a_tool_call_limit_runs_none_of_the_calls_of_the_turn_that_would_pass_it
     assert_eq!(limit_of(run.end()), (Limit::ToolCalls, 4, 3));
     assert_eq!(counts.lookups.load(Ordering::SeqCst), 2);
     assert_eq!(run.tool_calls(), 2);
-    assert!(run.steps()[1].outcomes.is_empty(), "no call of turn 2 ran");
+    // No call of turn 2 ran; each is answered, so the transcript pairs every call with a result.
+    let refused = &run.steps()[1].outcomes;
+    assert_eq!(refused.len(), 2);
+    for outcome in refused {
+        assert_eq!(outcome.error_kind(), Some(ErrorKind::RateLimited));
+        assert!(!outcome.retryable());
+        assert_eq!(outcome.attempts(), 0);
+        assert!(outcome
+            .message()
+            .unwrap()
+            .contains("the run reached its limit of 3 tool_calls"));
+    }
+    assert!(matches!(run.transcript().last(), Some(Message::ToolResults(r)) if r.len() == 2));
 }
 
 #[tokio::test(start_paused = true)]
@@ -171,8 +183,12 @@ async fn an_output_token_limit_ends_the_run_after_the_answer_that_passed_it() {
 
     assert_eq!(limit_of(run.end()), (Limit::OutputTokens, 120, 100));
     assert_eq!(model.requests().len(), 3);
-    // The third answer passed it: its call did not run.
+    // The third answer passed it: its call did not run, and is answered so.
     assert_eq!(counts.lookups.load(Ordering::SeqCst), 2);
+    let third = &run.steps()[2].outcomes[0];
+    assert_eq!(third.error_kind(), Some(ErrorKind::RateLimited));
+    assert!(third.message().unwrap().contains("100 output_tokens"));
+    assert!(matches!(run.transcript().last(), Some(Message::ToolResults(r)) if r.len() == 1));
     assert_eq!(run.usage().output_tokens, 120);
 }
 
