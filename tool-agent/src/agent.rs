@@ -302,7 +302,7 @@ impl Agent {
                     return run;
                 }
                 Ok(Err(Unanswered::Limit(exceeded))) => {
-                    run.end = exceeded.into();
+                    run.end = exceeded.end();
                     return run;
                 }
                 Ok(Ok(answer)) => answer,
@@ -405,7 +405,7 @@ impl Agent {
         exceeded: Exceeded,
     ) -> End {
         if calls.is_empty() {
-            return exceeded.into();
+            return exceeded.end();
         }
         let inner = &*self.inner;
         let mut results = Vec::with_capacity(calls.len());
@@ -435,7 +435,7 @@ impl Agent {
             results.push(outcome);
         }
         run.transcript.push(Message::ToolResults(results));
-        exceeded.into()
+        exceeded.end()
     }
 
     /// Answers, in `outcomes`, the calls that repeat a call the run made often enough already
@@ -902,12 +902,20 @@ pub enum End {
     },
 }
 
-impl From<Exceeded> for End {
-    fn from(exceeded: Exceeded) -> End {
+impl Exceeded {
+    /// The end of a run that reached this limit (logged: a limit reached is worth a line).
+    fn end(self) -> End {
+        tracing::info!(
+            target: "toolwright::agent",
+            limit = %self.limit,
+            used = self.used,
+            allowed = self.allowed,
+            "the run reached a usage limit"
+        );
         End::UsageLimit {
-            limit: exceeded.limit,
-            used: exceeded.used,
-            allowed: exceeded.allowed,
+            limit: self.limit,
+            used: self.used,
+            allowed: self.allowed,
         }
     }
 }
