@@ -619,6 +619,10 @@ impl Agent {
                     ModelError::new(error.kind(), message).with_attempts(attempt),
                 ));
             }
+            // A retry the request limit would refuse is not waited for.
+            if let Some(exceeded) = inner.limits.before_request(*requests) {
+                return Err(Unanswered::Limit(exceeded));
+            }
             if !inner.budget.withdraw(inner.nanos()) {
                 let message = format!(
                     "{}; the agent's model retry budget is spent",

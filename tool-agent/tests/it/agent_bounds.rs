@@ -10,8 +10,8 @@ use serde_json::Value;
 use toolwright::conversation::{ConversationStore, MemoryConversationStore};
 use toolwright::prelude::*;
 use toolwright_agent::{
-    Agent, End, Limit, Message, ModelError, Prices, RepeatedCalls, RunError, ScriptedModel, Turn,
-    UsageLimits,
+    Agent, AgentEvent, End, Limit, Message, ModelError, Prices, RepeatedCalls, RunError,
+    ScriptedModel, Turn, UsageLimits,
 };
 
 #[derive(Default)]
@@ -122,8 +122,15 @@ async fn retried_requests_count_against_the_request_limit() {
             .then_fail(ModelError::new(ErrorKind::Unavailable, "503"))
             .then(Turn::text("late")),
     );
+    let retries = Arc::new(AtomicU32::new(0));
+    let seen = Arc::clone(&retries);
     let agent = agent(&model, &counts)
         .usage_limits(UsageLimits::new().max_requests(2))
+        .on_event(move |event| {
+            if matches!(event, AgentEvent::ModelRetry { .. }) {
+                seen.fetch_add(1, Ordering::SeqCst);
+            }
+        })
         .build()
         .unwrap();
     let run = agent
@@ -131,6 +138,8 @@ async fn retried_requests_count_against_the_request_limit() {
         .await;
     assert_eq!(limit_of(run.end()), (Limit::Requests, 3, 2));
     assert_eq!(model.requests().len(), 2);
+    // The retry the limit refused was neither announced nor waited for.
+    assert_eq!(retries.load(Ordering::SeqCst), 1);
 }
 
 #[tokio::test(start_paused = true)]
