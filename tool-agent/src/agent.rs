@@ -20,8 +20,10 @@ use tracing::Instrument;
 
 use crate::asker::AgentAsker;
 use crate::kept::Keeper;
+use crate::limits::{Exceeded, Limit, UsageLimits};
 use crate::message::{AssistantTurn, Message, Usage};
 use crate::model::{AgentEvent, ChatModel, Events, ModelError, ModelRequest, Reported, Turn};
+use crate::repeats::{not_retryable, RepeatedCalls, Repeats, Verdict};
 
 /// The step cap when none is set: 10 model turns, the cap of the agent loop in "How to Handle
 /// Tool Execution Failures" (a model stuck on a failing tool otherwise loops until the token
@@ -67,6 +69,8 @@ struct Inner {
     random: Box<dyn RandomSource>,
     events: Events,
     roots: Option<Arc<[Root]>>,
+    limits: UsageLimits,
+    repeats: RepeatedCalls,
 }
 
 impl fmt::Debug for Agent {
@@ -98,6 +102,8 @@ pub struct AgentBuilder {
     random: Box<dyn RandomSource>,
     events: Events,
     roots: Option<Arc<[Root]>>,
+    limits: UsageLimits,
+    repeats: RepeatedCalls,
 }
 
 impl fmt::Debug for AgentBuilder {
@@ -123,6 +129,8 @@ impl Agent {
     /// | [`model_retry`](AgentBuilder::model_retry) | 3 attempts, full jitter from 250 ms, `Retry-After` honoured |
     /// | [`model_retry_budget`](AgentBuilder::model_retry_budget) | retries up to 20% of requests (+1/s) |
     /// | [`model_timeout`](AgentBuilder::model_timeout) | [`DEFAULT_MODEL_TIMEOUT`] (120 s) per request |
+    /// | [`usage_limits`](AgentBuilder::usage_limits) | none: requests, tool calls, tokens and cost unlimited |
+    /// | [`repeated_calls`](AgentBuilder::repeated_calls) | an identical call runs 3 times, fails 2 times in a row ([`RepeatedCalls::new`]) |
     pub fn builder(model: impl ChatModel, registry: Registry) -> AgentBuilder {
         AgentBuilder {
             model: Arc::new(model),
@@ -141,6 +149,8 @@ impl Agent {
             random: Box::new(ThreadRandom),
             events: Events::none(),
             roots: None,
+            limits: UsageLimits::new(),
+            repeats: RepeatedCalls::new(),
         }
     }
 
@@ -279,7 +289,7 @@ impl Agent {
             );
             let asked = tokio::time::timeout_at(
                 deadline,
-                self.ask_model(&run.transcript, &tools, deadline)
+                self.ask_model(&run.transcript, &tools, deadline, &mut run.requests)
                     .instrument(chat),
             );
             let (turn, attempts) = match asked.await {
@@ -287,8 +297,12 @@ impl Agent {
                     run.end = End::Aborted(AbortReason::Deadline);
                     return run;
                 }
-                Ok(Err(error)) => {
+                Ok(Err(Unanswered::Model(error))) => {
                     run.end = End::ModelError(error);
+                    return run;
+                }
+                Ok(Err(Unanswered::Limit(exceeded))) => {
+                    run.end = exceeded.end();
                     return run;
                 }
                 Ok(Ok(answer)) => answer,
@@ -317,6 +331,12 @@ impl Agent {
                 calls: calls.clone(),
                 native,
             }));
+            // Tokens are known only now: the answer that passed a limit ends the run.
+            if let Some(exceeded) = inner.limits.after_answer(run.usage) {
+                let unrun = vec![None; calls.len()];
+                run.end = self.end_unrun(&mut run, &calls, unrun, exceeded);
+                return run;
+            }
             if calls.is_empty() {
                 inner.events.emit(AgentEvent::StepFinished {
                     step: run.steps.len(),
@@ -324,7 +344,14 @@ impl Agent {
                 run.end = End::Final(text.unwrap_or_default());
                 return run;
             }
-            let outcomes = self.past_the_cap(&mut run, &calls);
+            let mut outcomes = self.past_the_cap(&mut run, &calls);
+            self.answer_repeats(&mut run, &calls, &mut outcomes);
+            let to_run = outcomes.iter().filter(|o| o.is_none()).count() as u64;
+            if let Some(exceeded) = inner.limits.before_calls(run.tool_calls, to_run) {
+                run.end = self.end_unrun(&mut run, &calls, outcomes, exceeded);
+                return run;
+            }
+            run.tool_calls = run.tool_calls.saturating_add(to_run);
             let turn = PendingTurn { calls, outcomes };
             if let Err(end) = self.finish_turn(session, &mut run, turn, deadline).await {
                 run.end = end;
@@ -366,6 +393,93 @@ impl Agent {
         outcomes
     }
 
+    /// Ends the run on a usage limit with the turn's calls not run: each call without an
+    /// outcome is answered with a refusal saying which limit, so the transcript pairs every call
+    /// with its result and a conversation continued from it (after raising the limit, say) is
+    /// one a provider accepts.
+    fn end_unrun(
+        &self,
+        run: &mut Run,
+        calls: &[ToolCall],
+        outcomes: Vec<Option<Outcome>>,
+        exceeded: Exceeded,
+    ) -> End {
+        if calls.is_empty() {
+            return exceeded.end();
+        }
+        let inner = &*self.inner;
+        let mut results = Vec::with_capacity(calls.len());
+        for (call, outcome) in calls.iter().zip(outcomes) {
+            let outcome = match outcome {
+                Some(outcome) => outcome,
+                None => {
+                    let refused = not_retryable(Outcome::refused(
+                        call.id(),
+                        call.name(),
+                        ErrorKind::RateLimited,
+                        format!(
+                            "this call did not run: the run reached its limit of {} {}",
+                            exceeded.allowed, exceeded.limit
+                        ),
+                    ));
+                    inner.events.emit(AgentEvent::ToolOutcome {
+                        call,
+                        outcome: &refused,
+                    });
+                    if let Some(last) = run.steps.last_mut() {
+                        last.outcomes.push(refused.clone());
+                    }
+                    refused
+                }
+            };
+            results.push(outcome);
+        }
+        run.transcript.push(Message::ToolResults(results));
+        exceeded.end()
+    }
+
+    /// Answers, in `outcomes`, the calls that repeat a call the run made often enough already
+    /// ([`RepeatedCalls`]): from the run's record of the earlier outcome, or with a refusal.
+    /// Each answer is recorded in the step and reported as an event, as a refusal past the cap.
+    fn answer_repeats(&self, run: &mut Run, calls: &[ToolCall], outcomes: &mut [Option<Outcome>]) {
+        let inner = &*self.inner;
+        let answers: Vec<(usize, Outcome)> = calls
+            .iter()
+            .zip(outcomes.iter())
+            .enumerate()
+            .filter(|(_, (_, slot))| slot.is_none())
+            .filter_map(|(i, (call, _))| {
+                let earlier = |step: usize, id: &str| {
+                    run.steps
+                        .get(step)?
+                        .outcomes
+                        .iter()
+                        .find(|o| o.call_id() == id && o.is_ok())
+                };
+                match run
+                    .repeats
+                    .verdict(inner.repeats, &inner.registry, call, earlier)
+                {
+                    Verdict::Run => None,
+                    Verdict::Answer(outcome) => Some((i, outcome)),
+                }
+            })
+            .collect();
+        for (i, outcome) in answers {
+            let (Some(call), Some(slot)) = (calls.get(i), outcomes.get_mut(i)) else {
+                continue;
+            };
+            inner.events.emit(AgentEvent::ToolOutcome {
+                call,
+                outcome: &outcome,
+            });
+            if let Some(last) = run.steps.last_mut() {
+                last.outcomes.push(outcome.clone());
+            }
+            *slot = Some(outcome);
+        }
+    }
+
     /// Runs the calls of a turn that have no outcome yet, concurrently up to the bound, and
     /// appends every outcome in call order; `Err` ends the run.
     async fn finish_turn(
@@ -405,6 +519,8 @@ impl Agent {
         let mut ticket = None;
         let mut done = Vec::with_capacity(finished.len());
         for (i, call, outcome) in finished {
+            run.repeats
+                .record(&inner.registry, step.saturating_sub(1), &call, &outcome);
             inner.events.emit(AgentEvent::ToolOutcome {
                 call: &call,
                 outcome: &outcome,
@@ -451,11 +567,16 @@ impl Agent {
         transcript: &[Message],
         tools: &Value,
         deadline: Instant,
-    ) -> Result<(Turn, u32), ModelError> {
+        requests: &mut u64,
+    ) -> Result<(Turn, u32), Unanswered> {
         let inner = &*self.inner;
         inner.budget.deposit(inner.nanos());
         let mut attempt = 1;
         loop {
+            if let Some(exceeded) = inner.limits.before_request(*requests) {
+                return Err(Unanswered::Limit(exceeded));
+            }
+            *requests = requests.saturating_add(1);
             // What the client reports of this attempt, so the loop reports the rest.
             let reported = Arc::new(Mutex::new(Reported::default()));
             let events = inner.events.watch(&reported);
@@ -483,7 +604,7 @@ impl Agent {
             };
             let error = error.with_attempts(attempt);
             if !error.kind().is_transient() || attempt >= inner.model_retry.attempts() {
-                return Err(error);
+                return Err(Unanswered::Model(error));
             }
             let wait = error
                 .retry_after()
@@ -494,14 +615,22 @@ impl Agent {
                     error.message(),
                     wait.as_secs_f64()
                 );
-                return Err(ModelError::new(error.kind(), message).with_attempts(attempt));
+                return Err(Unanswered::Model(
+                    ModelError::new(error.kind(), message).with_attempts(attempt),
+                ));
+            }
+            // A retry the request limit would refuse is not waited for.
+            if let Some(exceeded) = inner.limits.before_request(*requests) {
+                return Err(Unanswered::Limit(exceeded));
             }
             if !inner.budget.withdraw(inner.nanos()) {
                 let message = format!(
                     "{}; the agent's model retry budget is spent",
                     error.message()
                 );
-                return Err(ModelError::new(error.kind(), message).with_attempts(attempt));
+                return Err(Unanswered::Model(
+                    ModelError::new(error.kind(), message).with_attempts(attempt),
+                ));
             }
             inner.events.emit(AgentEvent::ModelRetry {
                 error: &error,
@@ -512,6 +641,14 @@ impl Agent {
             attempt += 1;
         }
     }
+}
+
+/// Why a model request gave no turn.
+enum Unanswered {
+    /// The request failed, after the retries it was due.
+    Model(ModelError),
+    /// The next request would pass the run's request limit.
+    Limit(Exceeded),
 }
 
 impl Inner {
@@ -624,6 +761,45 @@ impl AgentBuilder {
         self
     }
 
+    /// What one run may use: model requests, tool calls, tokens, cost ([`UsageLimits`]). A run
+    /// that would pass a limit ends [`End::UsageLimit`]: before the request or the turn's calls
+    /// that would pass a request or tool-call limit, after the answer that passed a token or
+    /// cost limit. Default: no limits.
+    ///
+    /// ```
+    /// use toolwright::agent::{Agent, ScriptedModel, UsageLimits};
+    /// use toolwright::Registry;
+    ///
+    /// let agent = Agent::builder(ScriptedModel::new([]), Registry::builder().build().unwrap())
+    ///     .usage_limits(UsageLimits::new().max_requests(20).max_total_tokens(200_000))
+    ///     .build()
+    ///     .unwrap();
+    /// # let _ = agent;
+    /// ```
+    pub fn usage_limits(mut self, limits: UsageLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// When a call made again with the same arguments within a run does not run
+    /// ([`RepeatedCalls`]). Default: [`RepeatedCalls::new`], 3 identical calls, or 2 identical
+    /// failures in a row; [`RepeatedCalls::off`] runs every repeat.
+    ///
+    /// ```
+    /// use toolwright::agent::{Agent, RepeatedCalls, ScriptedModel};
+    /// use toolwright::Registry;
+    ///
+    /// let agent = Agent::builder(ScriptedModel::new([]), Registry::builder().build().unwrap())
+    ///     .repeated_calls(RepeatedCalls::off())
+    ///     .build()
+    ///     .unwrap();
+    /// # let _ = agent;
+    /// ```
+    pub fn repeated_calls(mut self, repeats: RepeatedCalls) -> Self {
+        self.repeats = repeats;
+        self
+    }
+
     /// The randomness of the backoff jitter (a seeded source makes a test repeatable).
     pub fn random(mut self, random: impl RandomSource) -> Self {
         self.random = Box::new(random);
@@ -687,6 +863,8 @@ impl AgentBuilder {
                 random: self.random,
                 events: self.events,
                 roots: self.roots,
+                limits: self.limits,
+                repeats: self.repeats,
             }),
         })
     }
@@ -711,6 +889,39 @@ pub enum End {
     Aborted(AbortReason),
     /// The model could not be reached or answered nonsense, after the retries it was due.
     ModelError(ModelError),
+    /// The run would have passed one of its [`usage_limits`](AgentBuilder::usage_limits): the
+    /// request or the turn's calls that would pass a request or tool-call limit were not made;
+    /// the answer that passed a token or cost limit is in the transcript, its calls not run.
+    /// A call not run is answered in the transcript and its step with a `rate_limited`
+    /// refusal, not retryable, naming the limit, so a conversation continued from the
+    /// transcript pairs every call with a result.
+    UsageLimit {
+        /// The limit.
+        limit: Limit,
+        /// What the run would have used (a request or tool-call count with those not made) or
+        /// used (tokens; a cost in millionths of the prices' currency): more than `allowed`.
+        used: u64,
+        /// The limit's value.
+        allowed: u64,
+    },
+}
+
+impl Exceeded {
+    /// The end of a run that reached this limit (logged: a limit reached is worth a line).
+    fn end(self) -> End {
+        tracing::info!(
+            target: "toolwright::agent",
+            limit = %self.limit,
+            used = self.used,
+            allowed = self.allowed,
+            "the run reached a usage limit"
+        );
+        End::UsageLimit {
+            limit: self.limit,
+            used: self.used,
+            allowed: self.allowed,
+        }
+    }
 }
 
 /// Why a run was stopped.
@@ -774,8 +985,9 @@ pub struct Step {
 
 /// A finished (or paused) run: how it ended, the conversation, every step and the tokens.
 ///
-/// A run serializes whole (serde): the transcript, the steps, the turn waiting for approval and
-/// the recovery counts, so a paused run written out here is resumed by [`Agent::resume`] in
+/// A run serializes whole (serde): the transcript, the steps, the turn waiting for approval, the
+/// recovery counts, the usage counts ([`UsageLimits`]) and the record of repeated calls
+/// ([`RepeatedCalls`]), so a paused run written out here is resumed by [`Agent::resume`] in
 /// another process. [`Agent::run_kept`] keeps it in the session's conversation store instead.
 /// Reading one back checks its shape: a waiting turn must have one outcome slot per call (the
 /// outcome in a slot of that call), at least one call still to run, and be the last assistant
@@ -802,6 +1014,19 @@ pub struct Run {
     /// Recovery keys (a tool, or "" for invented names) whose budget the model was told is spent.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     exhausted: Vec<String>,
+    /// Model requests made, retries included.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    requests: u64,
+    /// Tool calls run.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    tool_calls: u64,
+    /// Identical calls made, for [`RepeatedCalls`].
+    #[serde(default, skip_serializing_if = "Repeats::is_empty")]
+    repeats: Repeats,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -821,6 +1046,14 @@ struct RunForm {
     pending: Option<PendingTurn>,
     #[serde(default)]
     exhausted: Vec<String>,
+    // Counts are read as u64: a negative, fractional or too large number is a deserialization
+    // error naming the field (`RunError::Unreadable` for a kept run), never a wrapped count.
+    #[serde(default)]
+    requests: u64,
+    #[serde(default)]
+    tool_calls: u64,
+    #[serde(default)]
+    repeats: Repeats,
 }
 
 impl TryFrom<RunForm> for Run {
@@ -853,6 +1086,9 @@ impl TryFrom<RunForm> for Run {
             usage: form.usage,
             pending: form.pending,
             exhausted: form.exhausted,
+            requests: form.requests,
+            tool_calls: form.tool_calls,
+            repeats: form.repeats,
         })
     }
 }
@@ -921,6 +1157,9 @@ impl Run {
             usage: Usage::default(),
             pending: None,
             exhausted: Vec::new(),
+            requests: 0,
+            tool_calls: 0,
+            repeats: Repeats::default(),
         }
     }
 
@@ -955,6 +1194,31 @@ impl Run {
     /// Tokens over every step that reported them.
     pub fn usage(&self) -> Usage {
         self.usage
+    }
+
+    /// Model requests the run made, retries included, across every resume: what
+    /// [`UsageLimits::max_requests`](crate::UsageLimits::max_requests) counts.
+    ///
+    /// ```
+    /// # fn show(run: &toolwright::agent::Run) {
+    /// println!("{} requests, {} tool calls", run.model_requests(), run.tool_calls());
+    /// # }
+    /// ```
+    pub fn model_requests(&self) -> u64 {
+        self.requests
+    }
+
+    /// Tool calls the run ran, across every resume: what
+    /// [`UsageLimits::max_tool_calls`](crate::UsageLimits::max_tool_calls) counts (calls refused
+    /// by the per-turn cap or answered from the repeat record did not run, and are not counted).
+    ///
+    /// ```
+    /// # fn show(run: &toolwright::agent::Run) {
+    /// assert!(run.tool_calls() as usize <= run.outcomes().count());
+    /// # }
+    /// ```
+    pub fn tool_calls(&self) -> u64 {
+        self.tool_calls
     }
 
     /// Every tool outcome of the run, in order.

@@ -47,6 +47,12 @@
 //!   the run ([`AbortReason::Deadline`]), and the conversation's recovery budget: a model that
 //!   makes the same failing call again after its envelope said to stop ends the run
 //!   ([`AbortReason::RecoveryExhausted`]) instead of burning the remaining steps.
+//! - **Usage limits** ([`UsageLimits`], none by default): model requests, tool calls, tokens
+//!   and cost per run, counted across resumes; a run that would pass one ends
+//!   [`End::UsageLimit`].
+//! - **Repeated calls** ([`RepeatedCalls`]): the same tool with the same arguments past 3 runs
+//!   (or 2 failures in a row) is not run again; the model gets the earlier answer or is told
+//!   to change course.
 //! - **Model requests are retried** on `rate_limited` (honouring `Retry-After`), `unavailable`
 //!   (5xx, a stream cut short) and `timeout`, with the tools' capped full-jitter backoff, within
 //!   the agent's own retry budget.
@@ -72,8 +78,10 @@
 mod agent;
 mod asker;
 mod kept;
+mod limits;
 mod message;
 mod model;
+mod repeats;
 mod scripted;
 
 #[cfg(feature = "http")]
@@ -85,6 +93,10 @@ pub use agent::{
     DEFAULT_MAX_STEPS, DEFAULT_MODEL_TIMEOUT,
 };
 pub use kept::{RunError, RUN_LEASE_MARGIN};
+pub use limits::{Limit, Prices, UsageLimits};
 pub use message::{AssistantTurn, Message, Usage};
 pub use model::{AgentEvent, BoxFuture, ChatModel, Events, ModelError, ModelRequest, Turn};
+pub use repeats::{
+    RepeatedCalls, DEFAULT_MAX_IDENTICAL_CALLS, DEFAULT_MAX_IDENTICAL_FAILURES, REPEAT_RECORD_CAP,
+};
 pub use scripted::{ScriptedModel, ScriptedRequest};

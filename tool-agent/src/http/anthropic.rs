@@ -168,7 +168,17 @@ impl AnthropicMessages {
         Ok(Turn {
             text: (!text.is_empty()).then_some(text),
             calls,
-            usage: usage(answer.get("usage"), "input_tokens", "output_tokens"),
+            usage: usage(
+                answer.get("usage"),
+                // Tokens read from or written to the prompt cache are counted apart from
+                // `input_tokens`, and billed.
+                &[
+                    "input_tokens",
+                    "cache_creation_input_tokens",
+                    "cache_read_input_tokens",
+                ],
+                &["output_tokens"],
+            ),
             native: Some(content.clone()),
         })
     }

@@ -152,8 +152,10 @@ impl GeminiGenerate {
             calls,
             usage: usage(
                 answer.get("usageMetadata"),
-                "promptTokenCount",
-                "candidatesTokenCount",
+                // The tool-use prompt and the thinking are counted apart, and billed; a turn
+                // of calls only may leave `candidatesTokenCount` out.
+                &["promptTokenCount", "toolUsePromptTokenCount"],
+                &["candidatesTokenCount", "thoughtsTokenCount"],
             ),
             native: Some(content.clone()),
         })

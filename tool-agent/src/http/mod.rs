@@ -14,8 +14,11 @@
 //! support): a refused connection is `unavailable` (never started), a 429 is `rate_limited`
 //! with its `Retry-After`, a 5xx `unavailable`, a 401 `auth_expired`, a 400 `bad_request` with
 //! the provider's own message, a body that is not the provider's format `invalid_result`, and a
-//! stream that ends before the answer does `unavailable`; the [`Agent`](crate::Agent) retries
-//! the transient ones.
+//! stream that ends before the answer does `unavailable`, a stream that stalls (no first event,
+//! a pause between events, or no end, past [`OpenAiChat`]'s stream timeouts) `timeout`; the
+//! [`Agent`](crate::Agent) retries the transient ones. Every client reads the tokens its
+//! provider bills, cached prompt tokens and reasoning tokens included, for
+//! [`UsageLimits`](crate::UsageLimits).
 //!
 //! To test code that uses these clients without a key or a network, point them at a
 //! [`ScriptedServer`]: scripted turns served on loopback in each API's wire format, every
@@ -39,7 +42,9 @@ mod scripted;
 
 pub use anthropic::AnthropicMessages;
 pub use gemini::GeminiGenerate;
-pub use openai::OpenAiChat;
+pub use openai::{
+    OpenAiChat, DEFAULT_CHUNK_TIMEOUT, DEFAULT_FIRST_CHUNK_TIMEOUT, DEFAULT_STREAM_TIMEOUT,
+};
 pub use responses::OpenAiResponses;
 pub use scripted::{ReceivedRequest, ScriptedReply, ScriptedServer};
 
@@ -161,13 +166,24 @@ pub(crate) fn malformed(provider: &str, what: impl std::fmt::Display) -> ModelEr
     )
 }
 
-/// Token counts from two fields of a usage object, when both are numbers.
-pub(crate) fn usage(value: Option<&Value>, input: &str, output: &str) -> Option<Usage> {
+/// Token counts from a provider's usage object: the sum of the `input` fields and the sum of
+/// the `output` fields (a field absent counts 0; a provider that reports cached or reasoning
+/// tokens apart from the rest bills them all the same). `None` when no field is a number.
+pub(crate) fn usage(value: Option<&Value>, input: &[&str], output: &[&str]) -> Option<Usage> {
     let value = value?;
-    Some(Usage {
-        input_tokens: value.get(input)?.as_u64()?,
-        output_tokens: value.get(output)?.as_u64()?,
-    })
+    let mut found = false;
+    let mut sum = |fields: &[&str]| {
+        fields
+            .iter()
+            .filter_map(|field| value.get(*field)?.as_u64())
+            .inspect(|_| found = true)
+            .fold(0u64, u64::saturating_add)
+    };
+    let usage = Usage {
+        input_tokens: sum(input),
+        output_tokens: sum(output),
+    };
+    found.then_some(usage)
 }
 
 /// The environment variable's value, if set and not empty.

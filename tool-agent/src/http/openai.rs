@@ -1,10 +1,12 @@
 //! OpenAI Chat Completions, and every server that speaks it.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use futures_util::StreamExt;
 use serde_json::{json, Map, Value};
 use sse_stream::SseStream;
+use tokio::time::Instant;
 use toolwright_core::providers::{openai, Export, Provider};
 use toolwright_core::{ErrorKind, ToolCall};
 
@@ -21,7 +23,10 @@ const PROVIDER: &str = "OpenAI Chat Completions";
 /// as an [`AgentEvent::ToolCallStarted`] as soon as its name does; a call's argument text is
 /// assembled from its deltas and only then parsed and validated by the registry. A stream that
 /// ends before its `finish_reason` and `[DONE]` is `unavailable` (and retried), never a turn
-/// cut in half.
+/// cut in half. A stream that stalls is a `timeout` (and retried within the run's deadline):
+/// no first event within [`first_chunk_timeout`](Self::first_chunk_timeout) (60 s), no event
+/// within [`chunk_timeout`](Self::chunk_timeout) of the last (30 s), or not done within
+/// [`stream_timeout`](Self::stream_timeout) (10 min).
 ///
 /// ```no_run
 /// use toolwright::agent::http::OpenAiChat;
@@ -39,6 +44,50 @@ pub struct OpenAiChat {
     stream: bool,
     strict: bool,
     max_tokens: Option<u32>,
+    timeouts: StreamTimeouts,
+}
+
+/// The first chunk of a stream waited for when none is set: 60 s, from sending the request
+/// to its first event (a reasoning model may think that long before it writes).
+///
+/// ```
+/// use toolwright::agent::http::{OpenAiChat, DEFAULT_FIRST_CHUNK_TIMEOUT};
+///
+/// // A reasoning model that thinks longer before it writes:
+/// let model = OpenAiChat::new("o3").streaming(true).first_chunk_timeout(DEFAULT_FIRST_CHUNK_TIMEOUT * 3);
+/// # let _ = model;
+/// ```
+pub const DEFAULT_FIRST_CHUNK_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The wait between two events of a stream when none is set: 30 s, far longer than a provider
+/// that is still writing pauses.
+///
+/// ```
+/// use toolwright::agent::http::{OpenAiChat, DEFAULT_CHUNK_TIMEOUT};
+///
+/// let model = OpenAiChat::new("gpt-4.1-mini").streaming(true).chunk_timeout(DEFAULT_CHUNK_TIMEOUT / 3);
+/// # let _ = model;
+/// ```
+pub const DEFAULT_CHUNK_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The whole of a stream when no limit is set: 10 minutes. The agent's own
+/// [`model_timeout`](crate::AgentBuilder::model_timeout) (120 s by default) bounds a request
+/// made by the loop sooner.
+///
+/// ```
+/// use std::time::Duration;
+/// use toolwright::agent::http::DEFAULT_STREAM_TIMEOUT;
+///
+/// assert_eq!(DEFAULT_STREAM_TIMEOUT, Duration::from_secs(600));
+/// ```
+pub const DEFAULT_STREAM_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// When a stream counts as stalled.
+#[derive(Debug, Clone, Copy)]
+struct StreamTimeouts {
+    first: Duration,
+    between: Duration,
+    total: Duration,
 }
 
 impl OpenAiChat {
@@ -52,6 +101,11 @@ impl OpenAiChat {
             stream: false,
             strict: true,
             max_tokens: None,
+            timeouts: StreamTimeouts {
+                first: DEFAULT_FIRST_CHUNK_TIMEOUT,
+                between: DEFAULT_CHUNK_TIMEOUT,
+                total: DEFAULT_STREAM_TIMEOUT,
+            },
         }
     }
 
@@ -84,6 +138,55 @@ impl OpenAiChat {
     /// `max_completion_tokens` of each request.
     pub fn max_tokens(mut self, tokens: u32) -> Self {
         self.max_tokens = Some(tokens);
+        self
+    }
+
+    /// How long a streamed answer may take to start: from sending the request to its first
+    /// event. Past it the request is a `timeout`, which the agent retries. Default:
+    /// [`DEFAULT_FIRST_CHUNK_TIMEOUT`], 60 s.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use toolwright::agent::http::OpenAiChat;
+    ///
+    /// let model = OpenAiChat::new("gpt-4.1-mini")
+    ///     .streaming(true)
+    ///     .first_chunk_timeout(Duration::from_secs(20))
+    ///     .chunk_timeout(Duration::from_secs(10))
+    ///     .stream_timeout(Duration::from_secs(180));
+    /// # let _ = model;
+    /// ```
+    pub fn first_chunk_timeout(mut self, timeout: Duration) -> Self {
+        self.timeouts.first = timeout;
+        self
+    }
+
+    /// How long a stream may go without an event once it started: past it the stream stalled,
+    /// and the request is a `timeout`, which the agent retries. Default:
+    /// [`DEFAULT_CHUNK_TIMEOUT`], 30 s.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use toolwright::agent::http::OpenAiChat;
+    /// let model = OpenAiChat::new("gpt-4.1-mini").streaming(true).chunk_timeout(Duration::from_secs(5));
+    /// # let _ = model;
+    /// ```
+    pub fn chunk_timeout(mut self, timeout: Duration) -> Self {
+        self.timeouts.between = timeout;
+        self
+    }
+
+    /// How long a whole streamed answer may take, however steadily it arrives: past it the
+    /// request is a `timeout`. Default: [`DEFAULT_STREAM_TIMEOUT`], 10 minutes.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use toolwright::agent::http::OpenAiChat;
+    /// let model = OpenAiChat::new("gpt-4.1-mini").streaming(true).stream_timeout(Duration::from_secs(90));
+    /// # let _ = model;
+    /// ```
+    pub fn stream_timeout(mut self, timeout: Duration) -> Self {
+        self.timeouts.total = timeout;
         self
     }
 
@@ -126,8 +229,9 @@ impl OpenAiChat {
             http = http.bearer_auth(key);
         }
         if self.stream {
-            let response = self.transport.send(http).await?;
-            read_stream(response, &request).await
+            let clock = StreamClock::start(self.timeouts);
+            let response = clock.first(self.transport.send(http)).await??;
+            read_stream(response, &request, clock).await
         } else {
             let answer = self.transport.json(http).await?;
             read_completion(&answer)
@@ -203,7 +307,11 @@ fn read_completion(answer: &Value) -> Result<Turn, ModelError> {
     Ok(Turn {
         text,
         calls,
-        usage: usage(answer.get("usage"), "prompt_tokens", "completion_tokens"),
+        usage: usage(
+            answer.get("usage"),
+            &["prompt_tokens"],
+            &["completion_tokens"],
+        ),
         native: None,
     })
 }
@@ -217,10 +325,65 @@ struct Partial {
     announced: bool,
 }
 
+/// The deadlines of one stream: its first event, the next event, the whole.
+struct StreamClock {
+    timeouts: StreamTimeouts,
+    started: Instant,
+}
+
+impl StreamClock {
+    fn start(timeouts: StreamTimeouts) -> Self {
+        StreamClock {
+            timeouts,
+            started: Instant::now(),
+        }
+    }
+
+    /// `step` (sending the request, or reading an event), given until the first event's
+    /// deadline (`first`) or the next one's, and never past the whole stream's.
+    async fn within<T>(
+        &self,
+        first: bool,
+        step: impl std::future::Future<Output = T>,
+    ) -> Result<T, ModelError> {
+        let whole = self.started + self.timeouts.total;
+        let (next, wait) = if first {
+            (self.started + self.timeouts.first, self.timeouts.first)
+        } else {
+            (
+                Instant::now() + self.timeouts.between,
+                self.timeouts.between,
+            )
+        };
+        let deadline = next.min(whole);
+        tokio::time::timeout_at(deadline, step).await.map_err(|_| {
+            let what = if deadline == whole && next > whole {
+                format!(
+                    "the stream did not end within {} s",
+                    self.timeouts.total.as_secs_f64()
+                )
+            } else if first {
+                format!("no answer within {} s of the request", wait.as_secs_f64())
+            } else {
+                format!(
+                    "the stream stalled: no event within {} s of the last",
+                    wait.as_secs_f64()
+                )
+            };
+            ModelError::new(ErrorKind::Timeout, format!("{PROVIDER}: {what}"))
+        })
+    }
+
+    async fn first<T>(&self, step: impl std::future::Future<Output = T>) -> Result<T, ModelError> {
+        self.within(true, step).await
+    }
+}
+
 /// A streamed completion: text and call deltas assembled, events reported as they arrive.
 async fn read_stream(
     response: reqwest::Response,
     request: &ModelRequest<'_>,
+    clock: StreamClock,
 ) -> Result<Turn, ModelError> {
     let mut events = SseStream::from_bytes_stream(response.bytes_stream());
     let mut text = String::new();
@@ -228,7 +391,9 @@ async fn read_stream(
     let mut finished = false;
     let mut done = false;
     let mut turn_usage = None;
-    while let Some(event) = events.next().await {
+    let mut first = true;
+    while let Some(event) = clock.within(first, events.next()).await? {
+        first = false;
         let event = event.map_err(|e| {
             ModelError::new(
                 ErrorKind::Unavailable,
@@ -252,7 +417,11 @@ async fn read_stream(
                 format!("{PROVIDER} sent an error in the stream: {message}"),
             ));
         }
-        if let Some(u) = usage(chunk.get("usage"), "prompt_tokens", "completion_tokens") {
+        if let Some(u) = usage(
+            chunk.get("usage"),
+            &["prompt_tokens"],
+            &["completion_tokens"],
+        ) {
             turn_usage = Some(u);
         }
         let Some(choice) = chunk.pointer("/choices/0") else {

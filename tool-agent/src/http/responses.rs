@@ -143,7 +143,7 @@ impl OpenAiResponses {
         Ok(Turn {
             text: (!text.is_empty()).then_some(text),
             calls,
-            usage: usage(answer.get("usage"), "input_tokens", "output_tokens"),
+            usage: usage(answer.get("usage"), &["input_tokens"], &["output_tokens"]),
             native: Some(output.clone()),
         })
     }

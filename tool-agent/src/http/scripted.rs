@@ -9,8 +9,10 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use http_body_util::{BodyExt, Full};
-use hyper::body::{Bytes, Incoming};
+use futures_util::stream::{self, StreamExt};
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::{BodyExt, Full, StreamBody};
+use hyper::body::{Bytes, Frame, Incoming};
 use hyper::header::{HeaderName, HeaderValue, CONTENT_TYPE};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
@@ -42,7 +44,9 @@ use crate::model::Turn;
 /// [`ScriptedReply::error`] answers with a provider error (a status, `{"error": {"message"}}`,
 /// headers such as `Retry-After`), [`ScriptedReply::raw`] with any bytes at all (a stream cut
 /// short, a body that is not JSON). A request after the script is used up is answered 400,
-/// which the clients classify as `bad_request`.
+/// which the clients classify as `bad_request`. [`ScriptedReply::pace`] sends a body one
+/// server-sent event at a time and [`ScriptedReply::stall`] holds the connection open after
+/// it, sending nothing more: a provider that stops mid-stream.
 ///
 /// The server stops when it is dropped.
 ///
@@ -92,6 +96,8 @@ pub struct ScriptedReply {
     answer: Answer,
     headers: Vec<(String, String)>,
     delay: Duration,
+    pace: Duration,
+    stall: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -150,11 +156,47 @@ impl ScriptedReply {
         self
     }
 
+    /// The same reply, its body sent a piece at a time, `every` apart (on tokio's clock): each
+    /// server-sent event (a piece ending in a blank line) is one piece, so a streamed turn
+    /// arrives event by event, as a slow provider's does.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use toolwright::agent::Turn;
+    /// use toolwright::agent::http::ScriptedReply;
+    ///
+    /// // Streamed to a client with `.streaming(true)`: a word every 50 ms.
+    /// let slow = ScriptedReply::from(Turn::text("one word at a time")).pace(Duration::from_millis(50));
+    /// # let _ = slow;
+    /// ```
+    pub fn pace(mut self, every: Duration) -> Self {
+        self.pace = every;
+        self
+    }
+
+    /// The same reply, then nothing: once its body (all of it, or none for an empty one) is
+    /// sent, the connection stays open and no more bytes come, as from a provider that stalled
+    /// mid-stream. For the clients' stream timeouts.
+    ///
+    /// ```
+    /// use toolwright::agent::http::ScriptedReply;
+    ///
+    /// // Headers, one event, then silence.
+    /// let stalled = ScriptedReply::raw(200, "text/event-stream", "data: {}\n\n").stall();
+    /// # let _ = stalled;
+    /// ```
+    pub fn stall(mut self) -> Self {
+        self.stall = true;
+        self
+    }
+
     fn new(answer: Answer) -> Self {
         ScriptedReply {
             answer,
             headers: Vec::new(),
             delay: Duration::ZERO,
+            pace: Duration::ZERO,
+            stall: false,
         }
     }
 }
@@ -245,10 +287,12 @@ async fn serve(listener: TcpListener, script: Arc<Script>) {
     }
 }
 
+type Body = UnsyncBoxBody<Bytes, Infallible>;
+
 async fn answer(
     script: Arc<Script>,
     request: Request<Incoming>,
-) -> Result<Response<Full<Bytes>>, Infallible> {
+) -> Result<Response<Body>, Infallible> {
     let (parts, body) = request.into_parts();
     let bytes = body
         .collect()
@@ -270,7 +314,7 @@ async fn answer(
     let Some(reply) = reply else {
         let message =
             format!("the scripted server has no reply for request {number}: its script is used up");
-        return Ok(error_response(400, &message));
+        return Ok(error_response(400, &message).map(BodyExt::boxed_unsync));
     };
     if !reply.delay.is_zero() {
         tokio::time::sleep(reply.delay).await;
@@ -300,7 +344,37 @@ async fn answer(
             response.headers_mut().append(name, value);
         }
     }
-    Ok(response)
+    if reply.pace.is_zero() && !reply.stall {
+        return Ok(response.map(BodyExt::boxed_unsync));
+    }
+    Ok(response.map(|body| paced(body, reply.pace, reply.stall)))
+}
+
+/// The body sent a server-sent event at a time, `every` apart, and then, when `stall`, never
+/// ended.
+fn paced(body: Full<Bytes>, every: Duration, stall: bool) -> Body {
+    // A `Full` body is one frame, ready at once.
+    let bytes = futures_util::FutureExt::now_or_never(body.collect())
+        .and_then(Result::ok)
+        .map(|collected| collected.to_bytes())
+        .unwrap_or_default();
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    let pieces: Vec<Bytes> = text
+        .split_inclusive("\n\n")
+        .map(|piece| Bytes::from(piece.to_owned()))
+        .collect();
+    let sent = stream::iter(pieces).then(move |piece| async move {
+        if !every.is_zero() {
+            tokio::time::sleep(every).await;
+        }
+        Ok::<_, Infallible>(Frame::data(piece))
+    });
+    let frames = if stall {
+        sent.chain(stream::pending()).boxed()
+    } else {
+        sent.boxed()
+    };
+    BodyExt::boxed_unsync(StreamBody::new(frames))
 }
 
 fn response(status: u16, content_type: &str, body: String) -> Response<Full<Bytes>> {

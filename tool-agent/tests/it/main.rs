@@ -3,6 +3,7 @@
 //!
 //! Run one file with `cargo test -p toolwright-agent --all-features --test it <file name>::`.
 
+mod agent_bounds;
 mod agent_loop;
 mod client_requests;
 // The HTTP model clients against a fake provider on loopback.
@@ -10,3 +11,5 @@ mod client_requests;
 mod support;
 #[cfg(feature = "http")]
 mod wire;
+#[cfg(feature = "http")]
+mod wire_bounds;
