@@ -25,9 +25,10 @@ use std::time::Duration;
 use rmcp::model::{InputRequest, InputRequests};
 use serde_json::Value;
 use tokio::sync::{oneshot, Notify};
-use toolwright_core::ask::{Answer, Asker, Question};
+use toolwright_core::ask::{Answer, Asker, LogRecord, Question};
 use toolwright_core::conversation::ConversationStore;
 use toolwright_core::Outcome;
+use toolwright_core::Session;
 
 use crate::input::Input;
 
@@ -265,6 +266,9 @@ pub(crate) struct TaskAsker {
     pub(crate) gate: Arc<Gate>,
     pub(crate) input: Option<Arc<Input>>,
     pub(crate) inputs: Arc<TaskInputs>,
+    /// The session the call came in: its asker takes the tool's log lines (a 2025-11-25
+    /// session's client gets them while the task works).
+    pub(crate) given: Session,
 }
 
 impl TaskAsker {
@@ -288,5 +292,16 @@ impl Asker for TaskAsker {
         question: &'a Question,
     ) -> Pin<Box<dyn Future<Output = Answer> + Send + 'a>> {
         Box::pin(self.ask_now(question))
+    }
+
+    fn log(&self, record: &LogRecord) {
+        match &self.input {
+            Some(input) => input.log(record),
+            None => {
+                if let Some(asker) = self.given.asker() {
+                    asker.log(record);
+                }
+            }
+        }
     }
 }

@@ -98,6 +98,7 @@ pub(crate) async fn call_as_task(
         gate: Arc::clone(&gate),
         input: input.clone(),
         inputs: Arc::clone(&inputs),
+        given: session.clone(),
     }));
     let (commit, mut committed) = tokio::sync::oneshot::channel();
     let mut running = Running(tokio::spawn(Gated {

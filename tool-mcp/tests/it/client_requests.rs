@@ -516,3 +516,82 @@ async fn a_proxied_call_that_times_out_cancels_the_upstream_task() {
         "every upstream run was cancelled, none left working"
     );
 }
+
+/// Works as a task, logging as it goes.
+#[tool(read_only, task, timeout_ms = 60000)]
+async fn logged_job(ctx: ToolContext) -> Result<String, ToolError> {
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    ctx.log(LogLevel::Info, "half way");
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    Ok("done".to_owned())
+}
+
+/// A session's client that takes tasks and keeps the log lines it gets.
+#[derive(Clone)]
+struct TaskClient(Arc<Mutex<Vec<LoggingMessageNotificationParam>>>);
+
+impl ClientHandler for TaskClient {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::builder().enable_tasks().build(),
+            Implementation::new("toolwright-task-logs", "0"),
+        )
+        .with_protocol_version(ProtocolVersion::V_2025_11_25)
+    }
+
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.0.lock().expect("not poisoned").push(params);
+    }
+}
+
+#[tokio::test]
+async fn a_sessions_task_logs_to_its_client_while_it_works() {
+    let registry = Registry::builder().tool(LoggedJob).build().expect("builds");
+    let (server_io, client_io) = tokio::io::duplex(1 << 20);
+    let (read, write) = tokio::io::split(server_io);
+    tokio::spawn(async move {
+        let _ = McpServer::new(registry).serve((read, write)).await;
+    });
+    let handler = TaskClient(Arc::default());
+    let (read, write) = tokio::io::split(client_io);
+    let client = handler
+        .clone()
+        .serve((read, write))
+        .await
+        .expect("connects");
+    let created = client
+        .peer()
+        .call_tool_once(call("logged_job", json!({})))
+        .await
+        .expect("answered");
+    let rmcp::model::CallToolResponse::Task(created) = created else {
+        panic!("not a task: {created:?}");
+    };
+    let id = created.task.task_id.clone();
+    for _ in 0..300 {
+        let got = client
+            .peer()
+            .get_task(rmcp::model::GetTaskParams::new(id.clone()))
+            .await
+            .expect("tasks/get");
+        if got.task.status() == rmcp::model::TaskStatus::Completed
+            && !handler.0.lock().expect("not poisoned").is_empty()
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let logged: Vec<serde_json::Value> = handler
+        .0
+        .lock()
+        .expect("not poisoned")
+        .iter()
+        .map(|line| line.data.clone())
+        .collect();
+    assert_eq!(logged, [json!("half way")]);
+    client.cancel().await.expect("closes");
+}
