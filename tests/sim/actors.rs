@@ -193,41 +193,65 @@ pub async fn approval_request_state(world: Arc<World>, mut rng: fastrand::Rng) {
         let mut answer = call;
         answer["requestState"] = json!(state);
         answer["inputResponses"] = json!({"toolwright_approval": {"action": "accept"}});
-        let concurrent = rng.bool();
-        for _ in 0..rng.usize(1..=3) {
-            let server = Arc::clone(&servers[rng.usize(..2)]);
-            let token = if rng.u8(..6) == 0 { "eve" } else { "alice" };
-            let (world, answer, meta, what) = (
-                Arc::clone(&world),
-                answer.clone(),
-                meta.clone(),
-                what.clone(),
-            );
-            let crash = Crash::draw(&mut rng, 6);
-            let delay = rng.u64(..=1500);
-            let sent = async move {
-                let request = server.request(token, "tools/call", answer, mcp::forms(), meta);
-                let answered = drive(&world.history, crash, request).await;
-                if token == "alice" && answered.is_some_and(|a| envelope(&a)["status"] == "success")
-                {
-                    world.history.push(Event::Completed {
-                        surface: "approval-request-state",
-                        what,
-                    });
-                }
-            };
-            if concurrent {
-                handles.push(tokio::spawn(async move {
-                    sleep(Duration::from_millis(delay)).await;
-                    sent.await;
-                }));
-            } else {
-                sleep(Duration::from_millis(delay)).await;
-                sent.await;
-            }
-        }
+        let round = Round {
+            answer,
+            meta,
+            surface: "approval-request-state",
+            what,
+        };
+        send_again(&world, &servers, &mut rng, &round, &mut handles).await;
     }
     join(handles).await;
+}
+
+/// An answered round of an input-required call, and what it does when it runs.
+struct Round {
+    answer: Value,
+    meta: Value,
+    surface: &'static str,
+    what: String,
+}
+
+/// Sends alice's answered `round` one to three times, to either server, at once or apart,
+/// sometimes as eve, sometimes by a caller that crashes; alice's successes are recorded as
+/// completions of what it does.
+async fn send_again(
+    world: &Arc<World>,
+    servers: &[Arc<Server>],
+    rng: &mut fastrand::Rng,
+    round: &Round,
+    handles: &mut Vec<JoinHandle<()>>,
+) {
+    let concurrent = rng.bool();
+    for _ in 0..rng.usize(1..=3) {
+        let server = Arc::clone(&servers[rng.usize(..2)]);
+        let token = if rng.u8(..6) == 0 { "eve" } else { "alice" };
+        let (world, answer, meta, what) = (
+            Arc::clone(world),
+            round.answer.clone(),
+            round.meta.clone(),
+            round.what.clone(),
+        );
+        let surface = round.surface;
+        let crash = Crash::draw(rng, 6);
+        let delay = rng.u64(..=1500);
+        let sent = async move {
+            let request = server.request(token, "tools/call", answer, mcp::forms(), meta);
+            let answered = drive(&world.history, crash, request).await;
+            if token == "alice" && answered.is_some_and(|a| envelope(&a)["status"] == "success") {
+                world.history.push(Event::Completed { surface, what });
+            }
+        };
+        if concurrent {
+            handles.push(tokio::spawn(async move {
+                sleep(Duration::from_millis(delay)).await;
+                sent.await;
+            }));
+        } else {
+            sleep(Duration::from_millis(delay)).await;
+            sent.await;
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -273,34 +297,13 @@ pub async fn questions(world: Arc<World>, mut rng: fastrand::Rng) {
         answer["requestState"] = json!(state);
         answer["inputResponses"] =
             json!({ key: {"action": "accept", "content": {"city": "Springfield"}} });
-        let concurrent = rng.bool();
-        for _ in 0..rng.usize(1..=3) {
-            let server = Arc::clone(&servers[rng.usize(..2)]);
-            let token = if rng.u8(..6) == 0 { "eve" } else { "alice" };
-            let (world, answer, what) = (Arc::clone(&world), answer.clone(), what.clone());
-            let crash = Crash::draw(&mut rng, 6);
-            let delay = rng.u64(..=1500);
-            let sent = async move {
-                let request = server.request(token, "tools/call", answer, mcp::forms(), json!({}));
-                let answered = drive(&world.history, crash, request).await;
-                if token == "alice" && answered.is_some_and(|a| envelope(&a)["status"] == "success")
-                {
-                    world.history.push(Event::Completed {
-                        surface: "request-state-answers",
-                        what,
-                    });
-                }
-            };
-            if concurrent {
-                handles.push(tokio::spawn(async move {
-                    sleep(Duration::from_millis(delay)).await;
-                    sent.await;
-                }));
-            } else {
-                sleep(Duration::from_millis(delay)).await;
-                sent.await;
-            }
-        }
+        let round = Round {
+            answer,
+            meta: json!({}),
+            surface: "request-state-answers",
+            what,
+        };
+        send_again(&world, &servers, &mut rng, &round, &mut handles).await;
     }
     join(handles).await;
 }

@@ -733,50 +733,32 @@ impl ElicitingAsker {
                     Ok(_) => return Answer::Unavailable("not a form".to_owned()),
                     Err(reason) => return Answer::Unavailable(reason),
                 };
-                peer.create_elicitation_with_timeout(params, Some(self.timeout))
-                    .await
-                    .map(|result| serde_json::to_value(&result).unwrap_or_default())
+                self.within(peer.create_elicitation(params)).await
             }
-            Kind::Sampling(request) => {
-                let params = match serde_json::from_value(sampling_params(request)) {
-                    Ok(params) => params,
-                    Err(e) => {
-                        return Answer::Unavailable(format!(
-                            "the sampling request cannot be sent: {e}"
-                        ))
-                    }
-                };
-                let sent = tokio::time::timeout(self.timeout, peer.create_message(params)).await;
-                match sent {
-                    Ok(result) => {
-                        result.map(|result| serde_json::to_value(&result).unwrap_or_default())
-                    }
-                    Err(_) => {
-                        return Answer::Unavailable(format!(
-                            "the client did not answer within {:?}",
-                            self.timeout
-                        ))
-                    }
-                }
-            }
-            _ => {
-                let sent = tokio::time::timeout(self.timeout, peer.list_roots()).await;
-                match sent {
-                    Ok(result) => {
-                        result.map(|result| serde_json::to_value(&result).unwrap_or_default())
-                    }
-                    Err(_) => {
-                        return Answer::Unavailable(format!(
-                            "the client did not answer within {:?}",
-                            self.timeout
-                        ))
-                    }
-                }
-            }
+            Kind::Sampling(request) => match serde_json::from_value(sampling_params(request)) {
+                Ok(params) => self.within(peer.create_message(params)).await,
+                Err(e) => Err(format!("the sampling request cannot be sent: {e}")),
+            },
+            _ => self.within(peer.list_roots()).await,
         };
         match result {
             Ok(result) => answer_to(question, &result),
-            Err(e) => Answer::Unavailable(format!("no answer from the client: {e}")),
+            Err(why) => Answer::Unavailable(why),
+        }
+    }
+
+    /// The client's answer to `sent` within the timeout, as JSON; or why there is none.
+    async fn within<T: serde::Serialize, E: std::fmt::Display>(
+        &self,
+        sent: impl Future<Output = Result<T, E>>,
+    ) -> Result<Value, String> {
+        match tokio::time::timeout(self.timeout, sent).await {
+            Ok(Ok(result)) => serde_json::to_value(&result).map_err(|e| e.to_string()),
+            Ok(Err(e)) => Err(format!("no answer from the client: {e}")),
+            Err(_) => Err(format!(
+                "the client did not answer within {:?}",
+                self.timeout
+            )),
         }
     }
 }

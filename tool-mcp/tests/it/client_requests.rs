@@ -336,21 +336,9 @@ struct Asked(Client, Arc<Mutex<Vec<String>>>);
 
 #[tokio::test]
 async fn a_proxied_2026_upstream_tool_asks_the_downstream_client_as_a_local_one_would() {
-    use toolwright_mcp::proxy::Upstream;
     for version in [ProtocolVersion::V_2025_11_25, ProtocolVersion::V_2026_07_28] {
         // The upstream: a server whose tool asks a form, the roots and the model.
-        let upstream_registry = Registry::builder().tool(Ship).build().expect("builds");
-        let (up_server, up_client) = tokio::io::duplex(1 << 20);
-        let (read, write) = tokio::io::split(up_server);
-        tokio::spawn(async move {
-            let _ = McpServer::new(upstream_registry).serve((read, write)).await;
-        });
-        let (read, write) = tokio::io::split(up_client);
-        let upstream = Upstream::builder()
-            .revision(ProtocolVersion::V_2026_07_28)
-            .connect_io(read, write)
-            .await
-            .expect("the upstream connects");
+        let upstream = upstream(Registry::builder().tool(Ship).build().expect("builds")).await;
         let proxied = upstream.tools();
         assert!(proxied.refused.is_empty(), "{:?}", proxied.refused);
         let registry = proxied
@@ -409,6 +397,21 @@ async fn a_proxied_2026_upstream_tool_asks_the_downstream_client_as_a_local_one_
     }
 }
 
+/// A server of `registry` on one end of a pipe, and the proxy's connection to it at 2026-07-28.
+async fn upstream(registry: Registry) -> toolwright_mcp::proxy::Upstream {
+    let (up_server, up_client) = tokio::io::duplex(1 << 20);
+    let (read, write) = tokio::io::split(up_server);
+    tokio::spawn(async move {
+        let _ = McpServer::new(registry).serve((read, write)).await;
+    });
+    let (read, write) = tokio::io::split(up_client);
+    toolwright_mcp::proxy::Upstream::builder()
+        .revision(ProtocolVersion::V_2026_07_28)
+        .connect_io(read, write)
+        .await
+        .expect("the upstream connects")
+}
+
 /// Counts the upstream report bodies that started and that were dropped before their end.
 #[derive(Default)]
 struct Reports {
@@ -447,25 +450,13 @@ async fn long_report(
 
 /// The proxy over an upstream whose `long_report` runs as a task, with a proxied timeout.
 async fn task_proxy(timeout: Duration) -> (Registry, Arc<Reports>) {
-    use toolwright_mcp::proxy::Upstream;
     let reports = Arc::new(Reports::default());
     let upstream_registry = Registry::builder()
         .tool(LongReport)
         .state(Arc::clone(&reports))
         .build()
         .expect("builds");
-    let (up_server, up_client) = tokio::io::duplex(1 << 20);
-    let (read, write) = tokio::io::split(up_server);
-    tokio::spawn(async move {
-        let _ = McpServer::new(upstream_registry).serve((read, write)).await;
-    });
-    let (read, write) = tokio::io::split(up_client);
-    let upstream = Upstream::builder()
-        .revision(ProtocolVersion::V_2026_07_28)
-        .connect_io(read, write)
-        .await
-        .expect("the upstream connects")
-        .timeout(timeout);
+    let upstream = upstream(upstream_registry).await.timeout(timeout);
     let registry = upstream
         .tools()
         .tools

@@ -2254,3 +2254,42 @@ async fn a_working_task_is_stopped_at_its_ttl_with_no_one_polling() {
         "{failed}"
     );
 }
+
+/// Asks `n` questions at once.
+#[tool(read_only)]
+async fn many_questions(ctx: ToolContext, n: usize) -> Result<usize, ToolError> {
+    let asked = (0..n).map(|i| ctx.ask_named::<Speed>(format!("q{i}"), format!("Question {i}?")));
+    let answers = futures_util::future::join_all(asked).await;
+    for answer in answers {
+        answer?;
+    }
+    Ok(n)
+}
+
+#[tokio::test]
+async fn one_input_required_result_carries_at_most_32_questions() {
+    let server = start(
+        Registry::builder()
+            .tool(ManyQuestions)
+            .build()
+            .expect("builds"),
+    )
+    .await;
+    let client = Client::new(&server);
+    for (n, listed) in [(32, 32), (40, 32)] {
+        let body = call_with(
+            &client,
+            "alice",
+            "many_questions",
+            json!({"n": n}),
+            json!({}),
+            json!({}),
+        )
+        .await;
+        let asked = answer(&body, &json!(1));
+        let requests = asked["result"]["inputRequests"]
+            .as_object()
+            .map_or(0, |r| r.len());
+        assert_eq!(requests, listed, "{n} questions at once: {asked}");
+    }
+}
