@@ -432,7 +432,7 @@ async fn answers_reach_the_tool_on_any_replica(store: Arc<dyn ConversationStore>
     let replica = || {
         McpServer::new(registry(&runs))
             .task_store(Arc::clone(&store))
-            .task_lease(Duration::from_millis(500))
+            .task_lease(Duration::from_secs(10))
     };
     let (a, b) = (bind(replica()).await, bind(replica()).await);
     let (on_a, on_b) = (
@@ -610,7 +610,7 @@ async fn an_unreadable_record_or_answer_in_the_store_is_reported_never_a_panic()
     let server = bind(
         McpServer::new(registry(&runs))
             .task_store(Arc::clone(&store))
-            .task_lease(Duration::from_millis(500)),
+            .task_lease(Duration::from_secs(10)),
     )
     .await;
     let client = Client::new(&server, capabilities(true, false));
