@@ -73,8 +73,9 @@
 //! progress, its questions passed on as above and answered by `tasks/update`, its result as the
 //! call's; a `failed` or `cancelled` task is `unavailable`. A call that stops following it
 //! first (its timeout, its deadline, the downstream client's cancellation) cancels the task
-//! upstream. Downstream the proxied tool is an ordinary tool: declare the long ones with
-//! [`Upstream::timeout`] long enough.
+//! upstream. Downstream, a proxied tool named in [`UpstreamBuilder::task_tools`] is a task
+//! tool (a client that takes tasks gets a task); any other is an ordinary tool that waits for
+//! the upstream's task within its [`Upstream::timeout`].
 //!
 //! **Tool list changes.** An upstream that sends `notifications/tools/list_changed` is listed
 //! again; every proxied tool whose definition changed or that vanished (or whose name is now
@@ -147,6 +148,8 @@ struct Inner {
     service: RunningService<RoleClient, Handler>,
     watch: Arc<Watch>,
     max_answer_bytes: usize,
+    /// Tools proxied as task tools ([`UpstreamBuilder::task_tools`]).
+    task_tools: BTreeSet<String>,
     /// The spawned server, killed when the last tool made from it is dropped (after the
     /// connection, which is declared first).
     _child: Option<tokio::process::Child>,
@@ -203,6 +206,7 @@ pub struct Proxied {
 pub struct UpstreamBuilder {
     max_answer_bytes: usize,
     revision: Option<ProtocolVersion>,
+    task_tools: BTreeSet<String>,
 }
 
 impl Default for UpstreamBuilder {
@@ -210,6 +214,7 @@ impl Default for UpstreamBuilder {
         UpstreamBuilder {
             max_answer_bytes: DEFAULT_MAX_ANSWER_BYTES,
             revision: None,
+            task_tools: BTreeSet::new(),
         }
     }
 }
@@ -236,6 +241,21 @@ impl UpstreamBuilder {
     /// upstream tool that asks is told it cannot.
     pub fn revision(mut self, revision: ProtocolVersion) -> Self {
         self.revision = Some(revision);
+        self
+    }
+
+    /// Upstream tools that run as tasks, proxied as task tools
+    /// ([`DynamicToolBuilder::task`](toolwright_core::dynamic::DynamicToolBuilder::task)): a
+    /// downstream client that takes tasks gets a task of its own, which the proxy works by
+    /// following the upstream's (at 2026-07-28, see [`revision`](Self::revision)). MCP's tool
+    /// list does not say which tools run as tasks, so the proxy is told. Give them an
+    /// [`Upstream::timeout`] as long as their work.
+    pub fn task_tools<I, S>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.task_tools = names.into_iter().map(Into::into).collect();
         self
     }
 
@@ -306,7 +326,7 @@ impl UpstreamBuilder {
     }
 
     async fn connect_with<T, E, A>(
-        self,
+        mut self,
         transport: T,
         child: Option<tokio::process::Child>,
     ) -> Result<Upstream, ProxyError>
@@ -319,6 +339,7 @@ impl UpstreamBuilder {
             inner: transport.into_transport(),
             watch: Arc::clone(&watch),
         };
+        let task_tools = std::mem::take(&mut self.task_tools);
         let stateless = self
             .revision
             .as_ref()
@@ -348,6 +369,7 @@ impl UpstreamBuilder {
                 service,
                 watch,
                 max_answer_bytes: self.max_answer_bytes,
+                task_tools,
                 _child: child,
             }),
             tools,
@@ -474,6 +496,9 @@ impl Upstream {
         }
         if let Some(timeout) = self.timeout {
             builder = builder.timeout(timeout);
+        }
+        if self.inner.task_tools.contains(&name) {
+            builder = builder.task();
         }
         builder.build()
     }

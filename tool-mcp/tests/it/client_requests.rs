@@ -399,13 +399,21 @@ async fn a_proxied_2026_upstream_tool_asks_the_downstream_client_as_a_local_one_
 
 /// A server of `registry` on one end of a pipe, and the proxy's connection to it at 2026-07-28.
 async fn upstream(registry: Registry) -> toolwright_mcp::proxy::Upstream {
+    upstream_with(registry, toolwright_mcp::proxy::Upstream::builder()).await
+}
+
+/// [`upstream`], connected by `builder`.
+async fn upstream_with(
+    registry: Registry,
+    builder: toolwright_mcp::proxy::UpstreamBuilder,
+) -> toolwright_mcp::proxy::Upstream {
     let (up_server, up_client) = tokio::io::duplex(1 << 20);
     let (read, write) = tokio::io::split(up_server);
     tokio::spawn(async move {
         let _ = McpServer::new(registry).serve((read, write)).await;
     });
     let (read, write) = tokio::io::split(up_client);
-    toolwright_mcp::proxy::Upstream::builder()
+    builder
         .revision(ProtocolVersion::V_2026_07_28)
         .connect_io(read, write)
         .await
@@ -584,5 +592,66 @@ async fn a_sessions_task_logs_to_its_client_while_it_works() {
         .map(|line| line.data.clone())
         .collect();
     assert_eq!(logged, [json!("half way")]);
+    client.cancel().await.expect("closes");
+}
+
+#[tokio::test]
+async fn a_proxied_task_tool_is_a_task_downstream_following_the_upstreams() {
+    let reports = Arc::new(Reports::default());
+    let upstream_registry = Registry::builder()
+        .tool(LongReport)
+        .state(Arc::clone(&reports))
+        .build()
+        .expect("builds");
+    let builder = toolwright_mcp::proxy::Upstream::builder().task_tools(["long_report"]);
+    let upstream = upstream_with(upstream_registry, builder).await;
+    let registry = upstream
+        .timeout(Duration::from_secs(30))
+        .tools()
+        .tools
+        .into_iter()
+        .fold(Registry::builder(), |b, tool| b.dynamic_tool(tool))
+        .build()
+        .expect("builds");
+    assert!(registry
+        .spec("long_report")
+        .is_some_and(|spec| spec.is_task()));
+    // The downstream: the proxy's own server, and a 2025-11-25 session that takes tasks.
+    let (down_server, down_client) = tokio::io::duplex(1 << 20);
+    let (read, write) = tokio::io::split(down_server);
+    tokio::spawn(async move {
+        let _ = McpServer::new(registry).serve((read, write)).await;
+    });
+    let handler = TaskClient(Arc::default());
+    let (read, write) = tokio::io::split(down_client);
+    let client = handler.serve((read, write)).await.expect("connects");
+    let created = client
+        .peer()
+        .call_tool_once(call("long_report", json!({"ms": 200})))
+        .await
+        .expect("answered");
+    let rmcp::model::CallToolResponse::Task(created) = created else {
+        panic!("not a task downstream: {created:?}");
+    };
+    let id = created.task.task_id.clone();
+    let mut done = None;
+    for _ in 0..300 {
+        let got = client
+            .peer()
+            .get_task(rmcp::model::GetTaskParams::new(id.clone()))
+            .await
+            .expect("tasks/get");
+        if got.task.status() == rmcp::model::TaskStatus::Completed {
+            done = Some(serde_json::to_value(&got).unwrap_or_default());
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let done = done.expect("the downstream task completes");
+    assert_eq!(
+        done["result"]["structuredContent"]["data"]["data"], "report after 200 ms",
+        "{done}"
+    );
+    assert_eq!(reports.started.load(std::sync::atomic::Ordering::SeqCst), 1);
     client.cancel().await.expect("closes");
 }
