@@ -14,6 +14,10 @@
 //! 2. **Memory per conversation.** A counting allocator measures the live heap a finished
 //!    20-step run keeps (its transcript, steps and outcomes) plus its session, with a model
 //!    that records nothing.
+//! 3. **The repeat check.** The same 20-step run with a model in process (no round trip), with
+//!    [`RepeatedCalls`](toolwright_agent::RepeatedCalls) on (the default) and off, interleaved:
+//!    the paired difference per step is what recognising a repeated call costs (a fingerprint
+//!    of each call, a scan of the run's record).
 
 // A counting global allocator measures the heap: `GlobalAlloc` is an unsafe trait.
 #![allow(unsafe_code)]
@@ -28,7 +32,9 @@ use serde_json::{json, Value};
 use toolwright::prelude::*;
 use toolwright::providers::{openai, Provider};
 use toolwright_agent::http::OpenAiChat;
-use toolwright_agent::{Agent, BoxFuture, ChatModel, End, Message, ModelError, ModelRequest, Turn};
+use toolwright_agent::{
+    Agent, BoxFuture, ChatModel, End, Message, ModelError, ModelRequest, RepeatedCalls, Turn,
+};
 use toolwright_core::providers::Export;
 
 struct Counting;
@@ -250,6 +256,50 @@ async fn main() {
         "  loop overhead                   {:>8.1} µs per step (median of paired differences; {:+.1}% of the by-hand step)",
         paired * 1e6,
         paired / b.as_secs_f64() * 100.0
+    );
+
+    // The repeat check: on and off, interleaved, with the model in process.
+    let checked = Agent::builder(Steps, registry.clone())
+        .max_steps(STEPS)
+        .build()
+        .unwrap();
+    let unchecked = Agent::builder(Steps, registry.clone())
+        .max_steps(STEPS)
+        .repeated_calls(RepeatedCalls::off())
+        .build()
+        .unwrap();
+    let mut repeat_diffs = Vec::new();
+    let mut per_step = Vec::new();
+    for i in 0..ITERATIONS * 5 {
+        let timed = |agent: &Agent| {
+            let agent = agent.clone();
+            let session = Session::new(format!("repeat-{i}"));
+            async move {
+                let started = Instant::now();
+                let run = agent
+                    .run(&session, vec![Message::user("Check my orders")])
+                    .await;
+                assert_eq!(run.steps().len(), STEPS);
+                started.elapsed().as_secs_f64() / STEPS as f64
+            }
+        };
+        let (on, off) = if i % 2 == 0 {
+            let on = timed(&checked).await;
+            (on, timed(&unchecked).await)
+        } else {
+            let off = timed(&unchecked).await;
+            (timed(&checked).await, off)
+        };
+        repeat_diffs.push(on - off);
+        per_step.push(off);
+    }
+    repeat_diffs.sort_by(f64::total_cmp);
+    per_step.sort_by(f64::total_cmp);
+    println!(
+        "repeat check, {} interleaved pairs, model in process: {:+.2} µs per step (median of paired differences; the step without it {:.1} µs)",
+        repeat_diffs.len(),
+        repeat_diffs[repeat_diffs.len() / 2] * 1e6,
+        per_step[per_step.len() / 2] * 1e6
     );
 
     // Memory: live heap kept by a finished 20-step run and its session.
