@@ -443,6 +443,7 @@ impl Agent {
     /// Each answer is recorded in the step and reported as an event, as a refusal past the cap.
     fn answer_repeats(&self, run: &mut Run, calls: &[ToolCall], outcomes: &mut [Option<Outcome>]) {
         let inner = &*self.inner;
+        let mut in_turn = Vec::new();
         let answers: Vec<(usize, Outcome)> = calls
             .iter()
             .zip(outcomes.iter())
@@ -456,10 +457,13 @@ impl Agent {
                         .iter()
                         .find(|o| o.call_id() == id && o.is_ok())
                 };
-                match run
-                    .repeats
-                    .verdict(inner.repeats, &inner.registry, call, earlier)
-                {
+                match run.repeats.verdict(
+                    inner.repeats,
+                    &inner.registry,
+                    call,
+                    &mut in_turn,
+                    earlier,
+                ) {
                     Verdict::Run => None,
                     Verdict::Answer(outcome) => Some((i, outcome)),
                 }

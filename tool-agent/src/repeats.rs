@@ -156,21 +156,55 @@ impl Repeats {
         self.0.is_empty()
     }
 
-    /// Whether `call` runs under `policy`, or the outcome it gets instead. `earlier` finds a
-    /// recorded outcome by its step index and call id.
+    /// Whether `call` runs under `policy`, or the outcome it gets instead. `in_turn` holds the
+    /// fingerprints of the calls of this turn that run before it (a call that runs is added);
+    /// `earlier` finds a recorded outcome by its step index and call id.
     pub(crate) fn verdict<'o>(
         &self,
         policy: RepeatedCalls,
         registry: &Registry,
         call: &ToolCall,
+        in_turn: &mut Vec<String>,
         earlier: impl Fn(usize, &str) -> Option<&'o Outcome>,
     ) -> Verdict {
         if policy == RepeatedCalls::off() {
             return Verdict::Run;
         }
         let print = fingerprint(registry, call);
-        let Some(seen) = self.0.iter().find(|s| s.fingerprint == print) else {
-            return Verdict::Run;
+        let same_turn =
+            u32::try_from(in_turn.iter().filter(|p| **p == print).count()).unwrap_or(u32::MAX);
+        let seen = self.0.iter().find(|s| s.fingerprint == print);
+        let verdict = Self::judge(policy, call, seen, same_turn, earlier);
+        if matches!(verdict, Verdict::Run) {
+            in_turn.push(print);
+        }
+        verdict
+    }
+
+    /// [`Repeats::verdict`] for a call seen before as `seen`, made `same_turn` times already
+    /// in this turn.
+    fn judge<'o>(
+        policy: RepeatedCalls,
+        call: &ToolCall,
+        seen: Option<&Seen>,
+        same_turn: u32,
+        earlier: impl Fn(usize, &str) -> Option<&'o Outcome>,
+    ) -> Verdict {
+        let ran = seen.map_or(0, |s| s.ran).saturating_add(same_turn);
+        let Some(seen) = seen else {
+            return match policy.identical {
+                Some(max) if ran >= max => Verdict::Answer(Outcome::refused(
+                    call.id(),
+                    call.name(),
+                    ErrorKind::Conflict,
+                    format!(
+                        "this call did not run: the same call (`{}` with the same arguments) is made {} times in this turn already; use one call's result",
+                        call.name(),
+                        ran
+                    ),
+                )),
+                _ => Verdict::Run,
+            };
         };
         if let (Some(max), Some(kind)) = (policy.failures, seen.last_error) {
             if seen.failed >= max {
@@ -184,7 +218,7 @@ impl Repeats {
             }
         }
         match policy.identical {
-            Some(max) if seen.ran >= max => {}
+            Some(max) if ran >= max => {}
             _ => return Verdict::Run,
         }
         let replayed = seen
@@ -200,7 +234,7 @@ impl Repeats {
                 format!(
                     "this call did not run: the same call (`{}` with the same arguments) already ran {} times in this run, and its result is in the conversation above; use that result, or change the arguments",
                     call.name(),
-                    seen.ran
+                    ran
                 ),
             )
         }))

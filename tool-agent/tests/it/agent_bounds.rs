@@ -295,6 +295,31 @@ async fn a_model_repeating_a_read_only_call_forever_gets_the_earlier_answer_with
 }
 
 #[tokio::test(start_paused = true)]
+async fn identical_calls_in_one_turn_count_together_against_the_threshold() {
+    let counts = Arc::new(Counts::default());
+    let burst = Turn::calls((0..5).map(|i| lookup_call(&format!("c{i}"), "A1")));
+    let model = Arc::new(ScriptedModel::new([burst, Turn::text("done")]));
+    let agent = agent(&model, &counts).build().unwrap();
+    let run = agent
+        .run(&Session::new("burst"), vec![Message::user("A1?")])
+        .await;
+    assert!(matches!(run.end(), End::Final(_)), "{:?}", run.end());
+    assert_eq!(counts.lookups.load(Ordering::SeqCst), 3, "3 of the 5 ran");
+    let outcomes = &run.steps()[0].outcomes;
+    assert_eq!(outcomes.len(), 5);
+    let refused: Vec<&str> = outcomes
+        .iter()
+        .filter(|o| o.error_kind() == Some(ErrorKind::Conflict))
+        .map(|o| o.call_id())
+        .collect();
+    assert_eq!(
+        refused,
+        ["c3", "c4"],
+        "the calls past the threshold, in call order"
+    );
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_repeated_call_that_changes_something_is_refused_as_a_conflict_past_the_threshold() {
     let counts = Arc::new(Counts::default());
     let note = |i: usize| {
