@@ -443,7 +443,7 @@ impl Agent {
     /// Each answer is recorded in the step and reported as an event, as a refusal past the cap.
     fn answer_repeats(&self, run: &mut Run, calls: &[ToolCall], outcomes: &mut [Option<Outcome>]) {
         let inner = &*self.inner;
-        let mut in_turn = Vec::new();
+        let mut in_turn = std::collections::HashMap::new();
         let answers: Vec<(usize, Outcome)> = calls
             .iter()
             .zip(outcomes.iter())

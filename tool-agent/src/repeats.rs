@@ -7,6 +7,8 @@
 //! idempotency key uses ([`Fingerprint::for_tool`]), so `{"a":1,"b":2}` and `{ "b": 2, "a": 1 }`
 //! are one call.
 
+use std::collections::HashMap;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use toolwright_core::idempotency::Fingerprint;
@@ -156,27 +158,27 @@ impl Repeats {
         self.0.is_empty()
     }
 
-    /// Whether `call` runs under `policy`, or the outcome it gets instead. `in_turn` holds the
-    /// fingerprints of the calls of this turn that run before it (a call that runs is added);
+    /// Whether `call` runs under `policy`, or the outcome it gets instead. `in_turn` counts the
+    /// calls of this turn that run before it, by fingerprint (a call that runs is counted);
     /// `earlier` finds a recorded outcome by its step index and call id.
     pub(crate) fn verdict<'o>(
         &self,
         policy: RepeatedCalls,
         registry: &Registry,
         call: &ToolCall,
-        in_turn: &mut Vec<String>,
+        in_turn: &mut HashMap<String, u32>,
         earlier: impl Fn(usize, &str) -> Option<&'o Outcome>,
     ) -> Verdict {
         if policy == RepeatedCalls::off() {
             return Verdict::Run;
         }
         let print = fingerprint(registry, call);
-        let same_turn =
-            u32::try_from(in_turn.iter().filter(|p| **p == print).count()).unwrap_or(u32::MAX);
+        let same_turn = in_turn.get(&print).copied().unwrap_or(0);
         let seen = self.0.iter().find(|s| s.fingerprint == print);
         let verdict = Self::judge(policy, call, seen, same_turn, earlier);
         if matches!(verdict, Verdict::Run) {
-            in_turn.push(print);
+            let made = in_turn.entry(print).or_insert(0);
+            *made = made.saturating_add(1);
         }
         verdict
     }

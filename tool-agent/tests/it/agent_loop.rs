@@ -417,8 +417,12 @@ async fn a_run_past_its_deadline_is_aborted() {
 #[tokio::test(start_paused = true)]
 async fn calls_past_the_per_turn_cap_do_not_run_and_tell_the_model_to_split_the_work() {
     let counts = Arc::new(Counts::default());
+    // Distinct calls: identical ones would meet the repeat threshold first.
     let calls: Vec<ToolCall> = (0..10_000)
-        .map(|i| call(&format!("c{i}"), "lookup", r#"{"order_id":"A1"}"#))
+        .map(|i| {
+            let arguments = format!(r#"{{"order_id":"A{i}"}}"#);
+            call(&format!("c{i}"), "lookup", &arguments)
+        })
         .collect();
     let model = Arc::new(ScriptedModel::new([Turn::calls(calls), Turn::text("done")]));
     let capped = agent(&model, &counts).build().unwrap();
