@@ -190,7 +190,10 @@ impl Input {
             Some(sealed) => match sealing.codec.open_with(sealed, binding.as_bytes()) {
                 Ok(payload) => match serde_json::from_slice::<State>(&payload) {
                     Ok(state) => (Sent::Sealed, state),
-                    Err(_) => (Sent::Forged, State::fresh()),
+                    // Sealed by this server, but in a shape it no longer reads (a state from
+                    // before an upgrade): authentic, so the call starts over rather than being
+                    // told it was forged.
+                    Err(_) => (Sent::Nothing, State::fresh()),
                 },
                 Err(RequestStateError::Expired) => (Sent::Nothing, State::fresh()),
                 Err(_) => (Sent::Forged, State::fresh()),
@@ -479,11 +482,15 @@ impl Client {
             "data": record.data(),
         }));
         let Ok(param) = param else { return };
-        // Never waits: a tool's lines go out behind it, in order, through one task.
+        // Never waits: a tool's lines go out behind it, in order, through one task. A line
+        // logged outside the runtime (a thread of the tool's own) has no task to go through.
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
         let lines = self.lines.get_or_init(|| {
             let (send, mut receive) = mpsc::channel(MAX_WAITING_LOG_LINES);
             let peer = self.peer.clone();
-            tokio::spawn(async move {
+            runtime.spawn(async move {
                 while let Some(line) = receive.recv().await {
                     if peer.notify_logging_message(line).await.is_err() {
                         break;

@@ -655,3 +655,41 @@ async fn a_proxied_task_tool_is_a_task_downstream_following_the_upstreams() {
     assert_eq!(reports.started.load(std::sync::atomic::Ordering::SeqCst), 1);
     client.cancel().await.expect("closes");
 }
+
+/// Logs from a thread of its own, outside the runtime.
+#[tool(read_only)]
+async fn threaded_log(ctx: ToolContext) -> Result<String, ToolError> {
+    let logger = ctx.clone();
+    std::thread::spawn(move || logger.log(LogLevel::Info, "from a thread"))
+        .join()
+        .map_err(|_| ToolError::bad_request("logging from a thread panicked"))?;
+    Ok("logged".to_owned())
+}
+
+#[tokio::test]
+async fn a_line_logged_outside_the_runtime_is_dropped_never_a_panic() {
+    let registry = Registry::builder()
+        .tool(ThreadedLog)
+        .build()
+        .expect("builds");
+    let (server_io, client_io) = tokio::io::duplex(1 << 20);
+    let (read, write) = tokio::io::split(server_io);
+    tokio::spawn(async move {
+        let _ = McpServer::new(registry).serve((read, write)).await;
+    });
+    let client = Client {
+        version: ProtocolVersion::V_2025_11_25,
+        capable: true,
+        sampled: Arc::default(),
+        logged: Arc::default(),
+    };
+    let (read, write) = tokio::io::split(client_io);
+    let running = client.clone().serve((read, write)).await.expect("connects");
+    let result = running
+        .call_tool(call("threaded_log", json!({})))
+        .await
+        .expect("answered");
+    let envelope = result.structured_content.clone().unwrap_or_default();
+    assert_eq!(envelope["data"], "logged", "{envelope}");
+    running.cancel().await.expect("closes");
+}
